@@ -1,0 +1,562 @@
+//! Assertions as data, evaluated over a session's signals, state, output
+//! and metrics.
+//!
+//! An [`Assertion`] is what a dataset writes (`type: signal.trajectory`, …);
+//! [`evaluate`] checks one against an [`EvalContext`] and says, in an
+//! [`AssertionResult`], whether it held and why. Everything is synchronous
+//! except `llm.judge`, which calls a model: use [`evaluate_all`] (async) when
+//! a list may hold one.
+//!
+//! ```
+//! use scaffold::assert::{Assertion, EvalContext, evaluate_all_sync};
+//! use scaffold::signal::Signal;
+//! use serde_json::json;
+//!
+//! let sig = |index, name: &str, payload| Signal { index, name: name.into(), payload, at_ms: index, agent: None };
+//! let signals = vec![
+//!     sig(0, "harness:start", json!({"state": {}})),
+//!     sig(1, "agent:activated", json!({"agent": "reviewer", "trigger": "phase:entered"})),
+//!     sig(2, "review:complete", json!({"agent": "reviewer"})),
+//!     sig(3, "agent:activated", json!({"agent": "fixer", "trigger": "review:complete"})),
+//!     sig(4, "harness:end", json!({"durationMs": 1200})),
+//! ];
+//! let assertions: Vec<Assertion> = serde_json::from_value(json!([
+//!     {"type": "signal.trajectory", "patterns": [
+//!         "harness:start",
+//!         {"pattern": "agent:activated", "payload": {"agent": "reviewer"}},
+//!         "review:complete",
+//!         {"pattern": "agent:activated", "payload": {"agent": "fixer"}},
+//!     ]},
+//!     {"type": "agent.causedBy", "agentId": "fixer", "triggerPattern": "review:*"},
+//!     {"type": "metric.latency_ms.max", "value": 30000},
+//! ])).unwrap();
+//! let ctx = EvalContext::new(&signals);
+//! for r in evaluate_all_sync(&assertions, &ctx) {
+//!     assert!(r.passed, "{r}");
+//! }
+//! ```
+
+mod agent;
+mod compose;
+mod context;
+mod display;
+mod glob;
+mod judge;
+mod legacy;
+mod matcher;
+mod metric;
+mod output;
+mod path;
+mod result;
+mod signal;
+mod snapshot;
+mod tool;
+
+pub use agent::{AgentActivated, AgentCausedBy, AgentCompleted, AgentEmitted, AgentSkipped};
+pub use compose::{All, Any, Not};
+pub use context::EvalContext;
+pub use glob::{Glob, GlobError};
+pub use judge::{
+    InMemoryJudgeCache, Judge, JudgeCache, JudgeCacheKey, JudgeVerdict, LlmJudge, verdict_schema,
+};
+pub use legacy::LEGACY_TYPES;
+pub use matcher::{MATCHER_KEYS, check_expected, is_matcher, matches_value, values_equal};
+pub use metric::{ActivationBounds, MetricBound, TokenBound, TokenField};
+pub use output::{
+    OutputContains, OutputEquals, OutputJson, OutputLength, OutputMatches, OutputNotContains,
+    build_regex,
+};
+pub use path::{Path, PathError, PathSegment};
+pub use result::AssertionResult;
+pub use signal::{
+    SignalContains, SignalCount, SignalFirst, SignalLast, SignalNot, SignalPattern,
+    SignalTrajectory,
+};
+pub use snapshot::{SnapshotAt, SnapshotFinal};
+pub use tool::{ToolCalled, ToolCalledWith, ToolNotCalled, ToolSequence};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use metric::Side;
+use result::Outcome;
+
+/// One assertion, as datasets write it (tagged by `type`).
+///
+/// Seed 001's names ([`LEGACY_TYPES`]) deserialize into the variant they
+/// stand for; serializing always writes the canonical form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self", tag = "type")]
+pub enum Assertion {
+    /// `signal.contains`
+    #[serde(rename = "signal.contains")]
+    SignalContains(SignalContains),
+    /// `signal.not`
+    #[serde(rename = "signal.not")]
+    SignalNot(SignalNot),
+    /// `signal.count`
+    #[serde(rename = "signal.count")]
+    SignalCount(SignalCount),
+    /// `signal.trajectory`
+    #[serde(rename = "signal.trajectory")]
+    SignalTrajectory(SignalTrajectory),
+    /// `signal.first`
+    #[serde(rename = "signal.first")]
+    SignalFirst(SignalFirst),
+    /// `signal.last`
+    #[serde(rename = "signal.last")]
+    SignalLast(SignalLast),
+    /// `snapshot.at`
+    #[serde(rename = "snapshot.at")]
+    SnapshotAt(SnapshotAt),
+    /// `snapshot.final`
+    #[serde(rename = "snapshot.final")]
+    SnapshotFinal(SnapshotFinal),
+    /// `agent.activated`
+    #[serde(rename = "agent.activated")]
+    AgentActivated(AgentActivated),
+    /// `agent.completed`
+    #[serde(rename = "agent.completed")]
+    AgentCompleted(AgentCompleted),
+    /// `agent.causedBy`
+    #[serde(rename = "agent.causedBy")]
+    AgentCausedBy(AgentCausedBy),
+    /// `agent.emitted`
+    #[serde(rename = "agent.emitted")]
+    AgentEmitted(AgentEmitted),
+    /// `agent.skipped`
+    #[serde(rename = "agent.skipped")]
+    AgentSkipped(AgentSkipped),
+    /// `metric.latency.max` (milliseconds)
+    #[serde(rename = "metric.latency.max")]
+    LatencyMax(MetricBound),
+    /// `metric.latency.min` (milliseconds)
+    #[serde(rename = "metric.latency.min")]
+    LatencyMin(MetricBound),
+    /// `metric.cost.max` (USD)
+    #[serde(rename = "metric.cost.max")]
+    CostMax(MetricBound),
+    /// `metric.cost.min` (USD)
+    #[serde(rename = "metric.cost.min")]
+    CostMin(MetricBound),
+    /// `metric.tokens.max`
+    #[serde(rename = "metric.tokens.max")]
+    TokensMax(TokenBound),
+    /// `metric.tokens.min`
+    #[serde(rename = "metric.tokens.min")]
+    TokensMin(TokenBound),
+    /// `metric.activations`
+    #[serde(rename = "metric.activations")]
+    Activations(ActivationBounds),
+    /// `output.contains`
+    #[serde(rename = "output.contains")]
+    OutputContains(OutputContains),
+    /// `output.notContains`
+    #[serde(rename = "output.notContains")]
+    OutputNotContains(OutputNotContains),
+    /// `output.matches`
+    #[serde(rename = "output.matches")]
+    OutputMatches(OutputMatches),
+    /// `output.json`
+    #[serde(rename = "output.json")]
+    OutputJson(OutputJson),
+    /// `output.length`
+    #[serde(rename = "output.length")]
+    OutputLength(OutputLength),
+    /// `output.equals`
+    #[serde(rename = "output.equals")]
+    OutputEquals(OutputEquals),
+    /// `tool.called`
+    #[serde(rename = "tool.called")]
+    ToolCalled(ToolCalled),
+    /// `tool.notCalled`
+    #[serde(rename = "tool.notCalled")]
+    ToolNotCalled(ToolNotCalled),
+    /// `tool.calledWith`
+    #[serde(rename = "tool.calledWith")]
+    ToolCalledWith(ToolCalledWith),
+    /// `tool.sequence`
+    #[serde(rename = "tool.sequence")]
+    ToolSequence(ToolSequence),
+    /// `llm.judge`
+    #[serde(rename = "llm.judge")]
+    LlmJudge(LlmJudge),
+    /// `all`
+    #[serde(rename = "all")]
+    All(All),
+    /// `any`
+    #[serde(rename = "any")]
+    Any(Any),
+    /// `not`
+    #[serde(rename = "not")]
+    Not(Not),
+}
+
+impl Serialize for Assertion {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Assertion::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Assertion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut value = Value::deserialize(deserializer)?;
+        if let Value::Object(map) = &mut value {
+            legacy::rewrite(map);
+        }
+        Assertion::deserialize(value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Assertion {
+    /// Every canonical type name.
+    pub const TYPES: &'static [&'static str] = &[
+        "signal.contains",
+        "signal.not",
+        "signal.count",
+        "signal.trajectory",
+        "signal.first",
+        "signal.last",
+        "snapshot.at",
+        "snapshot.final",
+        "agent.activated",
+        "agent.completed",
+        "agent.causedBy",
+        "agent.emitted",
+        "agent.skipped",
+        "metric.latency.max",
+        "metric.latency.min",
+        "metric.cost.max",
+        "metric.cost.min",
+        "metric.tokens.max",
+        "metric.tokens.min",
+        "metric.activations",
+        "output.contains",
+        "output.notContains",
+        "output.matches",
+        "output.json",
+        "output.length",
+        "output.equals",
+        "tool.called",
+        "tool.notCalled",
+        "tool.calledWith",
+        "tool.sequence",
+        "llm.judge",
+        "all",
+        "any",
+        "not",
+    ];
+
+    /// The `type` this assertion is written with.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Assertion::SignalContains(_) => "signal.contains",
+            Assertion::SignalNot(_) => "signal.not",
+            Assertion::SignalCount(_) => "signal.count",
+            Assertion::SignalTrajectory(_) => "signal.trajectory",
+            Assertion::SignalFirst(_) => "signal.first",
+            Assertion::SignalLast(_) => "signal.last",
+            Assertion::SnapshotAt(_) => "snapshot.at",
+            Assertion::SnapshotFinal(_) => "snapshot.final",
+            Assertion::AgentActivated(_) => "agent.activated",
+            Assertion::AgentCompleted(_) => "agent.completed",
+            Assertion::AgentCausedBy(_) => "agent.causedBy",
+            Assertion::AgentEmitted(_) => "agent.emitted",
+            Assertion::AgentSkipped(_) => "agent.skipped",
+            Assertion::LatencyMax(_) => "metric.latency.max",
+            Assertion::LatencyMin(_) => "metric.latency.min",
+            Assertion::CostMax(_) => "metric.cost.max",
+            Assertion::CostMin(_) => "metric.cost.min",
+            Assertion::TokensMax(_) => "metric.tokens.max",
+            Assertion::TokensMin(_) => "metric.tokens.min",
+            Assertion::Activations(_) => "metric.activations",
+            Assertion::OutputContains(_) => "output.contains",
+            Assertion::OutputNotContains(_) => "output.notContains",
+            Assertion::OutputMatches(_) => "output.matches",
+            Assertion::OutputJson(_) => "output.json",
+            Assertion::OutputLength(_) => "output.length",
+            Assertion::OutputEquals(_) => "output.equals",
+            Assertion::ToolCalled(_) => "tool.called",
+            Assertion::ToolNotCalled(_) => "tool.notCalled",
+            Assertion::ToolCalledWith(_) => "tool.calledWith",
+            Assertion::ToolSequence(_) => "tool.sequence",
+            Assertion::LlmJudge(_) => "llm.judge",
+            Assertion::All(_) => "all",
+            Assertion::Any(_) => "any",
+            Assertion::Not(_) => "not",
+        }
+    }
+
+    /// Whether evaluating this needs the judge (an `llm.judge` anywhere inside).
+    pub fn needs_judge(&self) -> bool {
+        match self {
+            Assertion::LlmJudge(_) => true,
+            Assertion::All(All { assertions }) | Assertion::Any(Any { assertions }) => {
+                assertions.iter().any(Assertion::needs_judge)
+            }
+            Assertion::Not(Not { assertion }) => assertion.needs_judge(),
+            _ => false,
+        }
+    }
+
+    /// `signal.contains` with a name glob.
+    pub fn signal_contains(pattern: &str) -> Assertion {
+        Assertion::SignalContains(SignalContains {
+            pattern: pattern.into(),
+            payload: None,
+        })
+    }
+
+    /// `signal.contains` with a name glob and a partial payload.
+    pub fn signal_contains_with(pattern: &str, payload: Value) -> Assertion {
+        Assertion::SignalContains(SignalContains {
+            pattern: pattern.into(),
+            payload: Some(payload),
+        })
+    }
+
+    /// `signal.not` with a name glob.
+    pub fn signal_not(pattern: &str) -> Assertion {
+        Assertion::SignalNot(SignalNot {
+            pattern: pattern.into(),
+            payload: None,
+        })
+    }
+
+    /// `signal.count` with bounds.
+    pub fn signal_count(
+        pattern: &str,
+        min: Option<u64>,
+        max: Option<u64>,
+        exact: Option<u64>,
+    ) -> Assertion {
+        Assertion::SignalCount(SignalCount {
+            pattern: pattern.into(),
+            payload: None,
+            min,
+            max,
+            exact,
+        })
+    }
+
+    /// `signal.trajectory` (not strict).
+    pub fn trajectory(steps: impl IntoIterator<Item = SignalPattern>) -> Assertion {
+        Assertion::SignalTrajectory(SignalTrajectory {
+            patterns: steps.into_iter().collect(),
+            strict: false,
+        })
+    }
+
+    /// `signal.trajectory` with `strict: true`.
+    pub fn strict_trajectory(steps: impl IntoIterator<Item = SignalPattern>) -> Assertion {
+        Assertion::SignalTrajectory(SignalTrajectory {
+            patterns: steps.into_iter().collect(),
+            strict: true,
+        })
+    }
+
+    /// `snapshot.at` with an expected value or matcher.
+    pub fn snapshot_at(after_signal: &str, path: &str, value: Value) -> Assertion {
+        Assertion::SnapshotAt(SnapshotAt {
+            after_signal: after_signal.into(),
+            path: path.into(),
+            value: Some(value),
+            exists: None,
+        })
+    }
+
+    /// `snapshot.final` with an expected value or matcher.
+    pub fn snapshot_final(path: &str, value: Value) -> Assertion {
+        Assertion::SnapshotFinal(SnapshotFinal {
+            path: path.into(),
+            value: Some(value),
+            exists: None,
+        })
+    }
+
+    /// `agent.activated` at least once.
+    pub fn agent_activated(agent_id: &str) -> Assertion {
+        Assertion::AgentActivated(AgentActivated {
+            agent_id: agent_id.into(),
+            ..AgentActivated::default()
+        })
+    }
+
+    /// `tool.called` at least once.
+    pub fn tool_called(name: &str) -> Assertion {
+        Assertion::ToolCalled(ToolCalled {
+            name: name.into(),
+            ..ToolCalled::default()
+        })
+    }
+
+    /// `output.contains` (case-sensitive).
+    pub fn output_contains(text: &str) -> Assertion {
+        Assertion::OutputContains(OutputContains {
+            text: text.into(),
+            path: None,
+            case_sensitive: None,
+        })
+    }
+
+    /// `output.matches` without flags.
+    pub fn output_matches(regex: &str) -> Assertion {
+        Assertion::OutputMatches(OutputMatches {
+            regex: regex.into(),
+            flags: None,
+            path: None,
+        })
+    }
+
+    /// `llm.judge` with criteria and a minimum score.
+    pub fn llm_judge<I, S>(criteria: I, min_score: f64) -> Assertion
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Assertion::LlmJudge(LlmJudge {
+            criteria: criteria.into_iter().map(Into::into).collect(),
+            rubric: None,
+            min_score,
+            model: None,
+            temperature: None,
+            path: None,
+        })
+    }
+
+    /// `all` of these.
+    pub fn all(assertions: Vec<Assertion>) -> Assertion {
+        Assertion::All(All { assertions })
+    }
+
+    /// `any` of these.
+    pub fn any(assertions: Vec<Assertion>) -> Assertion {
+        Assertion::Any(Any { assertions })
+    }
+
+    /// `not` this.
+    pub fn negate(assertion: Assertion) -> Assertion {
+        Assertion::Not(Not {
+            assertion: Box::new(assertion),
+        })
+    }
+}
+
+/// Walks assertions, handing out precomputed `llm.judge` outcomes in
+/// depth-first order.
+struct Evaluator {
+    judged: Option<std::vec::IntoIter<Outcome>>,
+}
+
+impl Evaluator {
+    fn eval(&mut self, a: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult {
+        let outcome = match a {
+            Assertion::SignalContains(x) => signal::contains(x, ctx),
+            Assertion::SignalNot(x) => signal::not(x, ctx),
+            Assertion::SignalCount(x) => signal::count(x, ctx),
+            Assertion::SignalTrajectory(x) => signal::trajectory(x, ctx),
+            Assertion::SignalFirst(x) => signal::first(x, ctx),
+            Assertion::SignalLast(x) => signal::last(x, ctx),
+            Assertion::SnapshotAt(x) => snapshot::at(x, ctx),
+            Assertion::SnapshotFinal(x) => snapshot::final_(x, ctx),
+            Assertion::AgentActivated(x) => agent::activated(x, ctx),
+            Assertion::AgentCompleted(x) => agent::completed(x, ctx),
+            Assertion::AgentCausedBy(x) => agent::caused_by(x, ctx),
+            Assertion::AgentEmitted(x) => agent::emitted(x, ctx),
+            Assertion::AgentSkipped(x) => agent::skipped(x, ctx),
+            Assertion::LatencyMax(x) => metric::latency(x, Side::Max, ctx),
+            Assertion::LatencyMin(x) => metric::latency(x, Side::Min, ctx),
+            Assertion::CostMax(x) => metric::cost(x, Side::Max, ctx),
+            Assertion::CostMin(x) => metric::cost(x, Side::Min, ctx),
+            Assertion::TokensMax(x) => metric::tokens(x, Side::Max, ctx),
+            Assertion::TokensMin(x) => metric::tokens(x, Side::Min, ctx),
+            Assertion::Activations(x) => metric::activations(x, ctx),
+            Assertion::OutputContains(x) => output::contains(x, ctx),
+            Assertion::OutputNotContains(x) => output::not_contains(x, ctx),
+            Assertion::OutputMatches(x) => output::matches(x, ctx),
+            Assertion::OutputJson(x) => output::json(x, ctx),
+            Assertion::OutputLength(x) => output::length(x, ctx),
+            Assertion::OutputEquals(x) => output::equals(x, ctx),
+            Assertion::ToolCalled(x) => tool::called(x, ctx),
+            Assertion::ToolNotCalled(x) => tool::not_called(x, ctx),
+            Assertion::ToolCalledWith(x) => tool::called_with(x, ctx),
+            Assertion::ToolSequence(x) => tool::sequence(x, ctx),
+            Assertion::LlmJudge(_) => match self.judged.as_mut().and_then(Iterator::next) {
+                Some(o) => o,
+                None => Outcome::fail(
+                    "llm.judge calls a model: evaluate it with evaluate_all or evaluate_async (async)",
+                ),
+            },
+            Assertion::All(x) => {
+                let children = x.assertions.iter().map(|c| self.eval(c, ctx)).collect();
+                compose::all(children)
+            }
+            Assertion::Any(x) => {
+                let children = x.assertions.iter().map(|c| self.eval(c, ctx)).collect();
+                compose::any(children)
+            }
+            Assertion::Not(x) => compose::not(self.eval(&x.assertion, ctx)),
+        };
+        outcome.into_result(a)
+    }
+}
+
+fn collect_judges<'a>(a: &'a Assertion, out: &mut Vec<&'a LlmJudge>) {
+    match a {
+        Assertion::LlmJudge(j) => out.push(j),
+        Assertion::All(All { assertions }) | Assertion::Any(Any { assertions }) => {
+            for c in assertions {
+                collect_judges(c, out);
+            }
+        }
+        Assertion::Not(Not { assertion }) => collect_judges(assertion, out),
+        _ => {}
+    }
+}
+
+/// Evaluate one assertion, synchronously. An `llm.judge` (anywhere inside)
+/// fails with a message pointing at [`evaluate_async`].
+pub fn evaluate(assertion: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult {
+    Evaluator { judged: None }.eval(assertion, ctx)
+}
+
+/// Evaluate assertions synchronously (see [`evaluate`]).
+pub fn evaluate_all_sync(assertions: &[Assertion], ctx: &EvalContext<'_>) -> Vec<AssertionResult> {
+    let mut ev = Evaluator { judged: None };
+    assertions.iter().map(|a| ev.eval(a, ctx)).collect()
+}
+
+/// Evaluate one assertion, calling the judge for `llm.judge`.
+pub async fn evaluate_async(assertion: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult {
+    let mut results = evaluate_all(std::slice::from_ref(assertion), ctx).await;
+    results
+        .pop()
+        .unwrap_or_else(|| Outcome::fail("internal error: no result").into_result(assertion))
+}
+
+/// Evaluate assertions, calling the judge (concurrently) for every
+/// `llm.judge` among them; the rest is evaluated synchronously.
+///
+/// The k-th `llm.judge` found depth-first across `assertions` records as
+/// invocation k of the judge's recording id.
+pub async fn evaluate_all(assertions: &[Assertion], ctx: &EvalContext<'_>) -> Vec<AssertionResult> {
+    let mut judges = Vec::new();
+    for a in assertions {
+        collect_judges(a, &mut judges);
+    }
+    let judged = if judges.is_empty() {
+        Vec::new()
+    } else {
+        futures_util::future::join_all(
+            judges
+                .iter()
+                .enumerate()
+                .map(|(k, j)| judge::run(j, ctx, k as u32)),
+        )
+        .await
+    };
+    let mut ev = Evaluator {
+        judged: Some(judged.into_iter()),
+    };
+    assertions.iter().map(|a| ev.eval(a, ctx)).collect()
+}

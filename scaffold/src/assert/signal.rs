@@ -1,0 +1,561 @@
+//! `signal.contains`, `signal.not`, `signal.count`, `signal.trajectory`,
+//! `signal.first`, `signal.last`: assertions over the signal stream.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::context::{EvalContext, NameSet};
+use super::display;
+use super::glob::Glob;
+use super::matcher::Expect;
+use super::result::{Bounds, Outcome};
+
+/// A signal exists whose name matches `pattern` (and whose payload
+/// partially matches `payload`, if given).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalContains {
+    /// Glob over the signal name (`agent:*`, `tool:**`).
+    pub pattern: String,
+    /// Partial payload (see [`matcher`](super::matcher) for the rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// No signal matches `pattern` (and `payload`, if given).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalNot {
+    /// Glob over the signal name.
+    pub pattern: String,
+    /// Partial payload; only signals that match it count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// The number of signals matching `pattern` (and `payload`) is within bounds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SignalCount {
+    /// Glob over the signal name.
+    pub pattern: String,
+    /// Partial payload; only signals that match it are counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+    /// At least this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u64>,
+    /// At most this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    /// Exactly this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<u64>,
+}
+
+/// One step of a trajectory: a name glob and an optional partial payload.
+/// In datasets either a bare string (`review:complete`) or
+/// `{pattern: agent:activated, payload: {agent: fixer}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StepRepr", into = "StepRepr")]
+pub struct SignalPattern {
+    /// Glob over the signal name.
+    pub pattern: String,
+    /// Partial payload.
+    pub payload: Option<Value>,
+}
+
+impl From<&str> for SignalPattern {
+    fn from(pattern: &str) -> Self {
+        SignalPattern {
+            pattern: pattern.to_string(),
+            payload: None,
+        }
+    }
+}
+
+impl SignalPattern {
+    /// A step with a payload.
+    pub fn with_payload(pattern: &str, payload: Value) -> Self {
+        SignalPattern {
+            pattern: pattern.to_string(),
+            payload: Some(payload),
+        }
+    }
+
+    fn describe(&self) -> String {
+        display::pattern(&self.pattern, self.payload.as_ref())
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum StepRepr {
+    Name(String),
+    Full {
+        pattern: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payload: Option<Value>,
+    },
+}
+
+impl From<StepRepr> for SignalPattern {
+    fn from(r: StepRepr) -> Self {
+        match r {
+            StepRepr::Name(pattern) => SignalPattern {
+                pattern,
+                payload: None,
+            },
+            StepRepr::Full { pattern, payload } => SignalPattern { pattern, payload },
+        }
+    }
+}
+
+impl From<SignalPattern> for StepRepr {
+    fn from(p: SignalPattern) -> Self {
+        match p.payload {
+            None => StepRepr::Name(p.pattern),
+            Some(payload) => StepRepr::Full {
+                pattern: p.pattern,
+                payload: Some(payload),
+            },
+        }
+    }
+}
+
+/// Signals matching the patterns appear in this order.
+///
+/// Not strict (the default): the steps form a subsequence of the stream; any
+/// signals may come between them. Strict: looking only at the signals whose
+/// names match at least one of the patterns, the steps are consecutive, so no
+/// other such signal (another `agent:activated`, say) comes between two
+/// steps. Signals no pattern names (text deltas, provider calls) never break
+/// a strict trajectory.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SignalTrajectory {
+    /// The steps, in order.
+    pub patterns: Vec<SignalPattern>,
+    /// See above.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+}
+
+/// The first signal matching `pattern` has `payload`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalFirst {
+    /// Glob over the signal name.
+    pub pattern: String,
+    /// Partial payload the first match must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// The last signal matching `pattern` has `payload`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalLast {
+    /// Glob over the signal name.
+    pub pattern: String,
+    /// Partial payload the last match must have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// A compiled name glob plus payload expectation.
+pub(crate) struct Compiled<'e> {
+    pub(crate) glob: Glob,
+    pub(crate) set: NameSet,
+    pub(crate) expect: Option<Expect<'e>>,
+}
+
+impl<'e> Compiled<'e> {
+    pub(crate) fn new(
+        ctx: &EvalContext<'_>,
+        pattern: &str,
+        payload: Option<&'e Value>,
+    ) -> Result<Compiled<'e>, Box<Outcome>> {
+        let glob = Glob::new(pattern)
+            .map_err(|e| Box::new(Outcome::fail(format!("invalid pattern `{pattern}`: {e}"))))?;
+        let expect = payload.map(Expect::compile).transpose().map_err(|e| {
+            Box::new(Outcome::fail(format!(
+                "invalid payload for `{pattern}`: {e}"
+            )))
+        })?;
+        let set = ctx.index().set(&glob);
+        Ok(Compiled { glob, set, expect })
+    }
+
+    /// Whether the signal at `i` (whose name is already known to match) has the payload.
+    pub(crate) fn payload_ok(&self, ctx: &EvalContext<'_>, i: usize) -> bool {
+        self.expect
+            .as_ref()
+            .is_none_or(|e| e.test(&ctx.signals()[i].payload))
+    }
+
+    /// Every signal that matches, in order. With a `key: "text"` in the
+    /// payload, a shared field column narrows the candidates first, so
+    /// repeated full scans do not read every payload again.
+    pub(crate) fn all_matches(&self, ctx: &EvalContext<'_>) -> Vec<usize> {
+        let index = ctx.index();
+        let candidates = match self.expect.as_ref().and_then(Expect::literal_str_field) {
+            Some((field, value)) => index.positions_where(&self.set, field, value),
+            None => index.positions(&self.set).collect(),
+        };
+        if self.expect.is_none() {
+            return candidates;
+        }
+        candidates
+            .into_iter()
+            .filter(|&i| self.payload_ok(ctx, i))
+            .collect()
+    }
+
+    pub(crate) fn matches_at(&self, ctx: &EvalContext<'_>, i: usize) -> bool {
+        self.set.contains(ctx.index().ids[i]) && self.payload_ok(ctx, i)
+    }
+
+    pub(crate) fn describe(&self, payload: Option<&Value>) -> String {
+        display::pattern(self.glob.as_str(), payload)
+    }
+}
+
+macro_rules! compiled {
+    ($ctx:expr, $pattern:expr, $payload:expr) => {
+        match Compiled::new($ctx, $pattern, $payload) {
+            Ok(c) => c,
+            Err(outcome) => return *outcome,
+        }
+    };
+}
+
+/// "no signal is named like `x` (names seen: a, b, …)".
+pub(crate) fn no_name(ctx: &EvalContext<'_>, pattern: &str) -> String {
+    let names = &ctx.index().names;
+    let shown: Vec<&str> = names.iter().take(12).copied().collect();
+    let more = if names.len() > shown.len() {
+        format!(", … {} more", names.len() - shown.len())
+    } else {
+        String::new()
+    };
+    format!(
+        "no signal matches `{pattern}` ({} in the session; names seen: {}{more})",
+        display::plural(ctx.signals().len(), "signal"),
+        if shown.is_empty() {
+            "none".to_string()
+        } else {
+            shown.join(", ")
+        }
+    )
+}
+
+/// Up to `n` near misses: name matched, payload did not, with the reason.
+fn near_misses(ctx: &EvalContext<'_>, c: &Compiled<'_>, n: usize) -> Vec<String> {
+    let Some(expect) = &c.expect else {
+        return Vec::new();
+    };
+    ctx.index()
+        .positions(&c.set)
+        .take(n)
+        .map(|i| {
+            let s = &ctx.signals()[i];
+            let why = expect.explain(&s.payload).unwrap_or_default();
+            format!("{} ({why})", display::signal_full(s))
+        })
+        .collect()
+}
+
+pub(crate) fn contains(a: &SignalContains, ctx: &EvalContext<'_>) -> Outcome {
+    let c = compiled!(ctx, &a.pattern, a.payload.as_ref());
+    let want = c.describe(a.payload.as_ref());
+    let mut name_matches = 0usize;
+    for i in ctx.index().positions(&c.set) {
+        name_matches += 1;
+        if c.payload_ok(ctx, i) {
+            let s = &ctx.signals()[i];
+            return Outcome::pass(format!("found {want} at {}", display::signal_full(s)))
+                .expected(want)
+                .actual(display::signal_full(s));
+        }
+    }
+    if name_matches == 0 {
+        return Outcome::fail(no_name(ctx, &a.pattern)).expected(want);
+    }
+    let misses = near_misses(ctx, &c, 3);
+    Outcome::fail(format!(
+        "{} {} `{}` but none has payload {}; e.g. {}",
+        display::plural(name_matches, "signal"),
+        if name_matches == 1 {
+            "matches"
+        } else {
+            "match"
+        },
+        a.pattern,
+        a.payload.as_ref().map(display::value).unwrap_or_default(),
+        misses.join("; ")
+    ))
+    .expected(want)
+    .actual(Value::from(misses))
+}
+
+pub(crate) fn not(a: &SignalNot, ctx: &EvalContext<'_>) -> Outcome {
+    let c = compiled!(ctx, &a.pattern, a.payload.as_ref());
+    let want = c.describe(a.payload.as_ref());
+    let found = c.all_matches(ctx);
+    if found.is_empty() {
+        return Outcome::pass(format!("no signal matches {want}")).expected(format!("no {want}"));
+    }
+    let shown: Vec<String> = found
+        .iter()
+        .take(3)
+        .map(|&i| display::signal_full(&ctx.signals()[i]))
+        .collect();
+    Outcome::fail(format!(
+        "expected no signal matching {want}, found {}: {}{}",
+        found.len(),
+        shown.join("; "),
+        if found.len() > shown.len() {
+            "; …"
+        } else {
+            ""
+        }
+    ))
+    .expected(format!("no {want}"))
+    .actual(Value::from(shown))
+}
+
+pub(crate) fn count(a: &SignalCount, ctx: &EvalContext<'_>) -> Outcome {
+    let c = compiled!(ctx, &a.pattern, a.payload.as_ref());
+    let want = c.describe(a.payload.as_ref());
+    let bounds = Bounds {
+        exact: a.exact,
+        min: a.min,
+        max: a.max,
+    };
+    let n = if c.expect.is_none() {
+        ctx.index().count(&c.set)
+    } else {
+        c.all_matches(ctx).len()
+    } as u64;
+    let passed = bounds.holds(n);
+    Outcome::new(
+        passed,
+        format!(
+            "found {} matching {want}, expected {}",
+            display::plural(n as usize, "signal"),
+            bounds.describe()
+        ),
+    )
+    .expected(bounds.to_value())
+    .actual(n)
+}
+
+fn first_or_last(
+    ctx: &EvalContext<'_>,
+    pattern: &str,
+    payload: Option<&Value>,
+    last: bool,
+) -> Outcome {
+    let c = compiled!(ctx, pattern, payload);
+    let which = if last { "last" } else { "first" };
+    let index = ctx.index();
+    let found = if last {
+        index.ids.iter().rposition(|&id| c.set.contains(id))
+    } else {
+        index.ids.iter().position(|&id| c.set.contains(id))
+    };
+    let Some(i) = found else {
+        return Outcome::fail(no_name(ctx, pattern));
+    };
+    let s = &ctx.signals()[i];
+    match (&c.expect, payload) {
+        (Some(e), Some(p)) => match e.explain(&s.payload) {
+            None => Outcome::pass(format!(
+                "the {which} `{pattern}` is {} and has {}",
+                display::signal_full(s),
+                display::value(p)
+            ))
+            .expected(p.clone())
+            .actual(s.payload.clone()),
+            Some(why) => Outcome::fail(format!(
+                "the {which} `{pattern}` is {}: {why}",
+                display::signal_full(s)
+            ))
+            .expected(p.clone())
+            .actual(s.payload.clone()),
+        },
+        _ => Outcome::pass(format!(
+            "the {which} `{pattern}` is {}",
+            display::signal_full(s)
+        )),
+    }
+}
+
+pub(crate) fn first(a: &SignalFirst, ctx: &EvalContext<'_>) -> Outcome {
+    first_or_last(ctx, &a.pattern, a.payload.as_ref(), false)
+}
+
+pub(crate) fn last(a: &SignalLast, ctx: &EvalContext<'_>) -> Outcome {
+    first_or_last(ctx, &a.pattern, a.payload.as_ref(), true)
+}
+
+fn repeated(entry: String, n: usize) -> String {
+    if n == 1 {
+        entry
+    } else {
+        format!("{entry} ×{n}")
+    }
+}
+
+/// Entries of a trajectory shown in messages.
+const WINDOW: usize = 40;
+
+/// The relevant signals around position `stuck`, formatted with `keys`.
+pub(crate) fn trajectory_window(
+    ctx: &EvalContext<'_>,
+    relevant: &[usize],
+    stuck: usize,
+    keys: &[&str],
+) -> Vec<String> {
+    let at = relevant.partition_point(|&i| i < stuck);
+    let start = at.saturating_sub(WINDOW / 4);
+    let end = (start + WINDOW).min(relevant.len());
+    let start = end.saturating_sub(WINDOW).min(start);
+    let mut out = Vec::with_capacity(end - start + 2);
+    if start > 0 {
+        out.push(format!("… {} earlier", start));
+    }
+    // Runs of the same entry are written once with a count: `text:delta ×12`.
+    let mut run: Option<(String, usize)> = None;
+    for &i in &relevant[start..end] {
+        let entry = display::signal_with(&ctx.signals()[i], keys);
+        match &mut run {
+            Some((last, n)) if *last == entry => *n += 1,
+            _ => {
+                if let Some((last, n)) = run.take() {
+                    out.push(repeated(last, n));
+                }
+                run = Some((entry, 1));
+            }
+        }
+    }
+    if let Some((last, n)) = run {
+        out.push(repeated(last, n));
+    }
+    if end < relevant.len() {
+        out.push(format!("… {} more", relevant.len() - end));
+    }
+    out
+}
+
+pub(crate) fn trajectory(a: &SignalTrajectory, ctx: &EvalContext<'_>) -> Outcome {
+    if a.patterns.is_empty() {
+        return Outcome::pass("an empty trajectory always holds");
+    }
+    let mut steps = Vec::with_capacity(a.patterns.len());
+    for p in &a.patterns {
+        steps.push(compiled!(ctx, &p.pattern, p.payload.as_ref()));
+    }
+    let mut relevant_set = ctx.index().set(&steps[0].glob);
+    for s in &steps[1..] {
+        relevant_set.union(&s.set);
+    }
+    let mut keys: Vec<&str> = Vec::new();
+    for p in &a.patterns {
+        if let Some(Value::Object(m)) = &p.payload {
+            for k in m.keys() {
+                if !keys.contains(&k.as_str()) {
+                    keys.push(k);
+                }
+            }
+        }
+    }
+    let expected: Vec<String> = a.patterns.iter().map(SignalPattern::describe).collect();
+    let index = ctx.index();
+    let n = steps.len();
+
+    if !a.strict {
+        let mut pos = 0usize;
+        let mut matched = Vec::with_capacity(n);
+        for (k, step) in steps.iter().enumerate() {
+            let found = if step.set.is_empty() {
+                None
+            } else {
+                index.ids[pos..]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, id)| step.set.contains(**id))
+                    .map(|(off, _)| pos + off)
+                    .find(|&i| step.payload_ok(ctx, i))
+            };
+            match found {
+                Some(i) => {
+                    matched.push(ctx.signals()[i].index);
+                    pos = i + 1;
+                }
+                None => {
+                    let relevant: Vec<usize> = index.positions(&relevant_set).collect();
+                    let window = trajectory_window(ctx, &relevant, pos, &keys);
+                    let what = if k == 0 {
+                        format!("expected {} (step 1 of {n})", expected[0])
+                    } else {
+                        format!(
+                            "expected {} after {} (step {} of {n})",
+                            expected[k],
+                            expected[k - 1],
+                            k + 1
+                        )
+                    };
+                    return Outcome::fail(format!(
+                        "{what}; actual trajectory: [{}]",
+                        window.join(", ")
+                    ))
+                    .expected(Value::from(expected))
+                    .trajectory(window);
+                }
+            }
+        }
+        let at: Vec<String> = matched.iter().map(|i| format!("#{i}")).collect();
+        return Outcome::pass(format!("all {n} steps in order at {}", at.join(", ")))
+            .expected(Value::from(expected));
+    }
+
+    // Strict: consecutive among the relevant signals.
+    let relevant: Vec<usize> = index.positions(&relevant_set).collect();
+    let mut best: (usize, usize) = (0, 0); // (steps matched, start in relevant)
+    for j in 0..relevant.len() {
+        let mut m = 0;
+        while m < n && j + m < relevant.len() && steps[m].matches_at(ctx, relevant[j + m]) {
+            m += 1;
+        }
+        if m == n {
+            let at: Vec<String> = relevant[j..j + n]
+                .iter()
+                .map(|&i| format!("#{}", ctx.signals()[i].index))
+                .collect();
+            return Outcome::pass(format!("all {n} steps consecutive at {}", at.join(", ")))
+                .expected(Value::from(expected));
+        }
+        if m > best.0 {
+            best = (m, j);
+        }
+    }
+    let (m, j) = best;
+    let stuck = relevant.get(j + m).copied().unwrap_or(ctx.signals().len());
+    let window = trajectory_window(ctx, &relevant, stuck, &keys);
+    let what = if m == 0 {
+        format!("expected {} (step 1 of {n})", expected[0])
+    } else {
+        let next = relevant
+            .get(j + m)
+            .map(|&i| display::signal_with(&ctx.signals()[i], &keys))
+            .unwrap_or_else(|| "the end of the session".to_string());
+        format!(
+            "expected {} right after {} (step {} of {n}, strict), found {next}",
+            expected[m],
+            expected[m - 1],
+            m + 1
+        )
+    };
+    Outcome::fail(format!(
+        "{what}; actual trajectory: [{}]",
+        window.join(", ")
+    ))
+    .expected(Value::from(expected))
+    .trajectory(window)
+}

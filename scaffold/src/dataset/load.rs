@@ -1,0 +1,207 @@
+//! Reading dataset files into [`Dataset`]s.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::node::{self, Kind, Node};
+use super::validate::Validator;
+use super::{Case, Dataset, DatasetError, DiagnosticKind, Format, Severity, Validation};
+use crate::assert::Assertion;
+
+fn read(path: &Path) -> Result<String, DatasetError> {
+    std::fs::read_to_string(path).map_err(|source| DatasetError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Parse and validate; the tree is returned when the syntax was fine.
+fn check<'f>(src: &str, format: Format, file: &'f str) -> (Option<Node>, Validator<'f>) {
+    let mut v = Validator::new(file);
+    let parsed = match format {
+        Format::Yaml => node::parse_yaml(src),
+        Format::Json => node::parse_json(src),
+    };
+    match parsed {
+        Ok(root) => {
+            v.dataset(&root);
+            (Some(root), v)
+        }
+        Err(e) => {
+            v.push(
+                Severity::Error,
+                DiagnosticKind::Syntax,
+                e.pos,
+                e.message,
+                None,
+            );
+            (None, v)
+        }
+    }
+}
+
+fn sorted(mut diagnostics: Vec<super::Diagnostic>) -> Vec<super::Diagnostic> {
+    diagnostics.sort_by_key(|d| (d.line, d.column));
+    diagnostics
+}
+
+/// Validate dataset text; `file` names it in the diagnostics.
+///
+/// ```
+/// use scaffold::dataset::{Format, validate_str};
+/// let v = validate_str("name: x\ncases:\n  - id: a\n    input: {}\n    assertions:\n      - type: signal.contans\n        pattern: x\n", Format::Yaml, "x.yaml");
+/// assert_eq!(v.to_string(), "x.yaml:6:15: error: unknown assertion type `signal.contans`\n  = help: did you mean `signal.contains`?\n");
+/// ```
+pub fn validate_str(src: &str, format: Format, file: &str) -> Validation {
+    let (_, v) = check(src, format, file);
+    Validation {
+        diagnostics: sorted(v.diagnostics),
+    }
+}
+
+/// Validate a dataset file (format from its extension).
+pub fn validate(path: impl AsRef<Path>) -> Result<Validation, DatasetError> {
+    let path = path.as_ref();
+    let src = read(path)?;
+    Ok(validate_str(
+        &src,
+        Format::from_path(path),
+        &path.display().to_string(),
+    ))
+}
+
+/// Load a dataset file (format from its extension). Fails with every error
+/// found; warnings are kept in [`Dataset::warnings`].
+pub fn load(path: impl AsRef<Path>) -> Result<Dataset, DatasetError> {
+    let path = path.as_ref();
+    let src = read(path)?;
+    load_str(&src, Format::from_path(path), &path.display().to_string())
+}
+
+/// Load dataset text; `file` names it in diagnostics and [`Dataset::source`].
+pub fn load_str(src: &str, format: Format, file: &str) -> Result<Dataset, DatasetError> {
+    let (root, mut v) = check(src, format, file);
+    let has_errors = v.diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let dataset = match root {
+        Some(root) if !has_errors => build(&root, file, &mut v),
+        _ => None,
+    };
+    let diagnostics = sorted(std::mem::take(&mut v.diagnostics));
+    match dataset {
+        Some(mut ds) if !diagnostics.iter().any(|d| d.severity == Severity::Error) => {
+            ds.warnings = diagnostics;
+            Ok(ds)
+        }
+        _ => Err(DatasetError::Invalid {
+            file: file.to_string(),
+            diagnostics,
+        }),
+    }
+}
+
+fn string(node: &Node, key: &str) -> Option<String> {
+    node.get(key).and_then(|(_, v)| match &v.kind {
+        Kind::Str(s) => Some(s.clone()),
+        Kind::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// The text of a scalar: strings as they are, `null`, `true`, numbers as written.
+pub(crate) fn scalar_text(node: &Node) -> Option<String> {
+    match &node.kind {
+        Kind::Str(s) => Some(s.clone()),
+        Kind::Null => Some("null".into()),
+        Kind::Bool(b) => Some(b.to_string()),
+        Kind::Number(n) => Some(n.to_string()),
+        Kind::Seq(_) | Kind::Map(_) => None,
+    }
+}
+
+fn count(node: &Node, key: &str) -> Option<u64> {
+    node.get(key).and_then(|(_, v)| match &v.kind {
+        Kind::Number(n) => n.as_u64(),
+        _ => None,
+    })
+}
+
+fn flag(node: &Node, key: &str) -> bool {
+    matches!(node.get(key), Some((_, v)) if v.kind == Kind::Bool(true))
+}
+
+fn items<'n>(node: Option<(&'n super::node::Key, &'n Node)>) -> &'n [Node] {
+    match node.map(|(_, v)| &v.kind) {
+        Some(Kind::Seq(items)) => items,
+        _ => &[],
+    }
+}
+
+/// Turn each assertion node into an [`Assertion`]; a failure (which the
+/// validator should have caught) is reported at the node.
+fn assertions(nodes: &[Node], v: &mut Validator<'_>) -> Vec<Assertion> {
+    let mut out = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        match serde_json::from_value::<Assertion>(n.to_value()) {
+            Ok(a) => out.push(a),
+            Err(e) => v.push(
+                Severity::Error,
+                DiagnosticKind::BadValue,
+                n.pos,
+                format!("cannot read this assertion: {e}"),
+                None,
+            ),
+        }
+    }
+    out
+}
+
+/// Build the typed dataset from a validated tree.
+fn build(root: &Node, file: &str, v: &mut Validator<'_>) -> Option<Dataset> {
+    let defaults = assertions(items(root.get("defaultAssertions")), v);
+    let default_timeout_ms = count(root, "defaultTimeout");
+    let mut cases = Vec::new();
+    for c in items(root.get("cases")) {
+        let own = assertions(items(c.get("assertions")), v);
+        let mut all = defaults.clone();
+        all.extend(own);
+        cases.push(Case {
+            id: string(c, "id").unwrap_or_default(),
+            name: string(c, "name"),
+            description: string(c, "description"),
+            input: c
+                .get("input")
+                .map(|(_, n)| n.to_value())
+                .unwrap_or(Value::Null),
+            assertions: all,
+            default_assertion_count: defaults.len(),
+            tags: items(c.get("tags"))
+                .iter()
+                .filter_map(scalar_text)
+                .collect(),
+            timeout_ms: count(c, "timeout").or(default_timeout_ms),
+            skip: flag(c, "skip"),
+            only: flag(c, "only"),
+        });
+    }
+    let id = string(root, "id");
+    let metadata = match root.get("metadata").map(|(_, n)| n.to_value()) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    Some(Dataset {
+        name: string(root, "name")
+            .or_else(|| id.clone())
+            .unwrap_or_default(),
+        id,
+        description: string(root, "description"),
+        default_assertions: defaults,
+        default_timeout_ms,
+        metadata,
+        workflow_name: string(root, "workflowName"),
+        version: string(root, "version"),
+        cases,
+        source: file.to_string(),
+        warnings: Vec::new(),
+    })
+}

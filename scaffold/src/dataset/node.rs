@@ -1,0 +1,551 @@
+//! A parsed document that remembers where every value came from.
+//!
+//! YAML is read with `serde-saphyr`, whose `Spanned<T>` gives the line and
+//! column of each node; JSON is checked with `serde_json` (for its error
+//! messages) and then walked by a small reader here that records positions.
+//! Both produce the same [`Node`] tree, so validation has one
+//! implementation and reports `file:line:column` for either format.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use serde_saphyr::Spanned;
+
+/// Nesting deeper than this is refused (both formats), so hostile input
+/// cannot exhaust the stack: the YAML deserializer's frames are large enough
+/// in debug builds that 64 levels overflow a 2 MiB test thread.
+pub(crate) const MAX_DEPTH: usize = 32;
+
+/// 1-based line and column (columns count characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub(crate) struct Pos {
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+}
+
+impl Pos {
+    pub(crate) fn new(line: u32, column: u32) -> Pos {
+        Pos {
+            line: line.max(1),
+            column: column.max(1),
+        }
+    }
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// A mapping key and where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Key {
+    pub(crate) name: String,
+    pub(crate) pos: Pos,
+}
+
+/// A value and where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Node {
+    pub(crate) pos: Pos,
+    pub(crate) kind: Kind,
+}
+
+/// The shape of a value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Key, Node)>),
+}
+
+impl Node {
+    /// The plain JSON value.
+    pub(crate) fn to_value(&self) -> Value {
+        match &self.kind {
+            Kind::Null => Value::Null,
+            Kind::Bool(b) => Value::Bool(*b),
+            Kind::Number(n) => Value::Number(n.clone()),
+            Kind::Str(s) => Value::String(s.clone()),
+            Kind::Seq(items) => Value::Array(items.iter().map(Node::to_value).collect()),
+            Kind::Map(entries) => {
+                let mut m = Map::new();
+                for (k, v) in entries {
+                    m.insert(k.name.clone(), v.to_value());
+                }
+                Value::Object(m)
+            }
+        }
+    }
+
+    /// The entry `key` of a mapping.
+    pub(crate) fn get(&self, key: &str) -> Option<(&Key, &Node)> {
+        match &self.kind {
+            Kind::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| k.name == key)
+                .map(|(k, v)| (k, v)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// "a string", "a list", … for messages.
+    pub(crate) fn describe(&self) -> &'static str {
+        match &self.kind {
+            Kind::Null => "null",
+            Kind::Bool(_) => "a boolean",
+            Kind::Number(_) => "a number",
+            Kind::Str(_) => "a string",
+            Kind::Seq(_) => "a list",
+            Kind::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// A syntax error and where.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SyntaxError {
+    pub(crate) pos: Pos,
+    pub(crate) message: String,
+}
+
+// ---------------------------------------------------------------- YAML
+
+/// Deserialized through `Spanned<YamlKind>` so every child carries its span.
+struct YamlKind(Kind);
+
+fn spanned_pos<T>(s: &Spanned<T>) -> Pos {
+    let loc = s.referenced;
+    Pos::new(
+        u32::try_from(loc.line()).unwrap_or(u32::MAX),
+        u32::try_from(loc.column()).unwrap_or(u32::MAX),
+    )
+}
+
+fn to_node(s: Spanned<YamlKind>) -> Node {
+    let pos = spanned_pos(&s);
+    Node {
+        pos,
+        kind: s.value.0,
+    }
+}
+
+impl<'de> Deserialize<'de> for YamlKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(YamlVisitor).map(YamlKind)
+    }
+}
+
+struct YamlVisitor;
+
+impl<'de> Visitor<'de> for YamlVisitor {
+    type Value = Kind;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_unit<E>(self) -> Result<Kind, E> {
+        Ok(Kind::Null)
+    }
+    fn visit_none<E>(self) -> Result<Kind, E> {
+        Ok(Kind::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Kind, D::Error> {
+        d.deserialize_any(YamlVisitor)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Kind, E> {
+        Ok(Kind::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Kind, E> {
+        Ok(Kind::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Kind, E> {
+        Ok(Kind::Number(n.into()))
+    }
+    fn visit_i128<E: de::Error>(self, n: i128) -> Result<Kind, E> {
+        match i64::try_from(n) {
+            Ok(x) => Ok(Kind::Number(x.into())),
+            Err(_) => match u64::try_from(n) {
+                Ok(x) => Ok(Kind::Number(x.into())),
+                Err(_) => self.visit_f64(n as f64),
+            },
+        }
+    }
+    fn visit_u128<E: de::Error>(self, n: u128) -> Result<Kind, E> {
+        match u64::try_from(n) {
+            Ok(x) => Ok(Kind::Number(x.into())),
+            Err(_) => self.visit_f64(n as f64),
+        }
+    }
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Kind, E> {
+        Number::from_f64(n)
+            .map(Kind::Number)
+            .ok_or_else(|| E::custom(format!("the number {n} cannot be represented in JSON")))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Kind, E> {
+        Ok(Kind::Str(s.to_string()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Kind, E> {
+        Ok(Kind::Str(s))
+    }
+    fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Kind, E> {
+        String::from_utf8(b.to_vec())
+            .map(Kind::Str)
+            .map_err(|_| E::custom("binary data is not supported"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<YamlKind>>()? {
+            items.push(to_node(item));
+        }
+        Ok(Kind::Seq(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<YamlKind>>()? {
+            let pos = spanned_pos(&key);
+            let name = match key.value.0 {
+                Kind::Str(s) => s,
+                Kind::Number(n) => n.to_string(),
+                Kind::Bool(b) => b.to_string(),
+                Kind::Null => "null".to_string(),
+                Kind::Seq(_) | Kind::Map(_) => {
+                    return Err(de::Error::custom(
+                        "a mapping key must be a string, not a list or mapping",
+                    ));
+                }
+            };
+            let value = map.next_value::<Spanned<YamlKind>>()?;
+            entries.push((Key { name, pos }, to_node(value)));
+        }
+        Ok(Kind::Map(entries))
+    }
+}
+
+/// Strip saphyr's `error: line L column C: ` lead, its trailing
+/// ` at line L, column C` (the diagnostic has the position) and advice about
+/// its own options from a message.
+fn plain_message(message: &str) -> String {
+    let m = message.trim();
+    let m = m.strip_prefix("error: ").unwrap_or(m);
+    let m = match m
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((_, after)) => after,
+        None => m,
+    };
+    let mut m = m.lines().next().unwrap_or(m).trim();
+    if let Some(at) = m.rfind(" at line ") {
+        let tail = &m[at + " at line ".len()..];
+        if tail
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, ',' | ' ') || c.is_ascii_alphabetic())
+            && tail.contains("column")
+        {
+            m = &m[..at];
+        }
+    }
+    m.replace(", set DuplicateKeyPolicy in Options if acceptable", "")
+}
+
+/// Parse YAML into a node tree.
+pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    options.with_snippet = false;
+    if let Some(budget) = options.budget.as_mut() {
+        budget.max_depth = MAX_DEPTH;
+    }
+    match serde_saphyr::from_str_with_options::<Spanned<YamlKind>>(src, options) {
+        Ok(root) => Ok(to_node(root)),
+        Err(e) => {
+            let pos = e
+                .location()
+                .map(|l| {
+                    Pos::new(
+                        u32::try_from(l.line()).unwrap_or(u32::MAX),
+                        u32::try_from(l.column()).unwrap_or(u32::MAX),
+                    )
+                })
+                .unwrap_or(Pos::new(1, 1));
+            let message = plain_message(&e.without_snippet().to_string());
+            let message = if message.contains("budget breached: Depth") {
+                format!("nesting deeper than {MAX_DEPTH} levels")
+            } else {
+                message
+            };
+            Err(SyntaxError { pos, message })
+        }
+    }
+}
+
+// ---------------------------------------------------------------- JSON
+
+/// Parse JSON into a node tree.
+pub(crate) fn parse_json(src: &str) -> Result<Node, SyntaxError> {
+    // serde_json first: its messages and positions are the ones people know.
+    if let Err(e) = serde_json::from_str::<de::IgnoredAny>(src) {
+        let message = e.to_string();
+        let message = match message.rfind(" at line ") {
+            Some(at) => message[..at].to_string(),
+            None => message,
+        };
+        return Err(SyntaxError {
+            pos: Pos::new(
+                u32::try_from(e.line()).unwrap_or(u32::MAX),
+                u32::try_from(e.column()).unwrap_or(u32::MAX),
+            ),
+            message,
+        });
+    }
+    let mut r = JsonReader {
+        src,
+        at: 0,
+        line: 1,
+        col: 1,
+    };
+    r.skip_ws();
+    let node = r.value(0)?;
+    r.skip_ws();
+    if r.at != src.len() {
+        return Err(r.error("trailing characters"));
+    }
+    Ok(node)
+}
+
+/// A reader over text that `serde_json` already accepted; it only adds
+/// positions, and still fails cleanly (never panics) on anything odd.
+struct JsonReader<'s> {
+    src: &'s str,
+    at: usize,
+    line: u32,
+    col: u32,
+}
+
+impl JsonReader<'_> {
+    fn pos(&self) -> Pos {
+        Pos::new(self.line, self.col)
+    }
+
+    fn error(&self, message: &str) -> SyntaxError {
+        SyntaxError {
+            pos: self.pos(),
+            message: message.to_string(),
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src[self.at..].chars().next()
+    }
+
+    fn bump(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.at += c.len_utf8();
+        if c == '\n' {
+            self.line += 1;
+            self.col = 1;
+        } else {
+            self.col += 1;
+        }
+        Some(c)
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t' | '\n' | '\r')) {
+            self.bump();
+        }
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), SyntaxError> {
+        if self.peek() == Some(c) {
+            self.bump();
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected `{c}`")))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Node, SyntaxError> {
+        if depth >= MAX_DEPTH {
+            return Err(self.error(&format!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        let pos = self.pos();
+        let kind = match self.peek() {
+            Some('{') => {
+                self.bump();
+                let mut entries: Vec<(Key, Node)> = Vec::new();
+                self.skip_ws();
+                if self.peek() == Some('}') {
+                    self.bump();
+                } else {
+                    loop {
+                        self.skip_ws();
+                        let kpos = self.pos();
+                        let name = self.string()?;
+                        if entries.iter().any(|(k, _)| k.name == name) {
+                            return Err(SyntaxError {
+                                pos: kpos,
+                                message: format!("duplicate key `{name}`"),
+                            });
+                        }
+                        self.skip_ws();
+                        self.expect(':')?;
+                        self.skip_ws();
+                        let v = self.value(depth + 1)?;
+                        entries.push((Key { name, pos: kpos }, v));
+                        self.skip_ws();
+                        match self.bump() {
+                            Some(',') => continue,
+                            Some('}') => break,
+                            _ => return Err(self.error("expected `,` or `}`")),
+                        }
+                    }
+                }
+                Kind::Map(entries)
+            }
+            Some('[') => {
+                self.bump();
+                let mut items = Vec::new();
+                self.skip_ws();
+                if self.peek() == Some(']') {
+                    self.bump();
+                } else {
+                    loop {
+                        self.skip_ws();
+                        items.push(self.value(depth + 1)?);
+                        self.skip_ws();
+                        match self.bump() {
+                            Some(',') => continue,
+                            Some(']') => break,
+                            _ => return Err(self.error("expected `,` or `]`")),
+                        }
+                    }
+                }
+                Kind::Seq(items)
+            }
+            Some('"') => Kind::Str(self.string()?),
+            Some('t') => {
+                self.word("true")?;
+                Kind::Bool(true)
+            }
+            Some('f') => {
+                self.word("false")?;
+                Kind::Bool(false)
+            }
+            Some('n') => {
+                self.word("null")?;
+                Kind::Null
+            }
+            Some(c) if c == '-' || c.is_ascii_digit() => {
+                let start = self.at;
+                while matches!(self.peek(), Some(c) if c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E'))
+                {
+                    self.bump();
+                }
+                let n: Number =
+                    serde_json::from_str(&self.src[start..self.at]).map_err(|_| SyntaxError {
+                        pos,
+                        message: "invalid number".into(),
+                    })?;
+                Kind::Number(n)
+            }
+            _ => return Err(self.error("expected a value")),
+        };
+        Ok(Node { pos, kind })
+    }
+
+    fn word(&mut self, w: &str) -> Result<(), SyntaxError> {
+        if self.src[self.at..].starts_with(w) {
+            for _ in 0..w.len() {
+                self.bump();
+            }
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected `{w}`")))
+        }
+    }
+
+    fn string(&mut self) -> Result<String, SyntaxError> {
+        if self.peek() != Some('"') {
+            return Err(self.error("expected a string"));
+        }
+        let start = self.at;
+        self.bump();
+        loop {
+            match self.bump() {
+                None => return Err(self.error("unterminated string")),
+                Some('\\') => {
+                    self.bump();
+                }
+                Some('"') => break,
+                Some(_) => {}
+            }
+        }
+        serde_json::from_str(&self.src[start..self.at]).map_err(|e| self.error(&e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_positions() {
+        let n = parse_yaml("name: x\ncases:\n  - id: a\n    input: {k: 1}\n").unwrap();
+        let (k, cases) = n.get("cases").unwrap();
+        assert_eq!(k.pos, Pos::new(2, 1));
+        let Kind::Seq(items) = &cases.kind else {
+            panic!()
+        };
+        let (idk, id) = items[0].get("id").unwrap();
+        assert_eq!((idk.pos, id.pos), (Pos::new(3, 5), Pos::new(3, 9)));
+        assert_eq!(items[0].get("input").unwrap().1.pos, Pos::new(4, 12));
+    }
+
+    #[test]
+    fn json_positions() {
+        let n = parse_json("{\n  \"id\": \"x\",\n  \"cases\": [ {\"id\": 1.5} ]\n}").unwrap();
+        let (k, v) = n.get("id").unwrap();
+        assert_eq!((k.pos, v.pos), (Pos::new(2, 3), Pos::new(2, 9)));
+        let (_, cases) = n.get("cases").unwrap();
+        let Kind::Seq(items) = &cases.kind else {
+            panic!()
+        };
+        assert_eq!(items[0].pos, Pos::new(3, 14));
+        assert_eq!(items[0].get("id").unwrap().1.pos, Pos::new(3, 21));
+        assert_eq!(
+            n.to_value(),
+            serde_json::json!({"id": "x", "cases": [{"id": 1.5}]})
+        );
+    }
+
+    #[test]
+    fn json_errors_and_depth() {
+        let e = parse_json("{\"a\": }").unwrap_err();
+        assert_eq!(e.pos, Pos::new(1, 7));
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse_json(&deep).is_err());
+        assert!(parse_json("{\"a\": 1, \"a\": 2}").is_err());
+    }
+
+    #[test]
+    fn yaml_strict_booleans_and_depth() {
+        let n = parse_yaml("a: yes\nb: true\n").unwrap();
+        assert_eq!(n.to_value(), serde_json::json!({"a": "yes", "b": true}));
+        let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert!(parse_yaml(&deep).is_err());
+    }
+}

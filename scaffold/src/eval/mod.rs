@@ -1,0 +1,254 @@
+//! Evals: variants × cases × trials, graded by assertions and scorers.
+//!
+//! An [`Eval`] is a builder; the harness expands it into cells (one per
+//! variant, case and trial) and runs each cell with [`Eval::run_cell`].
+
+mod cell;
+mod summary;
+
+pub use cell::{CellEnv, CellId, CellResult};
+pub use summary::{ScoreStats, VariantSummary, summarize};
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::dataset::{Case, Dataset};
+use crate::provider::Provider;
+use crate::scorer::Scorer;
+use crate::workflow::{State, Workflow};
+
+/// An eval: what to run (variants), on what (datasets), how often (trials),
+/// and how to grade it (the cases' assertions and the scorers).
+///
+/// ```
+/// use scaffold::prelude::*;
+/// use scaffold::eval::Eval;
+/// use scaffold::dataset::Dataset;
+/// #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+/// struct State { answer: String }
+/// let base = Workflow::new("qa", State::default());
+/// let eval = Eval::new()
+///     .name("qa")
+///     .variant("baseline", base.clone())
+///     .trials(3)
+///     .scorer(scaffold::scorer::output_valid())
+///     .min_pass_rate(0.9);
+/// assert_eq!(eval.variant_names(), ["baseline"]);
+/// ```
+pub struct Eval<S> {
+    pub(crate) name: Option<String>,
+    pub(crate) variants: Vec<(String, Workflow<S>)>,
+    pub(crate) datasets: Vec<Dataset>,
+    pub(crate) trials: u32,
+    pub(crate) scorers: Vec<Arc<dyn Scorer<S>>>,
+    pub(crate) min_pass_rate: f64,
+    pub(crate) concurrency: Option<usize>,
+    pub(crate) recordings: Option<PathBuf>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) judge: Option<Arc<dyn Provider>>,
+}
+
+impl<S> fmt::Debug for Eval<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Eval")
+            .field("name", &self.name)
+            .field(
+                "variants",
+                &self.variants.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("datasets", &self.datasets.len())
+            .field("trials", &self.trials)
+            .field("scorers", &self.scorers.len())
+            .field("min_pass_rate", &self.min_pass_rate)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: State> Default for Eval<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: State> Eval<S> {
+    /// An empty eval: one trial, `min_pass_rate` 1.0.
+    pub fn new() -> Self {
+        Eval {
+            name: None,
+            variants: Vec::new(),
+            datasets: Vec::new(),
+            trials: 1,
+            scorers: Vec::new(),
+            min_pass_rate: 1.0,
+            concurrency: None,
+            recordings: None,
+            timeout: None,
+            judge: None,
+        }
+    }
+
+    /// The display name (default: the `#[eval]` function's name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Add a variant: a name and the workflow it runs.
+    pub fn variant(mut self, name: impl Into<String>, workflow: Workflow<S>) -> Self {
+        self.variants.push((name.into(), workflow));
+        self
+    }
+
+    /// Add a dataset of cases.
+    pub fn dataset(mut self, dataset: Dataset) -> Self {
+        self.datasets.push(dataset);
+        self
+    }
+
+    /// Run every variant × case this many times (default 1).
+    pub fn trials(mut self, trials: u32) -> Self {
+        self.trials = trials.max(1);
+        self
+    }
+
+    /// Grade every cell with `scorer` too.
+    pub fn scorer(mut self, scorer: impl Scorer<S> + 'static) -> Self {
+        self.scorers.push(Arc::new(scorer));
+        self
+    }
+
+    /// Grade every cell with a shared scorer.
+    pub fn scorer_arc(mut self, scorer: Arc<dyn Scorer<S>>) -> Self {
+        self.scorers.push(scorer);
+        self
+    }
+
+    /// The share of cells that must pass (default 1.0).
+    pub fn min_pass_rate(mut self, rate: f64) -> Self {
+        self.min_pass_rate = rate.clamp(0.0, 1.0);
+        self
+    }
+
+    /// How many cells may run at once (default: the test threads).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Where this eval's recordings live (default `evals/recordings` in the package).
+    pub fn recordings(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.recordings = Some(dir.into());
+        self
+    }
+
+    /// Time limit per cell, unless the case or dataset sets one.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The model that grades `llm.judge` assertions.
+    pub fn judge(mut self, provider: impl Provider + 'static) -> Self {
+        self.judge = Some(Arc::new(provider));
+        self
+    }
+
+    /// The variants' names, in order.
+    pub fn variant_names(&self) -> Vec<&str> {
+        self.variants.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The datasets.
+    pub fn datasets(&self) -> &[Dataset] {
+        &self.datasets
+    }
+
+    /// The trial count.
+    pub fn trial_count(&self) -> u32 {
+        self.trials
+    }
+
+    /// The pass-rate gate.
+    pub fn pass_rate_gate(&self) -> f64 {
+        self.min_pass_rate
+    }
+
+    /// The configured concurrency.
+    pub fn concurrency_limit(&self) -> Option<usize> {
+        self.concurrency
+    }
+
+    /// The display name, if set.
+    pub fn display_name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The names of the scorers, in order.
+    pub fn scorer_names(&self) -> Vec<String> {
+        self.scorers.iter().map(|s| s.name().to_string()).collect()
+    }
+
+    pub(crate) fn set_default_name(&mut self, name: &str) {
+        if self.name.is_none() {
+            self.name = Some(name.to_string());
+        }
+    }
+
+    /// How many cells: cases × variants × trials.
+    pub fn cell_count(&self) -> usize {
+        let cases: usize = self.datasets.iter().map(|d| d.cases.len()).sum();
+        cases * self.variants.len() * self.trials as usize
+    }
+
+    /// Cell `index` of the stable order (dataset, case, variant, trial), in O(datasets).
+    pub fn cell_at(&self, index: usize) -> Option<Cell<'_, S>> {
+        let per_case = self.variants.len() * self.trials as usize;
+        if per_case == 0 {
+            return None;
+        }
+        let mut rest = index;
+        for dataset in &self.datasets {
+            let here = dataset.cases.len() * per_case;
+            if rest >= here {
+                rest -= here;
+                continue;
+            }
+            let case = &dataset.cases[rest / per_case];
+            let within = rest % per_case;
+            let (variant, workflow) = &self.variants[within / self.trials as usize];
+            let trial = (within % self.trials as usize) as u32;
+            return Some(Cell {
+                id: CellId {
+                    eval: self.name.clone().unwrap_or_default(),
+                    variant: variant.clone(),
+                    case: case.id.clone(),
+                    trial: (self.trials > 1).then_some(trial),
+                },
+                dataset,
+                case,
+                workflow,
+            });
+        }
+        None
+    }
+
+    /// Every cell, in the stable order of [`Eval::cell_at`].
+    pub fn cells(&self) -> impl Iterator<Item = Cell<'_, S>> {
+        (0..self.cell_count()).filter_map(|i| self.cell_at(i))
+    }
+}
+
+/// One cell of an eval: which it is and what it runs.
+#[derive(Debug)]
+pub struct Cell<'a, S> {
+    /// Which cell.
+    pub id: CellId,
+    /// The dataset of its case.
+    pub dataset: &'a Dataset,
+    /// Its case.
+    pub case: &'a Case,
+    /// Its variant's workflow.
+    pub workflow: &'a Workflow<S>,
+}

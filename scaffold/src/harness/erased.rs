@@ -1,0 +1,198 @@
+//! `Eval<S>` behind a trait object, so evals over different states live in one list.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::registry::Built;
+use super::snapshot::session_summary;
+use crate::dataset::Dataset;
+use crate::eval::{CellEnv, CellId, CellResult, Eval};
+use crate::scorer::Scorer;
+use crate::workflow::{State, Workflow};
+
+/// One cell as the harness lists it.
+#[derive(Debug, Clone)]
+pub struct HarnessCell {
+    /// Position in the eval's cell list.
+    pub index: usize,
+    /// Which cell.
+    pub id: CellId,
+    /// The case's tags.
+    pub tags: Vec<String>,
+    /// Skipped (`skip: true`, or another case of its dataset has `only: true`).
+    pub ignored: bool,
+}
+
+/// What running a cell gives the harness.
+#[derive(Debug, Clone)]
+pub struct CellOutcome {
+    /// The graded result.
+    pub result: CellResult,
+    /// The session summary for the snapshot.
+    pub summary: Value,
+}
+
+impl CellOutcome {
+    fn missing(eval: &str, index: usize) -> CellOutcome {
+        let id = CellId {
+            eval: eval.to_string(),
+            variant: String::new(),
+            case: format!("#{index}"),
+            trial: None,
+        };
+        CellOutcome {
+            result: CellResult::failed(id, format!("eval `{eval}` has no cell #{index}")),
+            summary: Value::Null,
+        }
+    }
+}
+
+/// A boxed future of a cell's outcome.
+pub type CellFuture<'a> = Pin<Box<dyn Future<Output = CellOutcome> + Send + 'a>>;
+
+/// An eval with its state type erased.
+pub trait ErasedEval: Send + Sync {
+    /// The eval's name.
+    fn name(&self) -> &str;
+    /// Name it `name` unless the builder named it.
+    fn set_default_name(&mut self, name: &str);
+    /// Add a registered variant (a boxed `Workflow<S>`).
+    fn add_variant(&mut self, name: &str, workflow: Built) -> Result<(), String>;
+    /// Add a registered dataset.
+    fn add_dataset(&mut self, dataset: Dataset);
+    /// Add a registered scorer (a boxed `Arc<dyn Scorer<S>>`).
+    fn add_scorer(&mut self, scorer: Built) -> Result<(), String>;
+    /// Check the eval is complete (variants, cases).
+    fn check(&self) -> Result<(), String>;
+    /// The cells, in order.
+    fn cells(&self) -> Vec<HarnessCell>;
+    /// Run cell `index`.
+    fn run_cell<'a>(&'a self, index: usize, env: &'a CellEnv) -> CellFuture<'a>;
+    /// Trials per variant × case.
+    fn trials(&self) -> u32;
+    /// The pass-rate gate.
+    fn min_pass_rate(&self) -> f64;
+    /// Concurrency asked for.
+    fn concurrency(&self) -> Option<usize>;
+    /// Recordings folder, relative to the package.
+    fn recordings_dir(&self) -> Option<std::path::PathBuf>;
+    /// Variant names.
+    fn variant_names(&self) -> Vec<String>;
+    /// Scorer names, in order.
+    fn scorer_names(&self) -> Vec<String>;
+}
+
+/// Erase an eval's state type (the `#[eval]` macro calls this).
+pub fn erase<S: State>(eval: Eval<S>) -> Box<dyn ErasedEval> {
+    Box::new(eval)
+}
+
+impl<S: State> ErasedEval for Eval<S> {
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("eval")
+    }
+
+    fn set_default_name(&mut self, name: &str) {
+        Eval::set_default_name(self, name);
+    }
+
+    fn add_variant(&mut self, name: &str, workflow: Built) -> Result<(), String> {
+        let workflow = workflow.downcast::<Workflow<S>>().map_err(|_| {
+            format!(
+                "returns a workflow over another state type than the eval's `{}`",
+                std::any::type_name::<S>()
+            )
+        })?;
+        if self.variants.iter().any(|(n, _)| n == name) {
+            return Err(format!("the eval already has a variant named `{name}`"));
+        }
+        self.variants.push((name.to_string(), *workflow));
+        Ok(())
+    }
+
+    fn add_dataset(&mut self, dataset: Dataset) {
+        self.datasets.push(dataset);
+    }
+
+    fn add_scorer(&mut self, scorer: Built) -> Result<(), String> {
+        let scorer = scorer.downcast::<Arc<dyn Scorer<S>>>().map_err(|_| {
+            format!(
+                "is not a scorer over the eval's state `{}`",
+                std::any::type_name::<S>()
+            )
+        })?;
+        self.scorers.push(*scorer);
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.variants.is_empty() {
+            return Err(
+                "it has no variants (add `.variant(..)` or a `#[variant]` function)".into(),
+            );
+        }
+        if self.datasets.iter().all(|d| d.cases.is_empty()) {
+            return Err("it has no cases (add `.dataset(..)` or a `#[dataset]` function)".into());
+        }
+        for (name, wf) in &self.variants {
+            if let Err(errors) = wf.validate() {
+                return Err(format!("variant `{name}`: {}", errors.join("; ")));
+            }
+        }
+        Ok(())
+    }
+
+    fn cells(&self) -> Vec<HarnessCell> {
+        Eval::cells(self)
+            .enumerate()
+            .map(|(index, cell)| {
+                let only_elsewhere = cell.dataset.cases.iter().any(|c| c.only) && !cell.case.only;
+                HarnessCell {
+                    index,
+                    id: cell.id,
+                    tags: cell.case.tags.clone(),
+                    ignored: cell.case.skip || only_elsewhere,
+                }
+            })
+            .collect()
+    }
+
+    fn run_cell<'a>(&'a self, index: usize, env: &'a CellEnv) -> CellFuture<'a> {
+        Box::pin(async move {
+            let Some(cell) = self.cell_at(index) else {
+                return CellOutcome::missing(self.name(), index);
+            };
+            let (result, run) = Eval::run_cell(self, &cell, env).await;
+            let state = serde_json::to_value(&run.state).unwrap_or(Value::Null);
+            let summary = session_summary(&result, &run.signals, &state);
+            CellOutcome { result, summary }
+        })
+    }
+
+    fn trials(&self) -> u32 {
+        self.trials
+    }
+
+    fn min_pass_rate(&self) -> f64 {
+        self.min_pass_rate
+    }
+
+    fn concurrency(&self) -> Option<usize> {
+        self.concurrency
+    }
+
+    fn recordings_dir(&self) -> Option<std::path::PathBuf> {
+        self.recordings.clone()
+    }
+
+    fn variant_names(&self) -> Vec<String> {
+        self.variants.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn scorer_names(&self) -> Vec<String> {
+        Eval::scorer_names(self)
+    }
+}

@@ -1,0 +1,409 @@
+//! The Cargo test harness: every variant × case × trial cell is one
+//! libtest-mimic trial, so `cargo test --test evals` and
+//! `cargo nextest run --test evals` run evals like any other tests.
+//!
+//! `tests/evals.rs` (with `harness = false` in `Cargo.toml`):
+//!
+//! ```ignore
+//! scaffold::main!();
+//! ```
+//!
+//! Settings travel in environment variables (nextest and `cargo insta test`
+//! pass no custom flags): `SCAFFOLD_MODE` (`playback`, `record`, `live`),
+//! `SCAFFOLD_TAGS` (comma-separated; only cases with one of them run),
+//! `SCAFFOLD_DATABASE` (a path or `:memory:`; default
+//! `target/scaffold/scaffold.db`).
+
+mod erased;
+mod registry;
+mod snapshot;
+
+pub use erased::{ErasedEval, HarnessCell, erase};
+pub use registry::{
+    Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,
+    ScorerRegistration, VariantRegistration,
+};
+pub use snapshot::session_summary;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+use crate::eval::{CellEnv, CellResult, summarize};
+use crate::provider::recorder::{ProviderRecorder, RecorderMode};
+use crate::report::table::{TableHeader, render};
+use crate::store::Store;
+
+/// Environment variable: comma-separated tags; only cases with one of them run.
+pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
+/// Environment variable: the session database (`:memory:` or a path).
+pub const DATABASE_ENV: &str = "SCAFFOLD_DATABASE";
+
+/// Expands to the `main` of an eval test binary (`tests/evals.rs`).
+#[macro_export]
+macro_rules! main {
+    () => {
+        fn main() -> ::std::process::ExitCode {
+            $crate::harness::main_in(env!("CARGO_MANIFEST_DIR"))
+        }
+    };
+}
+
+/// What one finished cell left for the summary.
+#[derive(Debug, Clone)]
+struct Finished {
+    result: CellResult,
+    snapshot_ok: bool,
+}
+
+/// The harness's shared state.
+struct Harness {
+    evals: Vec<Box<dyn ErasedEval>>,
+    runtime: tokio::runtime::Runtime,
+    envs: Vec<CellEnv>,
+    snapshots: PathBuf,
+    finished: Mutex<Vec<Finished>>,
+}
+
+fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut regs: Vec<&EvalRegistration> = inventory::iter::<EvalRegistration>().collect();
+    regs.sort_by_key(|r| (r.name, r.file, r.line));
+    for pair in regs.windows(2) {
+        if pair[0].name == pair[1].name {
+            errors.push(format!(
+                "two evals are named `{}`: {}:{} and {}:{}",
+                pair[0].name, pair[0].file, pair[0].line, pair[1].file, pair[1].line
+            ));
+        }
+    }
+    let mut variants: Vec<&VariantRegistration> =
+        inventory::iter::<VariantRegistration>().collect();
+    variants.sort_by_key(|r| (r.eval, r.name, r.file, r.line));
+    let mut datasets: Vec<&DatasetRegistration> =
+        inventory::iter::<DatasetRegistration>().collect();
+    datasets.sort_by_key(|r| (r.eval, r.file, r.line));
+    let mut scorers: Vec<&ScorerRegistration> = inventory::iter::<ScorerRegistration>().collect();
+    scorers.sort_by_key(|r| (r.eval, r.file, r.line));
+
+    let mut evals = Vec::new();
+    for reg in regs {
+        let mut eval = (reg.build)();
+        eval.set_default_name(reg.name);
+        for v in variants.iter().filter(|v| v.eval == reg.name) {
+            if let Err(e) = eval.add_variant(v.name, (v.build)()) {
+                errors.push(format!("{}:{}: variant `{}`: {e}", v.file, v.line, v.name));
+            }
+        }
+        for d in datasets.iter().filter(|d| d.eval == reg.name) {
+            // Dataset paths are relative to the package, whatever the working directory.
+            let loaded = with_current_dir(manifest_dir, || (d.build)());
+            match loaded {
+                Ok(list) => list.into_iter().for_each(|ds| eval.add_dataset(ds)),
+                Err(e) => errors.push(format!("{}:{}: dataset `{}`: {e}", d.file, d.line, d.name)),
+            }
+        }
+        for s in scorers.iter().filter(|s| s.eval == reg.name) {
+            if let Err(e) = eval.add_scorer((s.build)()) {
+                errors.push(format!("{}:{}: scorer `{}`: {e}", s.file, s.line, s.name));
+            }
+        }
+        if let Err(e) = eval.check() {
+            errors.push(format!(
+                "{}:{}: eval `{}`: {e}",
+                reg.file, reg.line, reg.name
+            ));
+        }
+        evals.push(eval);
+    }
+    if errors.is_empty() {
+        Ok(evals)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Run `f` with the working directory at `dir` (restored after).
+fn with_current_dir<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
+    let previous = std::env::current_dir().ok();
+    let _ = std::env::set_current_dir(dir);
+    let out = f();
+    if let Some(previous) = previous {
+        let _ = std::env::set_current_dir(previous);
+    }
+    out
+}
+
+fn open_store(manifest_dir: &Path) -> Result<Option<Store>, String> {
+    match std::env::var(DATABASE_ENV) {
+        Ok(v) if v == ":memory:" => Store::in_memory().map(Some).map_err(|e| e.to_string()),
+        Ok(v) if !v.is_empty() => Store::open(&v).map(Some).map_err(|e| e.to_string()),
+        _ => {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| manifest_dir.join("target"));
+            Store::open(target.join("scaffold").join("scaffold.db"))
+                .map(Some)
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn results_dir(manifest_dir: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir.join("target"))
+        .join("scaffold")
+}
+
+fn wanted_tags() -> Option<Vec<String>> {
+    let raw = std::env::var(TAGS_ENV).ok()?;
+    let tags: Vec<String> = raw
+        .split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!tags.is_empty()).then_some(tags)
+}
+
+/// Whether this process is one test of a nextest run (one process per test).
+fn under_nextest() -> bool {
+    std::env::var_os("NEXTEST_RUN_ID").is_some() || std::env::var_os("NEXTEST").is_some()
+}
+
+/// The harness's `main` for the package at `manifest_dir` (use [`main!`](crate::main)).
+pub fn main_in(manifest_dir: &str) -> ExitCode {
+    let manifest_dir = PathBuf::from(manifest_dir);
+    let mut args = Arguments::from_args();
+    match run_harness(&manifest_dir, &mut args) {
+        Ok(code) => code,
+        Err(errors) => {
+            eprintln!("error: the eval suite could not be set up:");
+            for e in errors {
+                eprintln!("  {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Vec<String>> {
+    let mode = RecorderMode::from_env().map_err(|e| vec![e.to_string()])?;
+    let evals = build_evals(manifest_dir)?;
+    let store = if args.list {
+        None
+    } else {
+        open_store(manifest_dir).map_err(|e| vec![format!("session store: {e}")])?
+    };
+    // insta looks for pending snapshots from the workspace root; ours is the user's package.
+    if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
+        // SAFETY: set before any other thread of this process starts.
+        unsafe { std::env::set_var("INSTA_WORKSPACE_ROOT", manifest_dir) };
+    }
+    let envs: Vec<CellEnv> = evals
+        .iter()
+        .map(|eval| {
+            let dir = eval
+                .recordings_dir()
+                .map(|d| manifest_dir.join(d))
+                .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
+            CellEnv {
+                store: store.clone(),
+                transport: Some(ProviderRecorder::new(dir, mode).transport()),
+            }
+        })
+        .collect();
+    if args.test_threads.is_none() {
+        if let Some(n) = evals.iter().filter_map(|e| e.concurrency()).max() {
+            args.test_threads = Some(n);
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| vec![format!("cannot start the tokio runtime: {e}")])?;
+    let harness = Arc::new(Harness {
+        evals,
+        runtime,
+        envs,
+        snapshots: manifest_dir.join("snapshots"),
+        finished: Mutex::new(Vec::new()),
+    });
+
+    let tags = wanted_tags();
+    let mut trials = Vec::new();
+    for (e, eval) in harness.evals.iter().enumerate() {
+        for cell in eval.cells() {
+            if let Some(tags) = &tags {
+                if !cell.tags.iter().any(|t| tags.contains(t)) {
+                    continue;
+                }
+            }
+            let name = cell.id.to_string();
+            let h = harness.clone();
+            let ignored = cell.ignored;
+            let index = cell.index;
+            let trial = Trial::test(name, move || h.run_trial(e, index))
+                .with_kind("eval")
+                .with_ignored_flag(ignored);
+            trials.push(trial);
+        }
+    }
+    let list = args.list;
+    let conclusion = libtest_mimic::run(args, trials);
+    if list {
+        return Ok(conclusion.exit_code());
+    }
+    if let Some(store) = &store {
+        if let Err(e) = store.flush() {
+            eprintln!("error: the session store could not be written: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    if under_nextest() {
+        // One cell per process: the cell's own verdict is the result.
+        return Ok(conclusion.exit_code());
+    }
+    Ok(harness.summarize(manifest_dir, conclusion.num_failed))
+}
+
+impl Harness {
+    fn run_trial(&self, eval: usize, cell: usize) -> Result<(), Failed> {
+        let erased = &self.evals[eval];
+        let env = &self.envs[eval];
+        let outcome = self.runtime.block_on(erased.run_cell(cell, env));
+        let snapshot_name = outcome.result.id.snapshot_name();
+        let summary = outcome.summary;
+        let snapshots = self.snapshots.clone();
+        let snapshot = std::panic::catch_unwind(|| {
+            let mut settings = insta::Settings::clone_current();
+            settings.set_snapshot_path(&snapshots);
+            settings.set_prepend_module_to_snapshot(false);
+            settings.set_omit_expression(true);
+            settings.set_description(outcome.result.id.to_string());
+            settings.bind(|| insta::assert_yaml_snapshot!(snapshot_name.as_str(), &summary));
+        });
+        let snapshot_ok = snapshot.is_ok();
+        let mut failures = outcome.result.failures();
+        if !snapshot_ok {
+            failures.push(format!(
+                "the session differs from snapshots/{}.snap (review with `cargo insta review`)",
+                outcome.result.id.snapshot_name()
+            ));
+        }
+        if let Ok(mut finished) = self.finished.lock() {
+            finished.push(Finished {
+                result: outcome.result,
+                snapshot_ok,
+            });
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("\n").into())
+        }
+    }
+
+    /// Print each eval's table, write the results JSON, apply the gates.
+    fn summarize(&self, manifest_dir: &Path, num_failed: u64) -> ExitCode {
+        let finished = match self.finished.lock() {
+            Ok(f) => f.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let mut by_eval: BTreeMap<String, Vec<CellResult>> = BTreeMap::new();
+        let mut drift = 0;
+        for f in finished {
+            drift += usize::from(!f.snapshot_ok);
+            by_eval
+                .entry(f.result.id.eval.clone())
+                .or_default()
+                .push(f.result);
+        }
+        let dir = results_dir(manifest_dir);
+        let mut gate_failed = false;
+        for eval in &self.evals {
+            let name = eval.name();
+            let Some(cells) = by_eval.get_mut(name) else {
+                continue;
+            };
+            cells.sort_by(|a, b| a.id.cmp(&b.id));
+            let summaries = summarize(cells);
+            let scorer_names = eval.scorer_names();
+            let inputs = {
+                let mut cases: Vec<&str> = cells.iter().map(|c| c.id.case.as_str()).collect();
+                cases.sort();
+                cases.dedup();
+                cases.len()
+            };
+            let header = TableHeader {
+                eval: name,
+                inputs,
+                variants: summaries.len(),
+                trials: eval.trials(),
+                scorers: &scorer_names,
+            };
+            eprintln!("\n{}", render(&header, &summaries));
+            let passed = cells.iter().filter(|c| c.passed).count();
+            let rate = passed as f64 / cells.len().max(1) as f64;
+            let gate = eval.min_pass_rate();
+            if rate + 1e-12 < gate {
+                gate_failed = true;
+                eprintln!(
+                    "  Gate: FAILED: pass rate {:.1}% is below min_pass_rate {:.1}%",
+                    rate * 100.0,
+                    gate * 100.0
+                );
+            } else {
+                eprintln!(
+                    "  Gate: passed: pass rate {:.1}% ≥ min_pass_rate {:.1}%",
+                    rate * 100.0,
+                    gate * 100.0
+                );
+            }
+            let json = serde_json::json!({
+                "schemaVersion": 1,
+                "eval": name,
+                "timestamp": crate::util::now_rfc3339(),
+                "config": {
+                    "trials": eval.trials(),
+                    "inputs": inputs,
+                    "variants": eval.variant_names(),
+                    "minPassRate": gate,
+                },
+                "results": cells,
+                "summary": summaries,
+            });
+            let path = dir.join(format!("{name}.json"));
+            let written = std::fs::create_dir_all(&dir).and_then(|_| {
+                std::fs::write(
+                    &path,
+                    serde_json::to_string_pretty(&json).unwrap_or_default(),
+                )
+            });
+            match written {
+                Ok(()) => eprintln!("  Results: {}", path.display()),
+                Err(e) => eprintln!("  warning: cannot write {}: {e}", path.display()),
+            }
+        }
+        if drift > 0 {
+            eprintln!(
+                "\n{drift} session snapshot(s) changed: review them with `cargo insta review`."
+            );
+        }
+        // Cells that fail only their checks are judged by the gate; anything
+        // else that failed (snapshot drift, a crashed cell) fails the run.
+        let explained: usize = by_eval.values().flatten().filter(|c| !c.passed).count();
+        let unexplained_failures = num_failed as usize > explained.max(drift);
+        if unexplained_failures {
+            eprintln!("\nsome cells crashed before they could be graded (see above).");
+        }
+        if gate_failed || drift > 0 || unexplained_failures {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}

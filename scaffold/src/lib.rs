@@ -1,0 +1,43 @@
+//! # scaffold
+//!
+//! LLM-agent workflow evals that run as ordinary Cargo tests.
+//!
+//! Agents and workflows over a typed state emit a stream of [`signal::Signal`]s;
+//! runs are stored in a SQLite [`store::Store`]; providers speak real HTTP and
+//! are recorded and played back so CI is deterministic.
+#![warn(missing_docs)]
+
+pub mod assert;
+pub mod dataset;
+pub mod eval;
+pub mod harness;
+pub mod metrics;
+pub mod provider;
+pub mod report;
+pub mod scorer;
+pub mod signal;
+pub mod store;
+pub mod testing;
+mod util;
+pub mod workflow;
+
+pub use scaffold_macros::{dataset, eval, scorer, variant};
+
+/// What the macros' expansions reach; not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use inventory;
+}
+
+/// The names most programs need.
+pub mod prelude {
+    pub use crate::metrics::Metrics;
+    pub use crate::provider::{
+        Pricing, Provider, ProviderError, ProviderOptions, ScriptedProvider, ScriptedReply, Usage,
+    };
+    pub use crate::signal::Signal;
+    pub use crate::store::Store;
+    pub use crate::workflow::{
+        Agent, Phase, RunOptions, RunResult, RunStatus, Tool, Workflow, run, run_with,
+    };
+}

@@ -1,0 +1,81 @@
+use thiserror::Error;
+
+/// Why a provider call failed.
+#[derive(Debug, Clone, Error, PartialEq)]
+pub enum ProviderError {
+    /// The API answered with an error status.
+    #[error("{provider} returned HTTP {status}: {message}")]
+    Http {
+        /// Provider name.
+        provider: String,
+        /// HTTP status.
+        status: u16,
+        /// The error message from the body, or the body itself.
+        message: String,
+    },
+    /// Rate limited and out of retries.
+    #[error("{provider} rate limited the request (HTTP 429) after {attempts} attempts: {message}")]
+    RateLimited {
+        /// Provider name.
+        provider: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The error message.
+        message: String,
+    },
+    /// No answer in time.
+    #[error("{provider} timed out after {after_ms} ms ({phase})")]
+    Timeout {
+        /// Provider name.
+        provider: String,
+        /// Elapsed time.
+        after_ms: u64,
+        /// `connect`, `total` or `stream idle`.
+        phase: String,
+    },
+    /// The connection failed or was reset.
+    #[error("{provider} connection failed: {message}")]
+    Connection {
+        /// Provider name.
+        provider: String,
+        /// What happened.
+        message: String,
+    },
+    /// The answer could not be understood (malformed JSON, truncated stream, wrong content type).
+    #[error("{provider} sent a response that could not be read: {message}")]
+    Protocol {
+        /// Provider name.
+        provider: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// Playback had no recording, or the request differs from the recording.
+    #[error("{message}")]
+    Playback {
+        /// The full explanation, with the command to re-record.
+        message: String,
+    },
+    /// A scripted provider ran out of replies or was told to fail.
+    #[error("{0}")]
+    Scripted(String),
+}
+
+impl ProviderError {
+    /// A short machine-readable code for `provider:error` signals.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProviderError::Http { .. } => "http",
+            ProviderError::RateLimited { .. } => "rate_limited",
+            ProviderError::Timeout { .. } => "timeout",
+            ProviderError::Connection { .. } => "connection",
+            ProviderError::Protocol { .. } => "protocol",
+            ProviderError::Playback { .. } => "playback",
+            ProviderError::Scripted(_) => "scripted",
+        }
+    }
+
+    /// Whether this is a time limit (reported as `error:timeout`).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ProviderError::Timeout { .. })
+    }
+}

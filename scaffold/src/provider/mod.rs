@@ -1,0 +1,256 @@
+//! Providers: the model APIs agents call.
+//!
+//! The request and response model here is the common ground of the OpenAI
+//! chat completions and Anthropic Messages APIs: a system prompt, messages
+//! with text, tool calls and tool results, tool definitions, an optional JSON
+//! schema for structured output, sampling options, streamed text deltas and
+//! token usage.
+
+pub mod anthropic;
+mod error;
+pub mod http;
+pub mod openai;
+pub mod pricing;
+pub mod recorder;
+pub mod recording_id;
+mod scripted;
+pub mod transport;
+
+pub use error::ProviderError;
+pub use pricing::{ModelPrice, Pricing};
+pub use recording_id::{RecordingId, RecordingIdError};
+pub use scripted::{ScriptedProvider, ScriptedReply};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The caller.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// A tool invocation asked for by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; results refer to it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as a JSON value.
+    pub arguments: Value,
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// The assistant asks for a tool call.
+    ToolCall(ToolCall),
+    /// The result of a tool call, sent back by the user side.
+    ToolResult {
+        /// The id of the call this answers.
+        call_id: String,
+        /// The result, serialized as the model will read it.
+        content: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+}
+
+/// A message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// What was said.
+    pub content: Vec<ContentPart>,
+}
+
+impl Message {
+    /// A user message of plain text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: vec![ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    /// An assistant message of plain text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentPart::Text { text: text.into() }],
+        }
+    }
+
+    /// The concatenated text parts.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Name the model uses.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// A JSON schema the response must follow (structured output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// Name of the schema (OpenAI requires one).
+    pub name: String,
+    /// The JSON schema.
+    pub schema: Value,
+}
+
+/// Sampling and length options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderOptions {
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Upper bound on generated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Ask for a streamed (SSE) response.
+    #[serde(default)]
+    pub stream: bool,
+}
+
+/// Where a call sits in an eval, so recordings can be keyed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallContext {
+    /// The recording id of this call (`eval__{dataset}__{case}__{variant}__{node}__inv{n}`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording_id: Option<String>,
+}
+
+/// One call to a model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompletionRequest {
+    /// System prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// Structured output schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
+    /// Sampling options.
+    #[serde(default)]
+    pub options: ProviderOptions,
+    /// Recording key and other eval context.
+    #[serde(default)]
+    pub context: CallContext,
+}
+
+/// Token usage of a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Input plus output.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Natural end of the answer.
+    EndTurn,
+    /// The model asks for tool calls.
+    ToolUse,
+    /// `max_tokens` reached.
+    MaxTokens,
+    /// Anything else the provider reported.
+    Other,
+}
+
+/// The model's answer to one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletionResponse {
+    /// The model that answered, as the provider reports it.
+    pub model: String,
+    /// The text of the answer (empty when it only calls tools).
+    pub text: String,
+    /// Tool calls asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Why generation stopped.
+    pub stop_reason: StopReason,
+}
+
+/// Receives streamed pieces of an answer while a call is under way.
+pub trait StreamSink: Send {
+    /// A piece of generated text.
+    fn text_delta(&mut self, delta: &str);
+}
+
+/// A sink that drops everything.
+impl StreamSink for () {
+    fn text_delta(&mut self, _delta: &str) {}
+}
+
+/// A model API.
+///
+/// Implementations: [`ScriptedProvider`] for unit tests; the OpenAI and
+/// Anthropic HTTP providers for real use.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Short provider name, e.g. `openai`, `anthropic`, `scripted`.
+    fn name(&self) -> &str;
+
+    /// The model asked for.
+    fn model(&self) -> &str;
+
+    /// Make one call. Streamed text deltas go to `sink` as they arrive.
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        sink: &mut dyn StreamSink,
+    ) -> Result<CompletionResponse, ProviderError>;
+}

@@ -1,0 +1,268 @@
+//! The cassette: one recorded provider call as a readable, versioned JSON file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::RecorderError;
+
+/// The cassette format version this crate writes and reads.
+pub const CASSETTE_VERSION: u32 = 1;
+
+/// One recorded HTTP exchange, stored at `{recordings_dir}/{recording_id}.json`.
+///
+/// Credentials are never part of a cassette (see the module docs of
+/// [`crate::provider::recorder`]).
+///
+/// ```
+/// use scaffold::provider::recorder::Cassette;
+/// let text = r#"{
+///   "version": 1,
+///   "id": "eval__ds__case__v__node__inv0",
+///   "request": {"method": "POST", "path": "/v1/chat/completions", "headers": {}, "body": {"model": "m"}},
+///   "response": {"status": 200, "headers": {"content-type": "application/json"}, "body": {"ok": true}},
+///   "timing": {"durationMs": 12, "firstByteMs": 12}
+/// }"#;
+/// let cassette: Cassette = serde_json::from_str(text).unwrap();
+/// assert_eq!(cassette.response.status, 200);
+/// assert_eq!(cassette.request.body.unwrap()["model"], "m");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cassette {
+    /// Format version, [`CASSETTE_VERSION`].
+    pub version: u32,
+    /// The recording id.
+    pub id: String,
+    /// What was sent.
+    pub request: RecordedRequest,
+    /// What came back.
+    pub response: RecordedResponse,
+    /// How long it took.
+    pub timing: Timing,
+}
+
+/// The recorded request, scrubbed of credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedRequest {
+    /// `POST`, `GET`, ...
+    pub method: String,
+    /// The URL path, without scheme, host or query.
+    pub path: String,
+    /// The query string, credentials replaced, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Headers with lower-case names; credentials are `[REDACTED]`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The JSON body, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+/// The recorded response. At most one of `body`, `text` and `sse` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// Kept headers (content type, request id, retry-after).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A JSON body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+    /// A body that is not JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A server-sent-event stream, one event per element (each with its
+    /// terminating blank line), in order; joined they are the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<Vec<String>>,
+    /// The stream failed before it ended; `sse` holds what came.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Why the stream failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl RecordedResponse {
+    /// The body bytes playback serves: the SSE events joined, the JSON body
+    /// serialized compactly, or the text.
+    pub fn body_bytes(&self) -> Vec<u8> {
+        if let Some(events) = &self.sse {
+            return events.concat().into_bytes();
+        }
+        if let Some(body) = &self.body {
+            return serde_json::to_vec(body).unwrap_or_default();
+        }
+        self.text.clone().unwrap_or_default().into_bytes()
+    }
+
+    /// The content type playback serves.
+    pub fn content_type(&self) -> String {
+        let recorded = self.headers.get("content-type").cloned();
+        if self.sse.is_some() {
+            return recorded
+                .filter(|c| c.starts_with("text/event-stream"))
+                .unwrap_or_else(|| "text/event-stream".to_string());
+        }
+        if self.body.is_some() {
+            return recorded.unwrap_or_else(|| "application/json".to_string());
+        }
+        recorded.unwrap_or_else(|| "text/plain; charset=utf-8".to_string())
+    }
+}
+
+/// Timing of the recorded call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timing {
+    /// From sending the request to the end of the body.
+    pub duration_ms: u64,
+    /// From sending the request to the first body bytes (the headers, for a
+    /// whole body).
+    pub first_byte_ms: u64,
+}
+
+impl Cassette {
+    /// Read and check a cassette file.
+    pub fn load(path: &Path) -> Result<Cassette, RecorderError> {
+        let bytes = fs::read(path).map_err(|source| RecorderError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Cassette::from_slice(&bytes, path)
+    }
+
+    /// Parse and check cassette bytes; `path` is for messages.
+    pub(crate) fn from_slice(bytes: &[u8], path: &Path) -> Result<Cassette, RecorderError> {
+        let version_error = |found: Value| RecorderError::Version {
+            path: path.to_path_buf(),
+            found,
+        };
+        match serde_json::from_slice::<Cassette>(bytes) {
+            Ok(cassette) if cassette.version == CASSETTE_VERSION => Ok(cassette),
+            Ok(cassette) => Err(version_error(Value::from(cassette.version))),
+            Err(source) => {
+                // Another version may have another shape: say so rather than
+                // report a missing field.
+                let found = serde_json::from_slice::<Value>(bytes)
+                    .ok()
+                    .map(|v| v.get("version").cloned().unwrap_or(Value::Null));
+                match found {
+                    Some(found) if found != CASSETTE_VERSION => Err(version_error(found)),
+                    _ => Err(RecorderError::Parse {
+                        path: path.to_path_buf(),
+                        source,
+                    }),
+                }
+            }
+        }
+    }
+
+    /// The cassette as pretty-printed JSON with a trailing newline.
+    pub fn to_pretty_json(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Write the cassette to `path` atomically (a temporary file in the same
+    /// folder, then a rename), creating the folder if needed.
+    pub fn save(&self, path: &Path) -> Result<(), RecorderError> {
+        write_atomic(path, self.to_pretty_json().as_bytes()).map_err(|source| {
+            RecorderError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "cassette".to_string());
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Split an SSE byte stream into events, each keeping its terminating blank
+/// line; a trailing partial event is the last element. Joined, the events
+/// are exactly `bytes` (when `bytes` is UTF-8).
+pub(crate) fn split_sse(bytes: &[u8]) -> Vec<String> {
+    let mut events = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let end = if bytes[i..].starts_with(b"\r\n\r\n") {
+            Some(i + 4)
+        } else if bytes[i..].starts_with(b"\n\n") || bytes[i..].starts_with(b"\r\r") {
+            Some(i + 2)
+        } else {
+            None
+        };
+        match end {
+            Some(end) => {
+                events.push(String::from_utf8_lossy(&bytes[start..end]).into_owned());
+                start = end;
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    if start < bytes.len() {
+        events.push(String::from_utf8_lossy(&bytes[start..]).into_owned());
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_split_round_trips() {
+        let raw = "data: {\"a\":1}\n\ndata: [DONE]\n\n";
+        let events = split_sse(raw.as_bytes());
+        assert_eq!(events, vec!["data: {\"a\":1}\n\n", "data: [DONE]\n\n"]);
+        assert_eq!(events.concat(), raw);
+        let partial = "event: x\r\ndata: 1\r\n\r\ndata: 2";
+        let events = split_sse(partial.as_bytes());
+        assert_eq!(events, vec!["event: x\r\ndata: 1\r\n\r\n", "data: 2"]);
+    }
+
+    #[test]
+    fn version_is_checked() {
+        let e = Cassette::from_slice(br#"{"version": 2}"#, Path::new("x.json")).unwrap_err();
+        assert!(e.to_string().contains("version"), "{e}");
+    }
+}

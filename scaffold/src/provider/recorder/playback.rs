@@ -1,0 +1,534 @@
+//! Playback mode: one wiremock server per process answers every recorded
+//! call from its cassette, found by key.
+//!
+//! The server is started lazily by the first playback request, on a
+//! dedicated thread with its own tokio runtime (test harness runtimes come
+//! and go; the server must outlive them), and lives until the process ends.
+//! It has ONE mock, whose responder finds the cassette by key, compares the
+//! request that came over the wire with the recorded one and answers with
+//! the recorded status, headers and body. Request recording of the server
+//! is off, so memory does not grow with the number of calls.
+//!
+//! The server runs on one thread, so work done there limits throughput.
+//! The playback transport therefore reads and parses the cassette on the
+//! caller's side (in parallel across cells; a missing or unreadable
+//! recording fails there without any HTTP) and stages the parsed cassette
+//! under a token sent in a header; the responder takes it by token (O(1)),
+//! compares and answers. A request without a token (another client) is
+//! served from disk by recording id. Parsed cassettes are also cached
+//! (bounded, keyed by path, mtime and length) for repeated replays.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use serde_json::Value;
+use wiremock::http::{HeaderName, HeaderValue};
+use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+
+use super::cassette::Cassette;
+use super::diff::{diff_requests, render_changes};
+use super::redact::Redactor;
+use super::{RecorderError, RecorderMode, checked_recording_id, messages, split_url};
+use crate::provider::CallContext;
+use crate::provider::RecordingId;
+use crate::provider::transport::{HttpBody, HttpRequest, HttpResponse, Transport, TransportError};
+
+/// The header carrying the recording id to the playback server.
+pub const RECORDING_ID_HEADER: &str = "x-scaffold-recording-id";
+/// The header carrying the recorder scope (recordings folder and redaction rules).
+const SCOPE_HEADER: &str = "x-scaffold-recorder";
+/// The header carrying the token of the staged cassette.
+const TOKEN_HEADER: &str = "x-scaffold-playback-token";
+/// Marks the playback server's own error answers.
+const ERROR_HEADER: &str = "x-scaffold-playback-error";
+/// The status of the playback server's own error answers.
+const ERROR_STATUS: u16 = 599;
+/// Parsed cassettes kept in memory at most.
+const CACHE_CAPACITY: usize = 256;
+
+/// The playback server's address, once started.
+static SERVER: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+
+/// Start the process-wide playback server if needed; its base URI.
+pub(crate) async fn server_uri() -> Result<&'static str, String> {
+    SERVER
+        .get_or_try_init(start_server)
+        .await
+        .map(String::as_str)
+}
+
+async fn start_server() -> Result<String, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<String, String>>();
+    std::thread::Builder::new()
+        .name("scaffold-playback".to_string())
+        .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(e) => {
+                    let _ = tx.send(Err(format!("cannot build its tokio runtime: {e}")));
+                    return;
+                }
+            };
+            runtime.block_on(async move {
+                let server = MockServer::builder()
+                    .disable_request_recording()
+                    .start()
+                    .await;
+                Mock::given(wiremock::matchers::any())
+                    .respond_with(PlaybackResponder)
+                    .named("scaffold playback")
+                    .mount(&server)
+                    .await;
+                let _ = tx.send(Ok(server.uri()));
+                // Keep the server (and this runtime) alive for the whole process.
+                std::future::pending::<()>().await;
+                drop(server);
+            });
+        })
+        .map_err(|e| format!("playback: could not start the playback server thread: {e}"))?;
+    match rx.await {
+        Ok(Ok(uri)) => Ok(uri),
+        Ok(Err(e)) => Err(format!(
+            "playback: could not start the playback server: {e}"
+        )),
+        Err(_) => Err(
+            "playback: the playback server thread stopped while starting (see its panic above)"
+                .to_string(),
+        ),
+    }
+}
+
+/// One recordings folder with its redaction rules.
+struct Scope {
+    dir: PathBuf,
+    redactor: Arc<Redactor>,
+    key: String,
+}
+
+static SCOPES: RwLock<Vec<Arc<Scope>>> = RwLock::new(Vec::new());
+
+/// Register (or find) the scope of a recorder: its index for
+/// [`SCOPE_HEADER`], and the scope. Recorders with the same folder and rules
+/// share one, so the registry does not grow with the number of recorders.
+fn register_scope(dir: &Path, redactor: Arc<Redactor>) -> (usize, Arc<Scope>) {
+    let key = redactor.key();
+    let mut scopes = SCOPES.write().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = scopes.iter().position(|s| s.dir == dir && s.key == key) {
+        return (i, scopes[i].clone());
+    }
+    let scope = Arc::new(Scope {
+        dir: dir.to_path_buf(),
+        redactor,
+        key,
+    });
+    scopes.push(scope.clone());
+    (scopes.len() - 1, scope)
+}
+
+fn scope(index: usize) -> Option<Arc<Scope>> {
+    SCOPES
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(index)
+        .cloned()
+}
+
+/// A parsed cassette and the answer it gives.
+struct Loaded {
+    modified: Option<SystemTime>,
+    len: u64,
+    cassette: Cassette,
+    answer: ResponseTemplate,
+}
+
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<PathBuf, Arc<Loaded>>,
+    order: VecDeque<PathBuf>,
+}
+
+static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache::default()));
+
+/// Cassettes staged by the transport for the responder, by token.
+static STAGED: LazyLock<Mutex<HashMap<u64, Arc<Loaded>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0);
+
+/// Stages a cassette for one request; unstages it when dropped (the
+/// responder usually takes it first).
+struct Staged(u64);
+
+impl Staged {
+    fn new(loaded: Arc<Loaded>) -> Staged {
+        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        STAGED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, loaded);
+        Staged(token)
+    }
+
+    fn take(token: u64) -> Option<Arc<Loaded>> {
+        STAGED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&token)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        Staged::take(self.0);
+    }
+}
+
+enum LoadError {
+    Missing,
+    Bad(RecorderError),
+    BadAnswer(String),
+}
+
+fn load(path: &Path) -> Result<Arc<Loaded>, LoadError> {
+    let read_error = |source: std::io::Error| {
+        LoadError::Bad(RecorderError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let mut file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+        Err(e) => return Err(read_error(e)),
+    };
+    let meta = file.metadata().map_err(read_error)?;
+    let modified = meta.modified().ok();
+    let len = meta.len();
+    {
+        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hit) = cache.entries.get(path)
+            && hit.modified == modified
+            && hit.len == len
+        {
+            return Ok(hit.clone());
+        }
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(&mut bytes).map_err(read_error)?;
+    let cassette = Cassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
+    let answer = answer_for(&cassette).map_err(LoadError::BadAnswer)?;
+    let loaded = Arc::new(Loaded {
+        modified,
+        len,
+        cassette,
+        answer,
+    });
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache
+        .entries
+        .insert(path.to_path_buf(), loaded.clone())
+        .is_none()
+    {
+        cache.order.push_back(path.to_path_buf());
+    }
+    while cache.order.len() > CACHE_CAPACITY {
+        if let Some(old) = cache.order.pop_front() {
+            cache.entries.remove(&old);
+        }
+    }
+    Ok(loaded)
+}
+
+/// The recorded answer as a response template, checked so wiremock cannot panic on it.
+fn answer_for(cassette: &Cassette) -> Result<ResponseTemplate, String> {
+    let response = &cassette.response;
+    if !(100..=999).contains(&response.status) {
+        return Err(format!("status {} is not an HTTP status", response.status));
+    }
+    let content_type = response.content_type();
+    if HeaderValue::from_str(&content_type).is_err() {
+        return Err(format!(
+            "content type `{content_type}` is not a header value"
+        ));
+    }
+    let mut answer = ResponseTemplate::new(response.status);
+    for (name, value) in &response.headers {
+        if name.eq_ignore_ascii_case("content-type") {
+            continue;
+        }
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("`{name}` is not a header name"))?;
+        let value =
+            HeaderValue::from_str(value).map_err(|_| format!("`{value}` is not a header value"))?;
+        answer = answer.insert_header(name, value);
+    }
+    Ok(answer.set_body_raw(response.body_bytes(), &content_type))
+}
+
+/// The single responder of the playback server.
+struct PlaybackResponder;
+
+impl Respond for PlaybackResponder {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        match serve(request) {
+            Ok(answer) => answer,
+            Err(message) => ResponseTemplate::new(ERROR_STATUS)
+                .insert_header(ERROR_HEADER, "1")
+                .set_body_json(serde_json::json!({ "scaffoldPlaybackError": message })),
+        }
+    }
+}
+
+fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
+    let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    let id_text = header(RECORDING_ID_HEADER).ok_or_else(|| {
+        format!(
+            "playback: {} {} reached the playback server without an `{RECORDING_ID_HEADER}` header; \
+             send provider requests through ProviderRecorder::transport()",
+            request.method,
+            request.url.path()
+        )
+    })?;
+    let scope = header(SCOPE_HEADER)
+        .and_then(|s| s.parse::<usize>().ok())
+        .and_then(scope)
+        .ok_or_else(|| {
+            format!("playback: request for `{id_text}` names no known recorder (`{SCOPE_HEADER}`)")
+        })?;
+    let id: RecordingId = id_text.parse().map_err(|e| format!("playback: {e}"))?;
+    let path = scope.dir.join(format!("{id}.json"));
+    let staged = header(TOKEN_HEADER)
+        .and_then(|t| t.parse::<u64>().ok())
+        .and_then(Staged::take);
+    let loaded = match staged {
+        Some(loaded) => loaded,
+        None => load(&path).map_err(|e| load_error_message(&id, &path, e))?,
+    };
+
+    let recorded = &loaded.cassette.request;
+    let method = request.method.as_str();
+    let url_path = request.url.path();
+    let url_query = request.url.query().filter(|q| !q.is_empty());
+    let raw_body = (!request.body.is_empty()).then(|| {
+        serde_json::from_slice::<Value>(&request.body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&request.body).into_owned()))
+    });
+    // The recording is scrubbed; a request without secrets matches it as it
+    // is, so scrub (a copy of the whole body) only when it does not.
+    let mut changes = diff_requests(recorded, method, url_path, url_query, raw_body.as_ref());
+    if !changes.is_empty() {
+        let headers: Vec<(&str, &str)> = request
+            .headers
+            .iter()
+            .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str(), v)))
+            .collect();
+        let scrub = scope.redactor.scrubber(headers, url_query);
+        let body = raw_body.as_ref().map(|b| scrub.json(b));
+        let query = url_query.map(|q| scrub.query(q));
+        changes = diff_requests(recorded, method, url_path, query.as_deref(), body.as_ref());
+    }
+    if !changes.is_empty() {
+        return Err(messages::stale(&id, &path, &render_changes(&changes)));
+    }
+    Ok(loaded.answer.clone())
+}
+
+fn load_error_message(id: &RecordingId, path: &Path, error: LoadError) -> String {
+    match error {
+        LoadError::Missing => messages::missing(id, path),
+        LoadError::Bad(e) => messages::unreadable(id, &e.to_string()),
+        LoadError::BadAnswer(why) => messages::unreadable(
+            id,
+            &format!(
+                "{}: the recorded response is invalid: {why}",
+                path.display()
+            ),
+        ),
+    }
+}
+
+/// Sends every request to the playback server through the inner (real HTTP) transport.
+pub(crate) struct PlaybackTransport {
+    inner: Arc<dyn Transport>,
+    scope_index: usize,
+    scope: Arc<Scope>,
+}
+
+impl PlaybackTransport {
+    pub(crate) fn new(
+        inner: Arc<dyn Transport>,
+        dir: &Path,
+        redactor: Arc<Redactor>,
+    ) -> PlaybackTransport {
+        let (scope_index, scope) = register_scope(dir, redactor);
+        PlaybackTransport {
+            inner,
+            scope_index,
+            scope,
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for PlaybackTransport {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        context: &CallContext,
+    ) -> Result<HttpResponse, TransportError> {
+        let id = checked_recording_id(RecorderMode::Playback, &request, context)?;
+        // Read and parse the cassette here, off the server's single thread.
+        // Small files: reading them inline costs less than a blocking task.
+        let path = self.scope.dir.join(format!("{id}.json"));
+        let loaded =
+            load(&path).map_err(|e| TransportError::Playback(load_error_message(&id, &path, e)))?;
+        let staged = Staged::new(loaded);
+        let uri = server_uri().await.map_err(TransportError::Playback)?;
+        let (_, path, query) = split_url(&request.url);
+        let url = match query {
+            Some(q) => format!("{uri}{path}?{q}"),
+            None => format!("{uri}{path}"),
+        };
+        let mut headers: Vec<(String, String)> = request
+            .headers
+            .into_iter()
+            .filter(|(k, _)| {
+                !k.eq_ignore_ascii_case("host")
+                    && !k.eq_ignore_ascii_case("content-length")
+                    && !k.to_ascii_lowercase().starts_with("x-scaffold-")
+            })
+            .collect();
+        headers.push((RECORDING_ID_HEADER.to_string(), id.to_string()));
+        headers.push((SCOPE_HEADER.to_string(), self.scope_index.to_string()));
+        headers.push((TOKEN_HEADER.to_string(), staged.0.to_string()));
+        let rewritten = HttpRequest {
+            method: request.method,
+            url,
+            headers,
+            body: request.body,
+        };
+        let response = self.inner.send(rewritten, context).await?;
+        drop(staged);
+        if response.status == ERROR_STATUS && response.header(ERROR_HEADER).is_some() {
+            let bytes = match response.body {
+                HttpBody::Full(bytes) => bytes.to_vec(),
+                HttpBody::Stream(mut stream) => {
+                    let mut all = Vec::new();
+                    while let Some(chunk) = stream.next().await {
+                        all.extend_from_slice(&chunk?);
+                    }
+                    all
+                }
+            };
+            let message = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| {
+                    v.get("scaffoldPlaybackError")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
+            return Err(TransportError::Playback(message));
+        }
+        Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::recorder::cassette::{
+        CASSETTE_VERSION, RecordedRequest, RecordedResponse, Timing,
+    };
+    use wiremock::http::{HeaderMap, Method};
+
+    fn request(headers: &[(&str, &str)], body: &Value) -> wiremock::Request {
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            map.insert(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        wiremock::Request {
+            url: "http://127.0.0.1:1/v1/chat/completions".parse().unwrap(),
+            method: Method::POST,
+            headers: map,
+            body: serde_json::to_vec(body).unwrap(),
+        }
+    }
+
+    #[test]
+    fn responder_serves_by_id_without_a_staged_cassette() {
+        let dir = std::env::temp_dir().join(format!("scaffold-responder-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let id = RecordingId::new("d", "c", "v", "n", 0);
+        let body =
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        Cassette {
+            version: CASSETTE_VERSION,
+            id: id.to_string(),
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: "/v1/chat/completions".into(),
+                query: None,
+                headers: Default::default(),
+                body: Some(body.clone()),
+            },
+            response: RecordedResponse {
+                status: 201,
+                headers: [("content-type".to_string(), "application/json".to_string())].into(),
+                body: Some(serde_json::json!({"ok": true})),
+                text: None,
+                sse: None,
+                truncated: false,
+                error: None,
+            },
+            timing: Timing::default(),
+        }
+        .save(&dir.join(format!("{id}.json")))
+        .unwrap();
+        let (scope, _) = register_scope(&dir, Arc::new(Redactor::default()));
+        let scope = scope.to_string();
+        let id_text = id.to_string();
+        let headers = [
+            (RECORDING_ID_HEADER, id_text.as_str()),
+            (SCOPE_HEADER, scope.as_str()),
+        ];
+
+        assert!(serve(&request(&headers, &body)).is_ok());
+
+        let mut changed = body.clone();
+        changed["model"] = "other".into();
+        let err = serve(&request(&headers, &changed)).err().unwrap();
+        assert!(err.contains("model: \"m\" → \"other\""), "{err}");
+
+        let err = serve(&request(&headers[1..], &body)).err().unwrap();
+        assert!(err.contains(RECORDING_ID_HEADER), "{err}");
+
+        let other = RecordingId::new("d", "c", "v", "n", 1).to_string();
+        let err = serve(&request(
+            &[
+                (RECORDING_ID_HEADER, other.as_str()),
+                (SCOPE_HEADER, scope.as_str()),
+            ],
+            &body,
+        ))
+        .err()
+        .unwrap();
+        assert!(
+            err.contains("no recording") && err.contains(&other),
+            "{err}"
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

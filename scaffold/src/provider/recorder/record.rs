@@ -1,0 +1,252 @@
+//! Record mode: pass through to the inner transport and write a cassette.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::Stream;
+use serde_json::Value;
+
+use super::cassette::{CASSETTE_VERSION, Cassette, RecordedRequest, RecordedResponse, Timing};
+use super::redact::Redactor;
+use super::{RecorderMode, cassette, checked_recording_id, split_url};
+use crate::provider::CallContext;
+use crate::provider::transport::{
+    ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
+};
+
+/// Passes requests through to `inner` and writes each exchange to
+/// `{dir}/{recording_id}.json`.
+pub(crate) struct RecordingTransport {
+    pub(crate) inner: Arc<dyn Transport>,
+    pub(crate) dir: PathBuf,
+    pub(crate) redactor: Arc<Redactor>,
+}
+
+/// What is known before the body arrives.
+struct Pending {
+    path: PathBuf,
+    id: String,
+    request: RecordedRequest,
+    status: u16,
+    headers: Vec<(String, String)>,
+    redactor: Arc<Redactor>,
+    /// Credential carriers of the request, to scrub the response too.
+    secret_headers: Vec<(String, String)>,
+    query: Option<String>,
+}
+
+impl Pending {
+    fn finish(
+        self,
+        body: &[u8],
+        timing: Timing,
+        failure: Option<String>,
+    ) -> Result<(), TransportError> {
+        let scrub = self.redactor.scrubber(
+            self.secret_headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+            self.query.as_deref(),
+        );
+        let headers =
+            scrub.response_headers(self.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let is_sse = headers
+            .get("content-type")
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"));
+        let mut response = RecordedResponse {
+            status: self.status,
+            headers,
+            body: None,
+            text: None,
+            sse: None,
+            truncated: failure.is_some(),
+            error: failure.map(|e| scrub.str(&e).into_owned()),
+        };
+        if is_sse {
+            response.sse = Some(
+                cassette::split_sse(body)
+                    .iter()
+                    .map(|event| scrub.str(event).into_owned())
+                    .collect(),
+            );
+        } else if body.is_empty() {
+            // No body: nothing to store.
+        } else if let Ok(json) = serde_json::from_slice::<Value>(body) {
+            response.body = Some(scrub.json(&json));
+        } else {
+            response.text = Some(scrub.str(&String::from_utf8_lossy(body)).into_owned());
+        }
+        let cassette = Cassette {
+            version: CASSETTE_VERSION,
+            id: self.id,
+            request: self.request,
+            response,
+            timing,
+        };
+        cassette
+            .save(&self.path)
+            .map_err(|e| TransportError::Other(format!("record mode: {e}")))
+    }
+}
+
+#[async_trait]
+impl Transport for RecordingTransport {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        context: &CallContext,
+    ) -> Result<HttpResponse, TransportError> {
+        let id = checked_recording_id(RecorderMode::Record, &request, context)?;
+        let (_, url_path, url_query) = split_url(&request.url);
+        let secret_headers: Vec<(String, String)> = request
+            .headers
+            .iter()
+            .filter(|(k, _)| super::redact::is_credential_header(k))
+            .cloned()
+            .collect();
+        let recorded = {
+            let scrub = self.redactor.scrubber(
+                request
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+                url_query,
+            );
+            RecordedRequest {
+                method: request.method.to_ascii_uppercase(),
+                path: url_path.to_string(),
+                query: url_query.filter(|q| !q.is_empty()).map(|q| scrub.query(q)),
+                headers: scrub.request_headers(
+                    request
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str())),
+                ),
+                body: request.body.as_ref().map(|b| scrub.json(b)),
+            }
+        };
+        let query = url_query.map(str::to_string);
+        let started = Instant::now();
+        let response = self.inner.send(request, context).await?;
+        let pending = Pending {
+            path: self.dir.join(format!("{id}.json")),
+            id: id.to_string(),
+            request: recorded,
+            status: response.status,
+            headers: response.headers.clone(),
+            redactor: self.redactor.clone(),
+            secret_headers,
+            query,
+        };
+        match response.body {
+            HttpBody::Full(bytes) => {
+                let ms = elapsed_ms(started);
+                pending.finish(
+                    &bytes,
+                    Timing {
+                        duration_ms: ms,
+                        first_byte_ms: ms,
+                    },
+                    None,
+                )?;
+                Ok(HttpResponse {
+                    status: response.status,
+                    headers: response.headers,
+                    body: HttpBody::Full(bytes),
+                })
+            }
+            HttpBody::Stream(stream) => Ok(HttpResponse {
+                status: response.status,
+                headers: response.headers,
+                body: HttpBody::Stream(Box::pin(TeeStream {
+                    inner: stream,
+                    buffer: Vec::new(),
+                    pending: Some(pending),
+                    started,
+                    first_byte_ms: None,
+                    done: false,
+                })),
+            }),
+        }
+    }
+}
+
+fn elapsed_ms(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Yields the inner stream's chunks unchanged, as they arrive, and writes
+/// the cassette when the stream ends or fails (or is dropped early).
+struct TeeStream {
+    inner: ByteStream,
+    buffer: Vec<u8>,
+    pending: Option<Pending>,
+    started: Instant,
+    first_byte_ms: Option<u64>,
+    done: bool,
+}
+
+impl TeeStream {
+    fn write(&mut self, failure: Option<String>) -> Result<(), TransportError> {
+        match self.pending.take() {
+            Some(pending) => {
+                let duration_ms = elapsed_ms(self.started);
+                let timing = Timing {
+                    duration_ms,
+                    first_byte_ms: self.first_byte_ms.unwrap_or(duration_ms),
+                };
+                pending.finish(&self.buffer, timing, failure)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Stream for TeeStream {
+    type Item = Result<Bytes, TransportError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        match this.inner.as_mut().poll_next(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Ok(chunk))) => {
+                if this.first_byte_ms.is_none() {
+                    this.first_byte_ms = Some(elapsed_ms(this.started));
+                }
+                this.buffer.extend_from_slice(&chunk);
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(error))) => {
+                if let Err(write_error) = this.write(Some(error.to_string())) {
+                    eprintln!("scaffold: {write_error}");
+                }
+                Poll::Ready(Some(Err(error)))
+            }
+            Poll::Ready(None) => {
+                this.done = true;
+                match this.write(None) {
+                    Ok(()) => Poll::Ready(None),
+                    Err(write_error) => Poll::Ready(Some(Err(write_error))),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TeeStream {
+    fn drop(&mut self) {
+        // The caller stopped reading early (e.g. after `[DONE]`): store what
+        // it saw, which is what playback must serve.
+        if let Err(e) = self.write(None) {
+            eprintln!("scaffold: {e}");
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Reports of eval results.
+
+pub mod table;

@@ -1,0 +1,1040 @@
+//! The session store: sessions, their signals and state checkpoints in SQLite.
+//!
+//! A [`Store`] is a cheap handle (`Clone + Send + Sync`) over one database.
+//! Writes ([`Store::begin_session`], [`Store::append`],
+//! [`Store::finish_session`]) are queued to one writer thread per store, which
+//! batches them into IMMEDIATE transactions; they return as soon as the
+//! command is queued, so appending is cheap on a cell's hot path. A write that
+//! fails is never dropped silently: the failure is reported, once, as
+//! [`StoreError::QueuedWrites`] by [`Store::flush`] or by whatever call on the
+//! store comes next (from any handle). That error is always about earlier
+//! writes: the call that returns it did its own work (queued its command,
+//! ran its delete); any other error means the call itself failed.
+//!
+//! Reads see everything appended before them (they flush first). For a file
+//! they run on a small pool of read connections beside the writer (WAL lets
+//! them proceed while it writes); for an in-memory store they run on the
+//! writer's connection.
+//!
+//! Several processes may use one file at once (cargo-nextest runs every test
+//! in its own process): each has its own writer, IMMEDIATE transactions
+//! serialize them and a busy timeout (5 s by default) makes them wait for
+//! each other.
+//!
+//! The state of a session can be read at any index with [`Store::state_at`]:
+//! the writer folds `state:<key>:changed` signals as it stores them (see
+//! [`apply_state_change`]) and writes a checkpoint every
+//! [`StoreOptions::checkpoint_interval`] signals, so a read folds at most one
+//! interval's worth of state changes.
+//!
+//! ```
+//! use scaffold::signal::Signal;
+//! use scaffold::store::{SessionEnd, SessionFilter, SessionMeta, SessionStatus, Store};
+//! use serde_json::json;
+//!
+//! # fn main() -> Result<(), scaffold::store::StoreError> {
+//! let store = Store::in_memory()?;
+//! let meta = SessionMeta::new("s1", "planner")
+//!     .variant("small-model")
+//!     .tag("smoke")
+//!     .initial_state(json!({"plan": null}));
+//! store.begin_session(&meta)?;
+//! store.append("s1", &[
+//!     Signal { index: 0, name: "harness:start".into(), payload: json!({}), at_ms: 0, agent: None },
+//!     Signal {
+//!         index: 1,
+//!         name: "state:plan:changed".into(),
+//!         payload: json!({"key": "plan", "oldValue": null, "newValue": ["step 1"], "agent": "planner"}),
+//!         at_ms: 3,
+//!         agent: Some("planner".into()),
+//!     },
+//! ])?;
+//! store.finish_session("s1", &SessionEnd::new(SessionStatus::Completed).duration_ms(5))?;
+//!
+//! assert_eq!(store.state_at("s1", 0)?, json!({"plan": null}));
+//! assert_eq!(store.state_at("s1", 1)?, json!({"plan": ["step 1"]}));
+//! let listed = store.list(&SessionFilter::default().tag("smoke"))?;
+//! assert_eq!(listed[0].signal_count, 2);
+//! assert_eq!(listed[0].status, SessionStatus::Completed);
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod queue;
+mod schema;
+mod state;
+mod writer;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use error::{StoreError, UnknownStatus};
+pub use schema::SCHEMA_VERSION;
+pub use state::{apply_state_change, fold_state};
+
+use error::{Context, to_i64, to_u64};
+use queue::Queue;
+use writer::{Command, Rows, Shared, Writer, WriterConfig};
+
+use crate::signal::Signal;
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// How a session stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionStatus {
+    /// Begun and not finished (or the process died before finishing it).
+    Running,
+    /// Ran to a terminal phase.
+    Completed,
+    /// Stopped by an error.
+    Failed,
+    /// Cut short (activation bound, timeout, cancellation).
+    Terminated,
+}
+
+impl SessionStatus {
+    /// The lowercase name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Running => "running",
+            SessionStatus::Completed => "completed",
+            SessionStatus::Failed => "failed",
+            SessionStatus::Terminated => "terminated",
+        }
+    }
+}
+
+impl fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SessionStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "running" => Ok(SessionStatus::Running),
+            "completed" => Ok(SessionStatus::Completed),
+            "failed" => Ok(SessionStatus::Failed),
+            "terminated" => Ok(SessionStatus::Terminated),
+            other => Err(UnknownStatus(other.to_owned())),
+        }
+    }
+}
+
+/// What is known of a session when it begins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionMeta {
+    /// Unique id (a UUID by default, see [`SessionMeta::generate`]).
+    pub id: String,
+    /// The workflow's name.
+    pub workflow: String,
+    /// The variant id, for eval cells.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// The session this one was forked from.
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    /// Where in the parent the fork happened (an index, a signal name, …).
+    #[serde(default)]
+    pub fork_point: Option<Value>,
+    /// The workflow's input.
+    #[serde(default)]
+    pub input: Value,
+    /// The state before the first signal (a JSON object).
+    #[serde(default)]
+    pub initial_state: Value,
+    /// Free labels; [`SessionFilter::tag`] lists by them.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Unix time in milliseconds.
+    pub started_at_ms: u64,
+}
+
+impl SessionMeta {
+    /// A session of `workflow` starting now, with a `null` input, an empty
+    /// object as initial state and no tags.
+    pub fn new(id: impl Into<String>, workflow: impl Into<String>) -> Self {
+        SessionMeta {
+            id: id.into(),
+            workflow: workflow.into(),
+            variant: None,
+            parent_id: None,
+            fork_point: None,
+            input: Value::Null,
+            initial_state: Value::Object(serde_json::Map::new()),
+            tags: Vec::new(),
+            started_at_ms: now_ms(),
+        }
+    }
+
+    /// Like [`SessionMeta::new`] with a fresh UUID v4 as id.
+    pub fn generate(workflow: impl Into<String>) -> Self {
+        SessionMeta::new(uuid::Uuid::new_v4().to_string(), workflow)
+    }
+
+    /// Set the variant id.
+    pub fn variant(mut self, variant: impl Into<String>) -> Self {
+        self.variant = Some(variant.into());
+        self
+    }
+
+    /// Set the parent session and the fork point.
+    pub fn forked_from(mut self, parent_id: impl Into<String>, fork_point: Value) -> Self {
+        self.parent_id = Some(parent_id.into());
+        self.fork_point = Some(fork_point);
+        self
+    }
+
+    /// Set the input.
+    pub fn input(mut self, input: Value) -> Self {
+        self.input = input;
+        self
+    }
+
+    /// Set the initial state.
+    pub fn initial_state(mut self, state: Value) -> Self {
+        self.initial_state = state;
+        self
+    }
+
+    /// Add a tag.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Add several tags.
+    pub fn tags<I, T>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+
+    /// Set the start time (Unix milliseconds).
+    pub fn started_at_ms(mut self, ms: u64) -> Self {
+        self.started_at_ms = ms;
+        self
+    }
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEnd {
+    /// The final status.
+    pub status: SessionStatus,
+    /// The error of a failed or terminated run.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Unix time in milliseconds.
+    pub ended_at_ms: u64,
+    /// Wall time of the run.
+    pub duration_ms: u64,
+    /// The workflow's output.
+    #[serde(default)]
+    pub output: Option<Value>,
+    /// The state at the end.
+    #[serde(default)]
+    pub final_state: Option<Value>,
+}
+
+impl SessionEnd {
+    /// An end with `status`, now, of zero duration and without error, output or state.
+    pub fn new(status: SessionStatus) -> Self {
+        SessionEnd {
+            status,
+            error: None,
+            ended_at_ms: now_ms(),
+            duration_ms: 0,
+            output: None,
+            final_state: None,
+        }
+    }
+
+    /// A failed end with its error.
+    pub fn failed(error: impl Into<String>) -> Self {
+        SessionEnd::new(SessionStatus::Failed).error(error)
+    }
+
+    /// Set the error.
+    pub fn error(mut self, error: impl Into<String>) -> Self {
+        self.error = Some(error.into());
+        self
+    }
+
+    /// Set the end time (Unix milliseconds).
+    pub fn ended_at_ms(mut self, ms: u64) -> Self {
+        self.ended_at_ms = ms;
+        self
+    }
+
+    /// Set the duration.
+    pub fn duration_ms(mut self, ms: u64) -> Self {
+        self.duration_ms = ms;
+        self
+    }
+
+    /// Set the output.
+    pub fn output(mut self, output: Value) -> Self {
+        self.output = Some(output);
+        self
+    }
+
+    /// Set the final state.
+    pub fn final_state(mut self, state: Value) -> Self {
+        self.final_state = Some(state);
+        self
+    }
+}
+
+/// A stored session: what it began with and how it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    /// What it began with.
+    #[serde(flatten)]
+    pub meta: SessionMeta,
+    /// How it stands.
+    pub status: SessionStatus,
+    /// The error of a failed or terminated run.
+    pub error: Option<String>,
+    /// Unix milliseconds, once finished.
+    pub ended_at_ms: Option<u64>,
+    /// Wall time, once finished.
+    pub duration_ms: Option<u64>,
+    /// The workflow's output, once finished.
+    pub output: Option<Value>,
+    /// The state at the end, once finished.
+    pub final_state: Option<Value>,
+    /// How many signals are stored.
+    pub signal_count: u64,
+}
+
+/// Which sessions [`Store::list`] returns; all of the conditions given must hold.
+///
+/// ```
+/// use scaffold::store::SessionFilter;
+/// let f = SessionFilter::default().tag("smoke").workflow("planner").variant("gpt").limit(10);
+/// # let _ = f;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionFilter {
+    /// Tags the session must all have.
+    pub tags: Vec<String>,
+    /// The workflow.
+    pub workflow: Option<String>,
+    /// The variant.
+    pub variant: Option<String>,
+    /// The parent session.
+    pub parent_id: Option<String>,
+    /// The status.
+    pub status: Option<SessionStatus>,
+    /// At most this many (the newest).
+    pub limit: Option<usize>,
+}
+
+impl SessionFilter {
+    /// Sessions with this tag (several calls: all of them).
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Sessions of this workflow.
+    pub fn workflow(mut self, workflow: impl Into<String>) -> Self {
+        self.workflow = Some(workflow.into());
+        self
+    }
+
+    /// Sessions of this variant.
+    pub fn variant(mut self, variant: impl Into<String>) -> Self {
+        self.variant = Some(variant.into());
+        self
+    }
+
+    /// Sessions forked from this one.
+    pub fn parent(mut self, parent_id: impl Into<String>) -> Self {
+        self.parent_id = Some(parent_id.into());
+        self
+    }
+
+    /// Sessions with this status.
+    pub fn status(mut self, status: SessionStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// At most `n` sessions.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+}
+
+/// Settings of a [`Store`], and the constructors that take them.
+///
+/// ```
+/// use scaffold::store::StoreOptions;
+/// # fn main() -> Result<(), scaffold::store::StoreError> {
+/// let store = StoreOptions::default().checkpoint_interval(100).batch_size(1000).in_memory()?;
+/// # let _ = store;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Write a state checkpoint every this many signals of a session (when
+    /// its state changed since the last one). 0 writes none. Default 1000.
+    pub checkpoint_interval: u64,
+    /// At most this many signals per write transaction. Default 8192.
+    pub batch_size: usize,
+    /// How many write commands may wait for the writer before
+    /// [`Store::append`] blocks (so memory stays bounded). Default 4096.
+    pub queue_capacity: usize,
+    /// How long to wait for another process's write lock. Default 5 s.
+    pub busy_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            checkpoint_interval: 1000,
+            batch_size: 8192,
+            queue_capacity: 4096,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Set [`StoreOptions::checkpoint_interval`].
+    pub fn checkpoint_interval(mut self, signals: u64) -> Self {
+        self.checkpoint_interval = signals;
+        self
+    }
+
+    /// Set [`StoreOptions::batch_size`] (at least 1).
+    pub fn batch_size(mut self, signals: usize) -> Self {
+        self.batch_size = signals.max(1);
+        self
+    }
+
+    /// Set [`StoreOptions::queue_capacity`] (at least 1).
+    pub fn queue_capacity(mut self, commands: usize) -> Self {
+        self.queue_capacity = commands.max(1);
+        self
+    }
+
+    /// Set [`StoreOptions::busy_timeout`].
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Open (or create) the database file at `path` with these options; see [`Store::open`].
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_file(path.as_ref(), self)
+    }
+
+    /// A private in-memory database with these options; see [`Store::in_memory`].
+    pub fn in_memory(self) -> Result<Store, StoreError> {
+        Store::open_memory(self)
+    }
+
+    /// The default database with these options; see [`Store::open_default`].
+    pub fn open_default(self) -> Result<Store, StoreError> {
+        Store::open_file(&Store::default_path(), self)
+    }
+}
+
+/// A handle on a session store. Cheap to clone; every clone uses the same
+/// writer thread. Dropping the last one commits everything queued and joins
+/// the writer.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.inner.shared.path)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    queue: Arc<Queue>,
+    thread: Option<JoinHandle<()>>,
+    readers: Readers,
+}
+
+enum Readers {
+    /// Read connections on the file, kept for reuse.
+    Pool {
+        path: PathBuf,
+        busy_timeout: Duration,
+        idle: Mutex<Vec<Connection>>,
+    },
+    /// In memory: reads run on the writer's connection.
+    Writer,
+}
+
+/// How many idle read connections a store keeps.
+const MAX_IDLE_READERS: usize = 4;
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue makes the writer commit what is queued and stop.
+        self.queue.close();
+        let panicked = self
+            .thread
+            .take()
+            .is_some_and(|thread| thread.join().is_err());
+        if panicked {
+            eprintln!(
+                "scaffold: session store {}: the writer thread panicked; queued writes may be lost",
+                self.shared.path
+            );
+        }
+        if let Some(e) = self.shared.take() {
+            eprintln!("scaffold: {e}");
+        }
+    }
+}
+
+fn configure(
+    conn: &Connection,
+    path: &str,
+    file: bool,
+    busy_timeout: Duration,
+) -> Result<(), StoreError> {
+    conn.busy_timeout(busy_timeout)
+        .ctx(path, || "setting the busy timeout".into())?;
+    if file {
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .ctx(path, || "switching to WAL journal mode".into())?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt {
+                path: path.to_owned(),
+                what: "journal mode".into(),
+                detail: format!("asked for WAL, SQLite kept {mode}"),
+            });
+        }
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .ctx(path, || "setting synchronous = NORMAL".into())?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .ctx(path, || "enabling foreign keys".into())?;
+    Ok(())
+}
+
+const SESSION_COLUMNS: &str = "id, workflow, variant, parent_id, fork_point, input, initial_state, \
+     tags, status, error, started_at, ended_at, duration_ms, output, final_state, signal_count";
+
+impl Store {
+    /// Open (or create) the database file at `path` with default options.
+    ///
+    /// Creates missing parent directories, switches the file to WAL with
+    /// `synchronous = NORMAL`, a 5 s busy timeout and foreign keys, and
+    /// migrates it to [`SCHEMA_VERSION`]. A file written by a newer schema is
+    /// refused with [`StoreError::NewerSchema`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_file(path.as_ref(), StoreOptions::default())
+    }
+
+    /// A private in-memory database with default options; it lives as long
+    /// as the store's handles.
+    pub fn in_memory() -> Result<Store, StoreError> {
+        Store::open_memory(StoreOptions::default())
+    }
+
+    /// Open the default database, [`Store::default_path`].
+    pub fn open_default() -> Result<Store, StoreError> {
+        Store::open_file(&Store::default_path(), StoreOptions::default())
+    }
+
+    /// Options to open a store with other settings.
+    pub fn options() -> StoreOptions {
+        StoreOptions::default()
+    }
+
+    /// `<target>/scaffold/scaffold.db`, where `<target>` is
+    /// `$CARGO_TARGET_DIR` when set, else the `target/` directory beside the
+    /// nearest `Cargo.lock` above the current directory (the workspace root
+    /// when run by `cargo test`), else `target/` in the current directory.
+    pub fn default_path() -> PathBuf {
+        let target = match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => std::env::current_dir()
+                .ok()
+                .and_then(|cwd| {
+                    cwd.ancestors()
+                        .find(|d| d.join("Cargo.lock").is_file())
+                        .map(|d| d.join("target"))
+                })
+                .unwrap_or_else(|| PathBuf::from("target")),
+        };
+        target.join("scaffold").join("scaffold.db")
+    }
+
+    fn open_file(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        let name = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: name.clone(),
+                dir: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path).ctx(&name, || "opening the database".into())?;
+        configure(&conn, &name, true, options.busy_timeout)?;
+        schema::migrate(&mut conn, &name)?;
+        let readers = Readers::Pool {
+            path: path.to_path_buf(),
+            busy_timeout: options.busy_timeout,
+            idle: Mutex::new(Vec::new()),
+        };
+        Store::start(conn, name, readers, &options)
+    }
+
+    fn open_memory(options: StoreOptions) -> Result<Store, StoreError> {
+        let name = format!(":memory: ({})", uuid::Uuid::new_v4());
+        let mut conn =
+            Connection::open_in_memory().ctx(&name, || "opening an in-memory database".into())?;
+        configure(&conn, &name, false, options.busy_timeout)?;
+        schema::migrate(&mut conn, &name)?;
+        Store::start(conn, name, Readers::Writer, &options)
+    }
+
+    fn start(
+        conn: Connection,
+        name: String,
+        readers: Readers,
+        options: &StoreOptions,
+    ) -> Result<Store, StoreError> {
+        let shared = Arc::new(Shared::new(name));
+        let queue = Arc::new(Queue::new(options.queue_capacity));
+        let writer = Writer::new(
+            conn,
+            Arc::clone(&shared),
+            WriterConfig {
+                checkpoint_interval: options.checkpoint_interval,
+                batch_size: options.batch_size.max(1),
+            },
+        );
+        let thread = std::thread::Builder::new()
+            .name("scaffold-store-writer".into())
+            .spawn({
+                let queue = Arc::clone(&queue);
+                move || writer.run(&queue)
+            })
+            .map_err(|source| StoreError::Spawn {
+                path: shared.path.clone(),
+                source,
+            })?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                shared,
+                queue,
+                thread: Some(thread),
+                readers,
+            }),
+        })
+    }
+
+    /// The database's name in messages: its path, or `:memory:` with an id.
+    pub fn path(&self) -> &str {
+        &self.inner.shared.path
+    }
+
+    fn gone(&self) -> StoreError {
+        StoreError::WriterGone {
+            path: self.inner.shared.path.clone(),
+        }
+    }
+
+    /// Report an earlier queued write's failure, once.
+    fn check(&self) -> Result<(), StoreError> {
+        match self.inner.shared.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, command: Command) -> Result<(), StoreError> {
+        self.inner.queue.push(command).map_err(|_| self.gone())
+    }
+
+    /// Queue a command; then report the failures of earlier writes, taken
+    /// before queuing so that they cannot include this command's own.
+    fn send_reporting(&self, command: Command) -> Result<(), StoreError> {
+        let shared = &self.inner.shared;
+        let earlier = shared.take_pending();
+        if let Err(e) = self.send(command) {
+            if let Some((first, count)) = earlier {
+                shared.record(first, count);
+            }
+            return Err(e);
+        }
+        match earlier {
+            Some((first, count)) => Err(shared.queued(first, count)),
+            None => Ok(()),
+        }
+    }
+
+    /// Queue the start of a session. A session id already stored is
+    /// reported as [`StoreError::SessionExists`] (inside
+    /// [`StoreError::QueuedWrites`]) by a later call.
+    pub fn begin_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
+        self.send_reporting(Command::Begin(Box::new(meta.clone())))
+    }
+
+    /// Queue signals of a session, in index order.
+    ///
+    /// Serializes the payloads into one buffer (cheaper than copying the
+    /// signals) and returns once it is queued; the writer stores them, folds
+    /// their state changes and writes checkpoints. Blocks only when
+    /// [`StoreOptions::queue_capacity`] commands are already waiting. Indices
+    /// must increase across calls; a refused append (an index that does not
+    /// follow, a session never begun) stores none of its signals and is
+    /// reported by a later call.
+    pub fn append(&self, session_id: &str, signals: &[Signal]) -> Result<(), StoreError> {
+        if signals.is_empty() {
+            return self.check();
+        }
+        let rows = Rows::new(signals).ctx(self.path(), || {
+            format!("serializing signals of session {session_id}")
+        })?;
+        self.send_reporting(Command::Append {
+            session: session_id.to_owned(),
+            rows,
+        })
+    }
+
+    /// Queue the end of a session. The signals stay; a failed run keeps its error.
+    pub fn finish_session(&self, id: &str, end: &SessionEnd) -> Result<(), StoreError> {
+        self.send_reporting(Command::Finish {
+            id: id.to_owned(),
+            end: Box::new(end.clone()),
+        })
+    }
+
+    /// Wait until every write queued before this call is committed. Returns
+    /// the failure of any queued write not reported yet.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let (reply, done) = mpsc::channel();
+        self.send(Command::Flush(reply))?;
+        done.recv().map_err(|_| self.gone())?;
+        self.check()
+    }
+
+    /// Run `f` on a read connection after everything queued is committed.
+    fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
+    {
+        match &self.inner.readers {
+            Readers::Pool {
+                path,
+                busy_timeout,
+                idle,
+            } => {
+                self.flush()?;
+                let name = self.inner.shared.path.as_str();
+                let conn = idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let conn = match conn {
+                    Some(c) => c,
+                    None => open_reader(path, name, *busy_timeout)?,
+                };
+                let out = f(&conn, name);
+                let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+                if idle.len() < MAX_IDLE_READERS {
+                    idle.push(conn);
+                }
+                out
+            }
+            Readers::Writer => {
+                let (reply, answer) = mpsc::channel();
+                self.send(Command::Read(Box::new(move |conn, name| {
+                    let _ = reply.send(f(conn, name));
+                })))?;
+                let out = answer.recv().map_err(|_| self.gone())?;
+                // The writer ran everything queued before the read.
+                self.check()?;
+                out
+            }
+        }
+    }
+
+    /// The session, or `None` if it is not stored.
+    pub fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| {
+            let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1");
+            let raw = conn
+                .prepare_cached(&sql)
+                .and_then(|mut st| st.query_row([&id], RawSession::from_row).optional())
+                .ctx(path, || format!("reading session {id}"))?;
+            raw.map(|r| r.into_record(path)).transpose()
+        })
+    }
+
+    /// Every signal of the session, in index order (empty if it has none or does not exist).
+    pub fn signals(&self, id: &str) -> Result<Vec<Signal>, StoreError> {
+        self.signals_range(id, 0, u64::MAX)
+    }
+
+    /// The signals with `from <= index <= to`, in index order.
+    pub fn signals_range(&self, id: &str, from: u64, to: u64) -> Result<Vec<Signal>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| {
+            let what = || format!("reading the signals of session {id} in [{from}, {to}]");
+            let from = to_i64(path, "signals_range start", from).unwrap_or(i64::MAX);
+            let to = to_i64(path, "signals_range end", to).unwrap_or(i64::MAX);
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT idx, name, payload, at_ms, agent FROM signals \
+                     WHERE session_id = ?1 AND idx >= ?2 AND idx <= ?3 ORDER BY idx",
+                )
+                .ctx(path, what)?;
+            let mut rows = st.query(params![id, from, to]).ctx(path, what)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().ctx(path, what)? {
+                let idx: i64 = row.get(0).ctx(path, what)?;
+                let name: String = row.get(1).ctx(path, what)?;
+                let payload = row
+                    .get_ref(2)
+                    .and_then(|v| Ok(v.as_str()?))
+                    .ctx(path, what)?;
+                let payload: Value = serde_json::from_str(payload).ctx(path, || {
+                    format!("parsing the payload of signal {idx} of session {id}")
+                })?;
+                let at: i64 = row.get(3).ctx(path, what)?;
+                let agent: Option<String> = row.get(4).ctx(path, what)?;
+                out.push(Signal {
+                    index: to_u64(path, "signals.idx", idx)?,
+                    name,
+                    payload,
+                    at_ms: to_u64(path, "signals.at_ms", at)?,
+                    agent,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The sessions that pass `filter`, newest first.
+    pub fn list(&self, filter: &SessionFilter) -> Result<Vec<SessionRecord>, StoreError> {
+        let filter = filter.clone();
+        self.read(move |conn, path| {
+            let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE 1");
+            let mut args: Vec<SqlValue> = Vec::new();
+            for tag in &filter.tags {
+                sql.push_str(" AND id IN (SELECT session_id FROM session_tags WHERE tag = ?)");
+                args.push(SqlValue::Text(tag.clone()));
+            }
+            let columns = [
+                ("workflow", filter.workflow.clone()),
+                ("variant", filter.variant.clone()),
+                ("parent_id", filter.parent_id.clone()),
+                ("status", filter.status.map(|s| s.as_str().to_owned())),
+            ];
+            for (column, value) in columns {
+                if let Some(v) = value {
+                    sql.push_str(&format!(" AND {column} = ?"));
+                    args.push(SqlValue::Text(v));
+                }
+            }
+            sql.push_str(" ORDER BY started_at DESC, rowid DESC");
+            if let Some(n) = filter.limit {
+                sql.push_str(" LIMIT ?");
+                args.push(SqlValue::Integer(i64::try_from(n).unwrap_or(i64::MAX)));
+            }
+            let what = || format!("listing sessions ({filter:?})");
+            let mut st = conn.prepare_cached(&sql).ctx(path, what)?;
+            let raws = st
+                .query_map(rusqlite::params_from_iter(args), RawSession::from_row)
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .ctx(path, what)?;
+            raws.into_iter().map(|r| r.into_record(path)).collect()
+        })
+    }
+
+    /// Delete a session with its tags, signals and checkpoints; sessions
+    /// forked from it stay. Returns whether it existed. Ordered after every
+    /// write queued before it.
+    pub fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Command::Delete {
+            id: id.to_owned(),
+            reply,
+        })?;
+        let existed = answer.recv().map_err(|_| self.gone())??;
+        self.check()?;
+        Ok(existed)
+    }
+
+    /// The state after applying every signal with index `<= index` to the
+    /// initial state (an index past the end gives the last state).
+    ///
+    /// Starts from the nearest checkpoint at or before `index` and folds the
+    /// state changes after it. [`StoreError::SessionNotFound`] if the session
+    /// is not stored.
+    pub fn state_at(&self, id: &str, index: u64) -> Result<Value, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| state::state_at(conn, path, &id, index, true))
+    }
+
+    /// [`Store::state_at`] folding from the initial state, ignoring
+    /// checkpoints (for comparison and checks).
+    pub fn state_at_without_checkpoints(&self, id: &str, index: u64) -> Result<Value, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| state::state_at(conn, path, &id, index, false))
+    }
+
+    /// The schema version of the database (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.read(schema::user_version)
+    }
+}
+
+fn open_reader(path: &Path, name: &str, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ctx(name, || "opening a read connection".into())?;
+    conn.busy_timeout(busy_timeout)
+        .ctx(name, || "setting the busy timeout".into())?;
+    conn.pragma_update(None, "query_only", true)
+        .ctx(name, || "making a read connection read-only".into())?;
+    Ok(conn)
+}
+
+/// A `sessions` row as stored, before JSON parsing.
+struct RawSession {
+    id: String,
+    workflow: String,
+    variant: Option<String>,
+    parent_id: Option<String>,
+    fork_point: Option<String>,
+    input: String,
+    initial_state: String,
+    tags: String,
+    status: String,
+    error: Option<String>,
+    started_at: i64,
+    ended_at: Option<i64>,
+    duration_ms: Option<i64>,
+    output: Option<String>,
+    final_state: Option<String>,
+    signal_count: i64,
+}
+
+impl RawSession {
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<RawSession> {
+        Ok(RawSession {
+            id: r.get(0)?,
+            workflow: r.get(1)?,
+            variant: r.get(2)?,
+            parent_id: r.get(3)?,
+            fork_point: r.get(4)?,
+            input: r.get(5)?,
+            initial_state: r.get(6)?,
+            tags: r.get(7)?,
+            status: r.get(8)?,
+            error: r.get(9)?,
+            started_at: r.get(10)?,
+            ended_at: r.get(11)?,
+            duration_ms: r.get(12)?,
+            output: r.get(13)?,
+            final_state: r.get(14)?,
+            signal_count: r.get(15)?,
+        })
+    }
+
+    fn into_record(self, path: &str) -> Result<SessionRecord, StoreError> {
+        let id = self.id;
+        let parse = |column: &str, text: &str| -> Result<Value, StoreError> {
+            serde_json::from_str(text).ctx(path, || format!("parsing sessions.{column} of {id}"))
+        };
+        let fork_point = self
+            .fork_point
+            .as_deref()
+            .map(|t| parse("fork_point", t))
+            .transpose()?;
+        let input = parse("input", &self.input)?;
+        let initial_state = parse("initial_state", &self.initial_state)?;
+        let tags: Vec<String> = serde_json::from_str(&self.tags)
+            .ctx(path, || format!("parsing sessions.tags of {id}"))?;
+        let output = self
+            .output
+            .as_deref()
+            .map(|t| parse("output", t))
+            .transpose()?;
+        let final_state = self
+            .final_state
+            .as_deref()
+            .map(|t| parse("final_state", t))
+            .transpose()?;
+        let status = self
+            .status
+            .parse()
+            .map_err(|e: UnknownStatus| StoreError::Corrupt {
+                path: path.to_owned(),
+                what: format!("sessions.status of {id}"),
+                detail: e.to_string(),
+            })?;
+        let opt = |what: &str, v: Option<i64>| v.map(|v| to_u64(path, what, v)).transpose();
+        Ok(SessionRecord {
+            status,
+            error: self.error,
+            ended_at_ms: opt("sessions.ended_at", self.ended_at)?,
+            duration_ms: opt("sessions.duration_ms", self.duration_ms)?,
+            output,
+            final_state,
+            signal_count: to_u64(path, "sessions.signal_count", self.signal_count)?,
+            meta: SessionMeta {
+                workflow: self.workflow,
+                variant: self.variant,
+                parent_id: self.parent_id,
+                fork_point,
+                input,
+                initial_state,
+                tags,
+                started_at_ms: to_u64(path, "sessions.started_at", self.started_at)?,
+                id,
+            },
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! The channel from the handles to the writer thread.
+//!
+//! A bounded multi-producer queue on a `Mutex` and two `Condvar`s, with one
+//! difference from `std::sync::mpsc::sync_channel` that matters here: the
+//! writer takes *everything* waiting in one lock operation and wakes blocked
+//! producers once per take, not once per command. With a full `sync_channel`,
+//! every receive woke the producer, which pushed one command and blocked
+//! again: a pair of context switches per signal when appends are small.
+//! Wake-ups are only issued when someone is actually waiting.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use super::writer::Command;
+
+/// The queue; shared by the store's handles (producers) and its writer.
+pub(crate) struct Queue {
+    state: Mutex<State>,
+    /// The writer waits here for commands.
+    not_empty: Condvar,
+    /// Producers wait here for room.
+    not_full: Condvar,
+    capacity: usize,
+}
+
+struct State {
+    items: Vec<Command>,
+    /// No more commands are accepted (the handles are gone, or the writer stopped).
+    closed: bool,
+    writer_waiting: bool,
+    producers_waiting: usize,
+}
+
+/// The queue is closed: the writer is gone.
+pub(crate) struct Closed;
+
+impl Queue {
+    /// A queue that holds at most `capacity` commands (at least 1).
+    pub(crate) fn new(capacity: usize) -> Queue {
+        Queue {
+            state: Mutex::new(State {
+                items: Vec::new(),
+                closed: false,
+                writer_waiting: false,
+                producers_waiting: 0,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock leaves the state consistent (every
+        // update is a single push, swap or flag), so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue a command, waiting while the queue is full.
+    pub(crate) fn push(&self, command: Command) -> Result<(), Closed> {
+        let mut st = self.lock();
+        while st.items.len() >= self.capacity && !st.closed {
+            st.producers_waiting += 1;
+            st = self.not_full.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.producers_waiting -= 1;
+        }
+        if st.closed {
+            return Err(Closed);
+        }
+        st.items.push(command);
+        if st.writer_waiting {
+            st.writer_waiting = false;
+            self.not_empty.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Take every queued command into `into` (which must be empty), waiting
+    /// while there is none. Returns false once the queue is closed and empty.
+    pub(crate) fn take_all(&self, into: &mut Vec<Command>) -> bool {
+        let mut st = self.lock();
+        while st.items.is_empty() {
+            if st.closed {
+                return false;
+            }
+            st.writer_waiting = true;
+            st = self.not_empty.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        std::mem::swap(&mut st.items, into);
+        if st.producers_waiting > 0 {
+            self.not_full.notify_all();
+        }
+        true
+    }
+
+    /// Accept no more commands; the writer finishes what is queued. Wakes everyone.
+    pub(crate) fn close(&self) {
+        let mut st = self.lock();
+        st.closed = true;
+        st.writer_waiting = false;
+        self.not_empty.notify_all();
+        self.not_full.notify_all();
+    }
+}
+
+/// Closes the queue when the writer thread ends, even by a panic, and drops
+/// what is left in it, so that producers blocked on a full queue and callers
+/// waiting for a reply (flush, reads, deletes) are released with an error.
+pub(crate) struct CloseOnDrop<'a>(pub(crate) &'a Queue);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        let left = {
+            let mut st = self.0.lock();
+            st.closed = true;
+            std::mem::take(&mut st.items)
+        };
+        self.0.not_empty.notify_all();
+        self.0.not_full.notify_all();
+        drop(left);
+    }
+}

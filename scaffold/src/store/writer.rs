@@ -1,0 +1,610 @@
+//! The writer thread: the only code that writes a store's database.
+//!
+//! Handles push [`Command`]s onto a bounded [`Queue`]. The thread takes every
+//! command waiting and writes them in IMMEDIATE transactions of up to the
+//! batch size (counted in signals) with cached prepared statements. When the
+//! producers are faster than the disk, batches grow on their own; when they
+//! are slow, each append is committed at once. Commands that need what came
+//! before them committed (flush, reads, deletes) end a transaction.
+//!
+//! If a batch fails inside its transaction (a duplicate session id, an
+//! out-of-order index), it is rolled back and its commands are written again
+//! one per transaction, so that only the bad command is lost; each failure is
+//! recorded in [`Shared`] and reported by the handle's next call.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
+use serde_json::Value;
+
+use super::error::{Context, StoreError, to_i64};
+use super::queue::{CloseOnDrop, Queue};
+use super::state::{change_of, load_running, set_key};
+use super::{SessionEnd, SessionMeta};
+use crate::signal::{Signal, names};
+
+/// The signals of one append, serialized by the caller into one buffer so
+/// that the writer only binds slices (and frees three allocations, not a
+/// tree of JSON values per signal).
+pub(crate) struct Rows {
+    /// Names, payload JSON and agents, one after the other.
+    text: String,
+    rows: Vec<RowMeta>,
+    /// For each state-change row, in order: the new value, or `None` for a removal.
+    changes: Vec<Option<Value>>,
+}
+
+struct RowMeta {
+    index: u64,
+    at_ms: u64,
+    name: Range<usize>,
+    payload: Range<usize>,
+    agent: Option<Range<usize>>,
+}
+
+impl Rows {
+    /// Serialize `signals`.
+    pub(crate) fn new(signals: &[Signal]) -> Result<Rows, serde_json::Error> {
+        let mut bytes: Vec<u8> = Vec::with_capacity(signals.len() * 96);
+        let mut rows = Vec::with_capacity(signals.len());
+        let mut changes = Vec::new();
+        let push = |bytes: &mut Vec<u8>, s: &str| {
+            let start = bytes.len();
+            bytes.extend_from_slice(s.as_bytes());
+            start..bytes.len()
+        };
+        for s in signals {
+            let name = push(&mut bytes, &s.name);
+            let start = bytes.len();
+            serde_json::to_writer(&mut bytes, &s.payload)?;
+            let payload = start..bytes.len();
+            let agent = s.agent.as_deref().map(|a| push(&mut bytes, a));
+            if names::state_key(&s.name).is_some() {
+                changes.push(change_of(&s.payload));
+            }
+            rows.push(RowMeta {
+                index: s.index,
+                at_ms: s.at_ms,
+                name,
+                payload,
+                agent,
+            });
+        }
+        // serde_json writes UTF-8 and the rest came from `&str`s, so this does not fail.
+        let text = String::from_utf8(bytes).map_err(serde::ser::Error::custom)?;
+        Ok(Rows {
+            text,
+            rows,
+            changes,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// The writer's map of session ids (ids are not attacker-chosen; SipHash
+/// showed in profiles).
+type FastMap<V> = rustc_hash::FxHashMap<String, V>;
+
+/// A read run on the writer's connection (in-memory stores).
+pub(crate) type ReadFn = Box<dyn FnOnce(&Connection, &str) + Send>;
+
+/// What a handle asks of the writer.
+pub(crate) enum Command {
+    /// Insert a session row and its tags.
+    Begin(Box<SessionMeta>),
+    /// Insert signals of one session.
+    Append {
+        /// The session.
+        session: String,
+        /// Its new signals, in index order.
+        rows: Rows,
+    },
+    /// Record how a session ended.
+    Finish {
+        /// The session.
+        id: String,
+        /// How it ended.
+        end: Box<SessionEnd>,
+    },
+    /// Delete a session, its tags, signals and checkpoints; reply whether it existed.
+    Delete {
+        /// The session.
+        id: String,
+        /// Where the answer goes.
+        reply: Sender<Result<bool, StoreError>>,
+    },
+    /// Commit everything before this and reply.
+    Flush(Sender<()>),
+    /// Commit everything before this, then run the read on the writer's connection.
+    Read(ReadFn),
+}
+
+impl Command {
+    /// How much of a batch the command uses.
+    fn weight(&self) -> usize {
+        match self {
+            Command::Append { rows, .. } => rows.len().max(1),
+            _ => 1,
+        }
+    }
+
+    /// Commands that need everything before them committed.
+    fn is_barrier(&self) -> bool {
+        matches!(
+            self,
+            Command::Delete { .. } | Command::Flush(_) | Command::Read(_)
+        )
+    }
+
+    fn session(&self) -> Option<&str> {
+        match self {
+            Command::Begin(m) => Some(&m.id),
+            Command::Append { session, .. } => Some(session),
+            Command::Finish { id, .. } | Command::Delete { id, .. } => Some(id),
+            Command::Flush(_) | Command::Read(_) => None,
+        }
+    }
+}
+
+/// What the handles and the writer share: the database's name and the write
+/// errors not yet reported.
+pub(crate) struct Shared {
+    pub(crate) path: String,
+    has_error: AtomicBool,
+    errors: Mutex<Option<(StoreError, usize)>>,
+}
+
+impl Shared {
+    pub(crate) fn new(path: String) -> Self {
+        Shared {
+            path,
+            has_error: AtomicBool::new(false),
+            errors: Mutex::new(None),
+        }
+    }
+
+    /// Remember a failure of `count` queued operations.
+    pub(crate) fn record(&self, error: StoreError, count: usize) {
+        let mut slot = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_mut() {
+            Some((_, n)) => *n += count,
+            None => *slot = Some((error, count)),
+        }
+        self.has_error.store(true, Ordering::Release);
+    }
+
+    /// The failures not yet reported, as one error; clears them.
+    pub(crate) fn take(&self) -> Option<StoreError> {
+        self.take_pending()
+            .map(|(first, count)| self.queued(first, count))
+    }
+
+    /// The first failure not yet reported and how many there were; clears them.
+    pub(crate) fn take_pending(&self) -> Option<(StoreError, usize)> {
+        if !self.has_error.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut slot = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        self.has_error.store(false, Ordering::Release);
+        slot.take()
+    }
+
+    /// The error that reports `count` failed queued writes.
+    pub(crate) fn queued(&self, first: StoreError, count: usize) -> StoreError {
+        StoreError::QueuedWrites {
+            path: self.path.clone(),
+            count,
+            first: Box::new(first),
+        }
+    }
+}
+
+/// The writer's view of a session it is appending to.
+struct Running {
+    /// The state after the last stored signal.
+    state: Value,
+    /// The last stored index.
+    last: Option<u64>,
+    /// Signals since the last checkpoint (or since the writer loaded the session).
+    since_checkpoint: u64,
+    /// Whether the state changed since the last checkpoint.
+    dirty: bool,
+}
+
+/// Settings of the writer.
+pub(crate) struct WriterConfig {
+    pub(crate) checkpoint_interval: u64,
+    pub(crate) batch_size: usize,
+}
+
+/// The writer thread's state.
+pub(crate) struct Writer {
+    conn: Connection,
+    shared: Arc<Shared>,
+    config: WriterConfig,
+    running: FastMap<Running>,
+}
+
+/// Why a batch was not written.
+enum BatchError {
+    /// The transaction could not start (the database stayed locked past the busy timeout).
+    Begin(StoreError),
+    /// A command or the commit failed; nothing of the batch was kept.
+    Write(StoreError),
+}
+
+const INSERT_SIGNAL: &str = "INSERT INTO signals (session_id, idx, name, payload, at_ms, agent, state_key) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+const INSERT_CHECKPOINT: &str =
+    "INSERT OR REPLACE INTO checkpoints (session_id, idx, state) VALUES (?1, ?2, ?3)";
+const INSERT_SESSION: &str = "INSERT INTO sessions (id, workflow, variant, parent_id, fork_point, input, \
+     initial_state, tags, status, started_at) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9)";
+const INSERT_TAG: &str = "INSERT OR IGNORE INTO session_tags (session_id, tag) VALUES (?1, ?2)";
+const ADD_COUNT: &str = "UPDATE sessions SET signal_count = signal_count + ?2 WHERE id = ?1";
+const FINISH: &str = "UPDATE sessions SET status = ?2, error = ?3, ended_at = ?4, duration_ms = ?5, \
+     output = ?6, final_state = ?7 WHERE id = ?1";
+
+impl Writer {
+    pub(crate) fn new(conn: Connection, shared: Arc<Shared>, config: WriterConfig) -> Self {
+        conn.set_prepared_statement_cache_capacity(32);
+        Writer {
+            conn,
+            shared,
+            config,
+            running: FastMap::default(),
+        }
+    }
+
+    /// Serve commands until the queue is closed, then commit what is left.
+    pub(crate) fn run(mut self, queue: &Queue) {
+        let _close = CloseOnDrop(queue);
+        let mut taken: Vec<Command> = Vec::new();
+        let mut batch: Vec<Command> = Vec::new();
+        while queue.take_all(&mut taken) {
+            let mut weight = 0;
+            for c in taken.drain(..) {
+                if c.is_barrier() {
+                    self.write(&mut batch);
+                    weight = 0;
+                    self.barrier(c);
+                    continue;
+                }
+                weight += c.weight();
+                batch.push(c);
+                if weight >= self.config.batch_size {
+                    self.write(&mut batch);
+                    weight = 0;
+                }
+            }
+            self.write(&mut batch);
+        }
+    }
+
+    fn barrier(&mut self, command: Command) {
+        match command {
+            Command::Flush(reply) => {
+                // The handle may have given up waiting; nothing to do then.
+                let _ = reply.send(());
+            }
+            Command::Read(f) => f(&self.conn, &self.shared.path),
+            Command::Delete { id, reply } => {
+                self.running.remove(&id);
+                let _ = reply.send(self.delete(&id));
+            }
+            other => {
+                let mut one = vec![other];
+                self.write(&mut one);
+            }
+        }
+    }
+
+    /// Write a batch; on failure write its commands one by one so only the bad ones are lost.
+    fn write(&mut self, batch: &mut Vec<Command>) {
+        if batch.is_empty() {
+            return;
+        }
+        match self.try_write(batch) {
+            Ok(()) => {}
+            Err(BatchError::Begin(e)) => {
+                self.forget(batch);
+                self.shared.record(e, batch.len());
+            }
+            Err(BatchError::Write(e)) => {
+                self.forget(batch);
+                if batch.len() == 1 {
+                    self.shared.record(e, 1);
+                } else {
+                    for c in batch.iter() {
+                        let one = std::slice::from_ref(c);
+                        if let Err(BatchError::Begin(e) | BatchError::Write(e)) =
+                            self.try_write(one)
+                        {
+                            self.forget(one);
+                            self.shared.record(e, 1);
+                        }
+                    }
+                }
+            }
+        }
+        batch.clear();
+    }
+
+    /// Drop the running state of the sessions a failed batch touched: it was
+    /// rolled back, so it is loaded again from the database when needed.
+    fn forget(&mut self, batch: &[Command]) {
+        for c in batch {
+            if let Some(id) = c.session() {
+                self.running.remove(id);
+            }
+        }
+    }
+
+    fn try_write(&mut self, batch: &[Command]) -> Result<(), BatchError> {
+        let Writer {
+            conn,
+            shared,
+            config,
+            running,
+        } = self;
+        let path = shared.path.as_str();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx(path, || "starting a write transaction".into())
+            .map_err(BatchError::Begin)?;
+        let mut counts: Vec<(&str, u64)> = Vec::new();
+        let mut insert = tx
+            .prepare_cached(INSERT_SIGNAL)
+            .ctx(path, || "preparing the signal insert".into())
+            .map_err(BatchError::Write)?;
+        for c in batch {
+            match c {
+                Command::Begin(meta) => {
+                    begin(&tx, path, meta).map_err(BatchError::Write)?;
+                    running.insert(
+                        meta.id.clone(),
+                        Running {
+                            state: meta.initial_state.clone(),
+                            last: None,
+                            since_checkpoint: 0,
+                            dirty: false,
+                        },
+                    );
+                }
+                Command::Append { session, rows } => {
+                    if rows.len() == 0 {
+                        continue;
+                    }
+                    if !running.contains_key(session.as_str()) {
+                        let (state, last) =
+                            load_running(&tx, path, session).map_err(BatchError::Write)?;
+                        running.insert(
+                            session.clone(),
+                            Running {
+                                state,
+                                last,
+                                since_checkpoint: 0,
+                                dirty: false,
+                            },
+                        );
+                    }
+                    let Some(run) = running.get_mut(session.as_str()) else {
+                        continue;
+                    };
+                    append(&tx, &mut insert, path, config, session, run, rows)
+                        .map_err(BatchError::Write)?;
+                    let n = rows.len() as u64;
+                    match counts.iter_mut().find(|(s, _)| *s == session.as_str()) {
+                        Some((_, total)) => *total += n,
+                        None => counts.push((session.as_str(), n)),
+                    }
+                }
+                Command::Finish { id, end } => {
+                    if let Some(Running {
+                        state,
+                        last: Some(last),
+                        dirty: true,
+                        ..
+                    }) = running.remove(id.as_str())
+                    {
+                        checkpoint(&tx, path, id, last, &state).map_err(BatchError::Write)?;
+                    }
+                    finish(&tx, path, id, end).map_err(BatchError::Write)?;
+                }
+                Command::Delete { .. } | Command::Flush(_) | Command::Read(_) => {}
+            }
+        }
+        drop(insert);
+        for (session, n) in counts {
+            let n = to_i64(path, "signal count", n).map_err(BatchError::Write)?;
+            tx.prepare_cached(ADD_COUNT)
+                .and_then(|mut st| st.execute(params![session, n]))
+                .ctx(path, || {
+                    format!("counting the signals of session {session}")
+                })
+                .map_err(BatchError::Write)?;
+        }
+        tx.commit()
+            .ctx(path, || "committing a write transaction".into())
+            .map_err(BatchError::Write)
+    }
+
+    fn delete(&mut self, id: &str) -> Result<bool, StoreError> {
+        let path = self.shared.path.as_str();
+        let what = || format!("deleting session {id}");
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .ctx(path, what)?;
+        tx.execute("DELETE FROM signals WHERE session_id = ?1", [id])
+            .ctx(path, what)?;
+        tx.execute("DELETE FROM checkpoints WHERE session_id = ?1", [id])
+            .ctx(path, what)?;
+        tx.execute("DELETE FROM session_tags WHERE session_id = ?1", [id])
+            .ctx(path, what)?;
+        let n = tx
+            .execute("DELETE FROM sessions WHERE id = ?1", [id])
+            .ctx(path, what)?;
+        tx.commit().ctx(path, what)?;
+        Ok(n > 0)
+    }
+}
+
+fn json_text(path: &str, what: impl FnOnce() -> String, v: &Value) -> Result<String, StoreError> {
+    serde_json::to_string(v).ctx(path, what)
+}
+
+fn begin(conn: &Connection, path: &str, m: &SessionMeta) -> Result<(), StoreError> {
+    let id = m.id.as_str();
+    let what = || format!("beginning session {id}");
+    let fork_point = m
+        .fork_point
+        .as_ref()
+        .map(|v| json_text(path, what, v))
+        .transpose()?;
+    let input = json_text(path, what, &m.input)?;
+    let initial = json_text(path, what, &m.initial_state)?;
+    let tags = serde_json::to_string(&m.tags).ctx(path, what)?;
+    let started = to_i64(path, "startedAtMs", m.started_at_ms)?;
+    let inserted = conn.prepare_cached(INSERT_SESSION).and_then(|mut st| {
+        st.execute(params![
+            id,
+            m.workflow,
+            m.variant,
+            m.parent_id,
+            fork_point,
+            input,
+            initial,
+            tags,
+            started
+        ])
+    });
+    match inserted {
+        Ok(_) => {}
+        Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == ErrorCode::ConstraintViolation => {
+            return Err(StoreError::SessionExists {
+                path: path.to_owned(),
+                id: id.to_owned(),
+            });
+        }
+        Err(e) => return Err(e).ctx(path, what),
+    }
+    let mut st = conn.prepare_cached(INSERT_TAG).ctx(path, what)?;
+    for tag in &m.tags {
+        st.execute(params![id, tag]).ctx(path, what)?;
+    }
+    Ok(())
+}
+
+fn append(
+    conn: &Connection,
+    insert: &mut rusqlite::CachedStatement<'_>,
+    path: &str,
+    config: &WriterConfig,
+    session: &str,
+    run: &mut Running,
+    rows: &Rows,
+) -> Result<(), StoreError> {
+    let mut changes = rows.changes.iter();
+    for r in &rows.rows {
+        if let Some(last) = run.last.filter(|&last| r.index <= last) {
+            return Err(StoreError::OutOfOrder {
+                path: path.to_owned(),
+                id: session.to_owned(),
+                index: r.index,
+                last,
+            });
+        }
+        let slice = |range: &Range<usize>| rows.text.get(range.clone()).unwrap_or_default();
+        let name = slice(&r.name);
+        let key = names::state_key(name);
+        let idx = to_i64(path, "signal index", r.index)?;
+        let at = to_i64(path, "signal atMs", r.at_ms)?;
+        insert
+            .execute(params![
+                session,
+                idx,
+                name,
+                slice(&r.payload),
+                at,
+                r.agent.as_ref().map(slice),
+                key
+            ])
+            .ctx(path, || {
+                format!("storing signal {} of session {session}", r.index)
+            })?;
+        run.last = Some(r.index);
+        if let Some(key) = key {
+            set_key(&mut run.state, key, changes.next().cloned().flatten());
+            run.dirty = true;
+        }
+        run.since_checkpoint += 1;
+        if config.checkpoint_interval > 0 && run.since_checkpoint >= config.checkpoint_interval {
+            if run.dirty {
+                checkpoint(conn, path, session, r.index, &run.state)?;
+                run.dirty = false;
+            }
+            run.since_checkpoint = 0;
+        }
+    }
+    Ok(())
+}
+
+fn checkpoint(
+    conn: &Connection,
+    path: &str,
+    session: &str,
+    index: u64,
+    state: &Value,
+) -> Result<(), StoreError> {
+    let what = || format!("writing the checkpoint of session {session} at {index}");
+    let text = json_text(path, what, state)?;
+    let idx = to_i64(path, "checkpoint index", index)?;
+    conn.prepare_cached(INSERT_CHECKPOINT)
+        .and_then(|mut st| st.execute(params![session, idx, text]))
+        .ctx(path, what)?;
+    Ok(())
+}
+
+fn finish(conn: &Connection, path: &str, id: &str, end: &SessionEnd) -> Result<(), StoreError> {
+    let what = || format!("finishing session {id}");
+    let output = end
+        .output
+        .as_ref()
+        .map(|v| json_text(path, what, v))
+        .transpose()?;
+    let final_state = end
+        .final_state
+        .as_ref()
+        .map(|v| json_text(path, what, v))
+        .transpose()?;
+    let ended = to_i64(path, "endedAtMs", end.ended_at_ms)?;
+    let duration = to_i64(path, "durationMs", end.duration_ms)?;
+    let n = conn
+        .prepare_cached(FINISH)
+        .and_then(|mut st| {
+            st.execute(params![
+                id,
+                end.status.as_str(),
+                end.error,
+                ended,
+                duration,
+                output,
+                final_state
+            ])
+        })
+        .ctx(path, what)?;
+    if n == 0 {
+        return Err(StoreError::SessionNotFound {
+            path: path.to_owned(),
+            id: id.to_owned(),
+        });
+    }
+    Ok(())
+}

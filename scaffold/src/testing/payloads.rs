@@ -1,0 +1,551 @@
+//! Response bodies and event streams in the shapes the real APIs send.
+
+use serde_json::{Map, Value, json};
+
+/// What the fake model answers.
+pub(crate) enum Answer {
+    Text(String),
+    Tools(Vec<ToolUse>),
+}
+
+pub(crate) struct ToolUse {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
+}
+
+impl Answer {
+    fn output_len(&self) -> usize {
+        match self {
+            Answer::Text(t) => t.chars().count(),
+            Answer::Tools(calls) => calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum(),
+        }
+    }
+}
+
+/// Deterministic token counts: about four characters a token.
+pub(crate) fn usage_for(body: &Value, answer: &Answer) -> (u64, u64) {
+    let prompt_chars = body
+        .get("messages")
+        .map(|m| m.to_string().len())
+        .unwrap_or(0)
+        + body.get("system").map(|m| m.to_string().len()).unwrap_or(0);
+    let input = (prompt_chars as u64).div_ceil(4).max(1);
+    let output = (answer.output_len() as u64).div_ceil(4).max(1);
+    (input, output)
+}
+
+/// The text of the last message: what the default reply echoes.
+pub(crate) fn last_message_text(body: &Value) -> String {
+    let Some(last) = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+    else {
+        return String::new();
+    };
+    content_text(last.get("content").unwrap_or(&Value::Null))
+}
+
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("text") => p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                Some("tool_result") => content_text(p.get("content").unwrap_or(&Value::Null)),
+                _ => String::new(),
+            })
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A minimal value of `schema` (`$ref`s into `$defs` / `definitions`
+/// followed), with `text` in string fields.
+pub(crate) fn schema_instance(schema: &Value, text: &str) -> Value {
+    instance(schema, schema, text, 0)
+}
+
+fn instance(schema: &Value, root: &Value, text: &str, depth: usize) -> Value {
+    if depth > 16 {
+        return Value::Null;
+    }
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        let target = reference
+            .strip_prefix("#/")
+            .map(|path| {
+                path.split('/')
+                    .try_fold(root, |node, key| node.get(key))
+                    .unwrap_or(&Value::Null)
+            })
+            .unwrap_or(&Value::Null);
+        return instance(target, root, text, depth + 1);
+    }
+    if let Some(value) = schema.get("const") {
+        return value.clone();
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(alternatives) = schema.get(key).and_then(Value::as_array) {
+            let pick = alternatives
+                .iter()
+                .find(|a| a.get("type").and_then(Value::as_str) != Some("null"))
+                .or_else(|| alternatives.first());
+            if let Some(pick) = pick {
+                return instance(pick, root, text, depth + 1);
+            }
+        }
+    }
+    let kind = match schema.get("type") {
+        Some(Value::String(t)) => Some(t.as_str()),
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .or(Some("null")),
+        _ if schema.get("properties").is_some() => Some("object"),
+        _ => None,
+    };
+    match kind {
+        Some("object") => {
+            let mut out = Map::new();
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (name, prop) in props {
+                    out.insert(name.clone(), instance(prop, root, text, depth + 1));
+                }
+            }
+            Value::Object(out)
+        }
+        Some("array") => {
+            let min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let items = schema.get("items").unwrap_or(&Value::Null);
+            Value::Array(
+                (0..min.min(8))
+                    .map(|_| instance(items, root, text, depth + 1))
+                    .collect(),
+            )
+        }
+        Some("string") => json!(text),
+        Some("integer") => json!(schema.get("minimum").and_then(Value::as_i64).unwrap_or(0)),
+        Some("number") => json!(schema.get("minimum").and_then(Value::as_f64).unwrap_or(0.0)),
+        Some("boolean") => json!(false),
+        _ => Value::Null,
+    }
+}
+
+/// Split text into pieces of about `size` characters, on char boundaries.
+pub(crate) fn pieces(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(size.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
+fn sse(event: Option<&str>, data: &Value) -> String {
+    match event {
+        Some(name) => format!("event: {name}\ndata: {data}\n\n"),
+        None => format!("data: {data}\n\n"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI
+// ---------------------------------------------------------------------------
+
+const CREATED: u64 = 1_735_689_600;
+
+fn openai_usage(input: u64, output: u64) -> Value {
+    json!({
+        "prompt_tokens": input,
+        "completion_tokens": output,
+        "total_tokens": input + output,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0
+        }
+    })
+}
+
+pub(crate) fn openai_completion(
+    model: &str,
+    seq: usize,
+    answer: &Answer,
+    usage: (u64, u64),
+) -> Value {
+    let (message, finish) = match answer {
+        Answer::Text(text) => (
+            json!({"role": "assistant", "content": text, "refusal": null, "annotations": []}),
+            "stop",
+        ),
+        Answer::Tools(calls) => (
+            json!({
+                "role": "assistant",
+                "content": null,
+                "refusal": null,
+                "annotations": [],
+                "tool_calls": calls.iter().map(|c| json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments.to_string()}
+                })).collect::<Vec<_>>()
+            }),
+            "tool_calls",
+        ),
+    };
+    json!({
+        "id": format!("chatcmpl-fake{seq:06}"),
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+        "usage": openai_usage(usage.0, usage.1),
+        "service_tier": "default",
+        "system_fingerprint": "fp_fake"
+    })
+}
+
+/// The SSE events of a streamed chat completion, `data: [DONE]` last.
+pub(crate) fn openai_stream(
+    model: &str,
+    seq: usize,
+    answer: &Answer,
+    usage: (u64, u64),
+    include_usage: bool,
+) -> Vec<String> {
+    let id = format!("chatcmpl-fake{seq:06}");
+    let chunk = |choices: Value, usage: Value| {
+        let mut value = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "service_tier": "default",
+            "system_fingerprint": "fp_fake",
+            "choices": choices,
+        });
+        if include_usage {
+            value["usage"] = usage;
+        }
+        sse(None, &value)
+    };
+    let delta = |delta: Value, finish: Value| json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]);
+    let mut events = Vec::new();
+    let finish = match answer {
+        Answer::Text(text) => {
+            events.push(chunk(
+                delta(
+                    json!({"role": "assistant", "content": "", "refusal": null}),
+                    Value::Null,
+                ),
+                Value::Null,
+            ));
+            for piece in pieces(text, 4) {
+                events.push(chunk(
+                    delta(json!({"content": piece}), Value::Null),
+                    Value::Null,
+                ));
+            }
+            "stop"
+        }
+        Answer::Tools(calls) => {
+            events.push(chunk(
+                delta(json!({"role": "assistant", "content": null}), Value::Null),
+                Value::Null,
+            ));
+            for (i, call) in calls.iter().enumerate() {
+                events.push(chunk(
+                    delta(
+                        json!({"tool_calls": [{
+                            "index": i,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""}
+                        }]}),
+                        Value::Null,
+                    ),
+                    Value::Null,
+                ));
+                for fragment in pieces(&call.arguments.to_string(), 5) {
+                    events.push(chunk(
+                        delta(
+                            json!({"tool_calls": [{"index": i, "function": {"arguments": fragment}}]}),
+                            Value::Null,
+                        ),
+                        Value::Null,
+                    ));
+                }
+            }
+            "tool_calls"
+        }
+    };
+    events.push(chunk(delta(json!({}), json!(finish)), Value::Null));
+    if include_usage {
+        events.push(chunk(json!([]), openai_usage(usage.0, usage.1)));
+    }
+    events.push("data: [DONE]\n\n".to_string());
+    events
+}
+
+pub(crate) fn openai_error(status: u16) -> Value {
+    let (message, kind, code) = match status {
+        401 => (
+            "Incorrect API key provided: sk-wrong. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            json!("invalid_api_key"),
+        ),
+        429 => (
+            "Rate limit reached for gpt-4o-mini in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
+            "requests",
+            json!("rate_limit_exceeded"),
+        ),
+        400 => ("Invalid request.", "invalid_request_error", Value::Null),
+        404 => (
+            "Unknown request URL.",
+            "invalid_request_error",
+            json!("unknown_url"),
+        ),
+        503 => (
+            "The engine is currently overloaded, please try again later.",
+            "server_error",
+            Value::Null,
+        ),
+        _ => (
+            "The server had an error while processing your request. Sorry about that!",
+            "server_error",
+            Value::Null,
+        ),
+    };
+    json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+}
+
+pub(crate) fn openai_error_message(message: &str, code: &str) -> Value {
+    json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": code}})
+}
+
+/// A deterministic embedding: hashed character trigrams, unit length, so
+/// similar texts get close vectors.
+pub(crate) fn embedding(text: &str, dims: usize) -> Vec<f32> {
+    let dims = dims.max(1);
+    let mut v = vec![0f32; dims];
+    let chars: Vec<char> = format!("  {}  ", text.to_lowercase()).chars().collect();
+    for w in chars.windows(3) {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for c in w {
+            for b in (*c as u32).to_le_bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let slot = (h % dims as u64) as usize;
+        v[slot] += if (h >> 40) & 1 == 0 { 1.0 } else { -1.0 };
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    } else {
+        v[0] = 1.0;
+    }
+    v
+}
+
+pub(crate) fn openai_embeddings(model: &str, body: &Value, default_dims: usize) -> Value {
+    let inputs: Vec<String> = match body.get("input") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| {
+                i.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| i.to_string())
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let dims = body
+        .get("dimensions")
+        .and_then(Value::as_u64)
+        .map(|d| d as usize)
+        .unwrap_or(default_dims);
+    let tokens: u64 = inputs.iter().map(|i| (i.len() as u64).div_ceil(4)).sum();
+    json!({
+        "object": "list",
+        "data": inputs.iter().enumerate().map(|(i, text)| json!({
+            "object": "embedding",
+            "index": i,
+            "embedding": embedding(text, dims),
+        })).collect::<Vec<_>>(),
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Anthropic
+// ---------------------------------------------------------------------------
+
+fn anthropic_usage(input: u64, output: u64) -> Value {
+    json!({
+        "input_tokens": input,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": output,
+        "service_tier": "standard"
+    })
+}
+
+pub(crate) fn anthropic_message(
+    model: &str,
+    seq: usize,
+    answer: &Answer,
+    usage: (u64, u64),
+) -> Value {
+    let (content, stop) = match answer {
+        Answer::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
+        Answer::Tools(calls) => (
+            Value::Array(
+                calls
+                    .iter()
+                    .map(|c| json!({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}))
+                    .collect(),
+            ),
+            "tool_use",
+        ),
+    };
+    json!({
+        "id": format!("msg_fake{seq:06}"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": null,
+        "usage": anthropic_usage(usage.0, usage.1)
+    })
+}
+
+/// The SSE events of a streamed message, `message_stop` last.
+pub(crate) fn anthropic_stream(
+    model: &str,
+    seq: usize,
+    answer: &Answer,
+    usage: (u64, u64),
+) -> Vec<String> {
+    let mut events = vec![sse(
+        Some("message_start"),
+        &json!({
+            "type": "message_start",
+            "message": {
+                "id": format!("msg_fake{seq:06}"),
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": anthropic_usage(usage.0, 1)
+            }
+        }),
+    )];
+    let stop = match answer {
+        Answer::Text(text) => {
+            events.push(sse(
+                Some("content_block_start"),
+                &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push(sse(Some("ping"), &json!({"type": "ping"})));
+            for piece in pieces(text, 4) {
+                events.push(sse(
+                    Some("content_block_delta"),
+                    &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}),
+                ));
+            }
+            events.push(sse(
+                Some("content_block_stop"),
+                &json!({"type": "content_block_stop", "index": 0}),
+            ));
+            "end_turn"
+        }
+        Answer::Tools(calls) => {
+            for (i, call) in calls.iter().enumerate() {
+                events.push(sse(
+                    Some("content_block_start"),
+                    &json!({"type": "content_block_start", "index": i, "content_block": {
+                        "type": "tool_use", "id": call.id, "name": call.name, "input": {}
+                    }}),
+                ));
+                if i == 0 {
+                    events.push(sse(Some("ping"), &json!({"type": "ping"})));
+                }
+                let mut fragments = vec![String::new()];
+                fragments.extend(pieces(&call.arguments.to_string(), 5));
+                for fragment in fragments {
+                    events.push(sse(
+                        Some("content_block_delta"),
+                        &json!({"type": "content_block_delta", "index": i, "delta": {
+                            "type": "input_json_delta", "partial_json": fragment
+                        }}),
+                    ));
+                }
+                events.push(sse(
+                    Some("content_block_stop"),
+                    &json!({"type": "content_block_stop", "index": i}),
+                ));
+            }
+            "tool_use"
+        }
+    };
+    events.push(sse(
+        Some("message_delta"),
+        &json!({
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": usage.1}
+        }),
+    ));
+    events.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+    events
+}
+
+pub(crate) fn anthropic_error(status: u16) -> Value {
+    let (kind, message) = match status {
+        400 => ("invalid_request_error", "Invalid request."),
+        401 => ("authentication_error", "invalid x-api-key"),
+        403 => (
+            "permission_error",
+            "Your API key does not have permission to use the specified resource.",
+        ),
+        404 => ("not_found_error", "Not found."),
+        429 => (
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit (https://docs.claude.com/en/api/rate-limits); see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later.",
+        ),
+        529 => ("overloaded_error", "Overloaded"),
+        _ => ("api_error", "Internal server error"),
+    };
+    anthropic_error_message(kind, message)
+}
+
+pub(crate) fn anthropic_error_message(kind: &str, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake"})
+}

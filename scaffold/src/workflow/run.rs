@@ -1,0 +1,851 @@
+//! Executing a workflow: the one execution path every feature builds on.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::agent::OutputSpec;
+use super::{Agent, Next, State, Workflow};
+use crate::metrics::Metrics;
+use crate::provider::{
+    CallContext, CompletionRequest, ContentPart, Message, Pricing, ProviderError, RecordingId,
+    Role, StreamSink, ToolCall,
+};
+use crate::signal::{ErrorKind, Signal, names};
+use crate::store::{SessionEnd, SessionMeta, SessionStatus, Store};
+use crate::util::now_ms;
+
+/// Where a run sits in an eval, so each provider call gets its recording id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordingScope {
+    /// Dataset id or name.
+    pub dataset: String,
+    /// Case id.
+    pub case: String,
+    /// Variant name.
+    pub variant: String,
+    /// Trial, when the eval runs several.
+    pub trial: Option<u32>,
+}
+
+impl RecordingScope {
+    /// The id of `node`'s `invocation`-th call.
+    pub fn recording_id(&self, node: &str, invocation: u32) -> RecordingId {
+        RecordingId::new(&self.dataset, &self.case, &self.variant, node, invocation)
+            .with_trial(self.trial)
+    }
+}
+
+/// How to run: where to store, how to tag, how to price, time limits.
+///
+/// ```
+/// use scaffold::prelude::*;
+/// use std::time::Duration;
+/// let options = RunOptions::new()
+///     .variant("gpt-4o")
+///     .tag("smoke")
+///     .timeout(Duration::from_secs(30));
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub(crate) store: Option<Store>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) variant: Option<String>,
+    pub(crate) tags: Vec<String>,
+    pub(crate) recording: Option<RecordingScope>,
+    pub(crate) pricing: Option<Arc<Pricing>>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) parent: Option<(String, Value)>,
+}
+
+impl RunOptions {
+    /// Defaults: no store, built-in pricing, no time limit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Persist the session and its signals in `store`.
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Use this session id instead of a fresh one.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// The variant name stored with the session.
+    pub fn variant(mut self, variant: impl Into<String>) -> Self {
+        self.variant = Some(variant.into());
+        self
+    }
+
+    /// Add a tag to the session.
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.push(tag.into());
+        self
+    }
+
+    /// Key provider calls for recording and playback.
+    pub fn recording(mut self, scope: RecordingScope) -> Self {
+        self.recording = Some(scope);
+        self
+    }
+
+    /// Price calls with `pricing` instead of the built-in table.
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(Arc::new(pricing));
+        self
+    }
+
+    /// Time limit for the whole run; a call still under way when it passes
+    /// fails with `error:timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Record lineage: this run continues `parent` from `fork_point`.
+    pub fn parent(mut self, parent_id: impl Into<String>, fork_point: Value) -> Self {
+        self.parent = Some((parent_id.into(), fork_point));
+        self
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Reached a terminal phase or the end of the phases.
+    Completed,
+    /// An error stopped it.
+    Failed,
+    /// The activation bound cut it short.
+    Terminated,
+}
+
+/// Why a run did not complete.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunError {
+    /// The provider call failed.
+    #[error("agent `{agent}`: {source}")]
+    Provider {
+        /// The agent.
+        agent: String,
+        /// The provider's error.
+        source: ProviderError,
+    },
+    /// A time limit passed.
+    #[error("agent `{agent}`: timed out after {after_ms} ms")]
+    Timeout {
+        /// The agent under way.
+        agent: String,
+        /// Time since the run started.
+        after_ms: u64,
+    },
+    /// The tool loop failed.
+    #[error("agent `{agent}`: {message}")]
+    Tool {
+        /// The agent.
+        agent: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The answer did not parse into the agent's output type.
+    #[error("agent `{agent}`: output does not match its schema: {message}")]
+    Output {
+        /// The agent.
+        agent: String,
+        /// The parse error.
+        message: String,
+    },
+    /// The workflow is misconfigured or went somewhere that does not exist.
+    #[error("workflow: {0}")]
+    Workflow(String),
+    /// The activation bound was reached.
+    #[error("runaway workflow: {limit} activations reached (next agent `{agent}`)")]
+    MaxActivations {
+        /// The bound.
+        limit: u32,
+        /// The agent that would have run next.
+        agent: String,
+    },
+    /// The session could not be stored.
+    #[error("store: {0}")]
+    Store(String),
+}
+
+impl RunError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            RunError::Provider { source, .. } if source.is_timeout() => ErrorKind::Timeout,
+            RunError::Provider { .. } => ErrorKind::Provider,
+            RunError::Timeout { .. } => ErrorKind::Timeout,
+            RunError::Tool { .. } => ErrorKind::Tool,
+            RunError::Output { .. } => ErrorKind::Output,
+            RunError::Workflow(_) | RunError::MaxActivations { .. } | RunError::Store(_) => {
+                ErrorKind::Workflow
+            }
+        }
+    }
+
+    fn agent(&self) -> Option<&str> {
+        match self {
+            RunError::Provider { agent, .. }
+            | RunError::Timeout { agent, .. }
+            | RunError::Tool { agent, .. }
+            | RunError::Output { agent, .. }
+            | RunError::MaxActivations { agent, .. } => Some(agent),
+            RunError::Workflow(_) | RunError::Store(_) => None,
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult<S> {
+    /// The session id (also the store key).
+    pub session_id: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The final state.
+    pub state: S,
+    /// The output: the workflow's output function of the final state, or the last agent's answer.
+    pub output: Option<Value>,
+    /// Every signal, in order.
+    pub signals: Vec<Signal>,
+    /// Wall time.
+    pub duration: Duration,
+    /// Latency, tokens, cost, activations.
+    pub metrics: Metrics,
+    /// Why it did not complete, if it did not.
+    pub error: Option<RunError>,
+}
+
+/// Run `workflow` on `input` with default options.
+pub async fn run<S: State>(workflow: &Workflow<S>, input: Value) -> RunResult<S> {
+    run_with(workflow, input, &RunOptions::default()).await
+}
+
+/// Run `workflow` on `input`. Never panics on provider, tool or output
+/// failures: they end the run with an error signal and [`RunResult::error`].
+pub async fn run_with<S: State>(
+    workflow: &Workflow<S>,
+    input: Value,
+    options: &RunOptions,
+) -> RunResult<S> {
+    let session_id = options
+        .session_id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let pricing = options
+        .pricing
+        .clone()
+        .unwrap_or_else(|| Arc::new(Pricing::builtin()));
+    let state = workflow.initial_state.clone();
+    let mut exec = Execution {
+        session_id: session_id.clone(),
+        started: Instant::now(),
+        deadline: options.timeout.map(|t| Instant::now() + t),
+        signals: Vec::new(),
+        stored: 0,
+        store: options.store.clone(),
+        store_error: None,
+        recording: options.recording.clone(),
+        pricing,
+        invocations: HashMap::new(),
+        last_state: Value::Null,
+        last_output: None,
+    };
+    let initial_json = serde_json::to_value(&state).unwrap_or(Value::Null);
+    exec.begin(workflow, options, &input, &initial_json);
+    let (state, outcome) = exec.execute(workflow, &input, state, initial_json).await;
+
+    let status = match &outcome {
+        Ok(()) => RunStatus::Completed,
+        Err(RunError::MaxActivations { .. }) => RunStatus::Terminated,
+        Err(_) => RunStatus::Failed,
+    };
+    let output = match &workflow.output {
+        Some(f) if outcome.is_ok() => Some(f(&state)),
+        _ => exec.last_output.take(),
+    };
+    let duration = exec.started.elapsed();
+    let activations = exec.count(names::AGENT_ACTIVATED);
+    exec.emit(
+        names::HARNESS_END,
+        json!({
+            "durationMs": duration.as_millis() as u64,
+            "activations": activations,
+            "status": status,
+            "state": exec.last_state,
+        }),
+        None,
+    );
+    let mut error = outcome.err();
+    if let Err(e) = exec.finish(status, error.as_ref(), &output, duration) {
+        error.get_or_insert(e);
+    }
+    let metrics = Metrics::from_signals(&exec.signals);
+    RunResult {
+        session_id,
+        status,
+        state,
+        output,
+        signals: exec.signals,
+        duration,
+        metrics,
+        error,
+    }
+}
+
+/// The mutable bookkeeping of one run.
+struct Execution {
+    session_id: String,
+    started: Instant,
+    deadline: Option<Instant>,
+    signals: Vec<Signal>,
+    stored: usize,
+    store: Option<Store>,
+    store_error: Option<String>,
+    recording: Option<RecordingScope>,
+    pricing: Arc<Pricing>,
+    invocations: HashMap<String, u32>,
+    last_state: Value,
+    last_output: Option<Value>,
+}
+
+/// Collects streamed text as `text:delta` signals.
+struct DeltaSink<'a> {
+    exec: &'a mut Execution,
+    agent: &'a str,
+}
+
+impl StreamSink for DeltaSink<'_> {
+    fn text_delta(&mut self, delta: &str) {
+        self.exec.emit(
+            names::TEXT_DELTA,
+            json!({ "content": delta }),
+            Some(self.agent),
+        );
+    }
+}
+
+impl Execution {
+    fn emit(&mut self, name: &str, payload: Value, agent: Option<&str>) -> u64 {
+        let index = self.signals.len() as u64;
+        self.signals.push(Signal {
+            index,
+            name: name.to_string(),
+            payload,
+            at_ms: self.started.elapsed().as_millis() as u64,
+            agent: agent.map(str::to_string),
+        });
+        index
+    }
+
+    fn count(&self, name: &str) -> usize {
+        self.signals.iter().filter(|s| s.name == name).count()
+    }
+
+    /// Hand the signals not yet stored to the store (batched by its writer).
+    fn persist(&mut self) {
+        if let Some(store) = &self.store {
+            if self.stored < self.signals.len() {
+                if let Err(e) = store.append(&self.session_id, &self.signals[self.stored..]) {
+                    self.store_error.get_or_insert(e.to_string());
+                }
+                self.stored = self.signals.len();
+            }
+        }
+    }
+
+    fn begin<S: State>(
+        &mut self,
+        workflow: &Workflow<S>,
+        options: &RunOptions,
+        input: &Value,
+        initial: &Value,
+    ) {
+        if let Some(store) = &self.store {
+            let (parent_id, fork_point) = match &options.parent {
+                Some((id, point)) => (Some(id.clone()), Some(point.clone())),
+                None => (None, None),
+            };
+            let meta = SessionMeta {
+                id: self.session_id.clone(),
+                workflow: workflow.name.clone(),
+                variant: options.variant.clone(),
+                parent_id,
+                fork_point,
+                input: input.clone(),
+                initial_state: initial.clone(),
+                tags: options.tags.clone(),
+                started_at_ms: now_ms(),
+            };
+            if let Err(e) = store.begin_session(&meta) {
+                self.store_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+
+    fn finish(
+        &mut self,
+        status: RunStatus,
+        error: Option<&RunError>,
+        output: &Option<Value>,
+        duration: Duration,
+    ) -> Result<(), RunError> {
+        self.persist();
+        if let Some(store) = &self.store {
+            let end = SessionEnd {
+                status: match status {
+                    RunStatus::Completed => SessionStatus::Completed,
+                    RunStatus::Failed => SessionStatus::Failed,
+                    RunStatus::Terminated => SessionStatus::Terminated,
+                },
+                error: error.map(|e| e.to_string()),
+                ended_at_ms: now_ms(),
+                duration_ms: duration.as_millis() as u64,
+                output: output.clone(),
+                final_state: Some(self.last_state.clone()),
+            };
+            if let Err(e) = store.finish_session(&self.session_id, &end) {
+                self.store_error.get_or_insert(e.to_string());
+            }
+        }
+        match self.store_error.take() {
+            Some(e) => Err(RunError::Store(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Emit `state:<key>:changed` for every top-level key that differs from
+    /// the last state seen.
+    fn diff_state<S: State>(&mut self, state: &S, agent: Option<&str>) -> Result<(), RunError> {
+        let new = serde_json::to_value(state)
+            .map_err(|e| RunError::Workflow(format!("state does not serialize: {e}")))?;
+        let (Value::Object(old_map), Value::Object(new_map)) = (&self.last_state, &new) else {
+            return Err(RunError::Workflow(
+                "state must serialize to a JSON object (a struct or a map)".into(),
+            ));
+        };
+        let mut changes: Vec<(String, Value)> = Vec::new();
+        for (key, value) in new_map {
+            let old = old_map.get(key);
+            if old != Some(value) {
+                changes.push((
+                    key.clone(),
+                    json!({
+                        "key": key,
+                        "oldValue": old.cloned().unwrap_or(Value::Null),
+                        "newValue": value,
+                        "agent": agent,
+                    }),
+                ));
+            }
+        }
+        for (key, old) in old_map {
+            if !new_map.contains_key(key) {
+                changes.push((
+                    key.clone(),
+                    json!({"key": key, "oldValue": old, "newValue": null, "removed": true, "agent": agent}),
+                ));
+            }
+        }
+        for (key, payload) in changes {
+            self.emit(&names::state_changed(&key), payload, agent);
+        }
+        self.last_state = new;
+        Ok(())
+    }
+
+    fn fail(&mut self, error: RunError) -> RunError {
+        let payload = json!({ "message": error.to_string(), "agent": error.agent() });
+        let agent = error.agent().map(str::to_string);
+        self.emit(&names::error(error.kind()), payload, agent.as_deref());
+        error
+    }
+
+    async fn execute<S: State>(
+        &mut self,
+        workflow: &Workflow<S>,
+        input: &Value,
+        mut state: S,
+        initial: Value,
+    ) -> (S, Result<(), RunError>) {
+        let agents: Vec<&str> = workflow.agents().iter().map(|a| a.name()).collect();
+        self.emit(
+            names::HARNESS_START,
+            json!({"workflow": workflow.name, "agents": agents, "input": input, "state": initial}),
+            None,
+        );
+        self.last_state = initial;
+        let outcome = self.execute_phases(workflow, input, &mut state).await;
+        let outcome = outcome.map_err(|e| self.fail(e));
+        self.persist();
+        (state, outcome)
+    }
+
+    async fn execute_phases<S: State>(
+        &mut self,
+        workflow: &Workflow<S>,
+        input: &Value,
+        state: &mut S,
+    ) -> Result<(), RunError> {
+        if let Err(errors) = workflow.validate() {
+            return Err(RunError::Workflow(errors.join("; ")));
+        }
+        if let Some(start) = &workflow.start {
+            start(input, state);
+        }
+        self.diff_state(state, None)?;
+
+        let mut occurrences: HashMap<&str, u32> = HashMap::new();
+        let mut activations = 0u32;
+        let mut trigger = names::PHASE_ENTERED.to_string();
+        let mut current = workflow.phases[0].0.as_str();
+        loop {
+            let Some((name, phase)) = workflow.phases.iter().find(|(n, _)| n == current) else {
+                return Err(RunError::Workflow(format!(
+                    "next phase `{current}` is not a phase of `{}` (phases: {})",
+                    workflow.name,
+                    workflow.phase_names().collect::<Vec<_>>().join(", ")
+                )));
+            };
+            let occurrence = occurrences.entry(name.as_str()).or_insert(0);
+            *occurrence += 1;
+            let occurrence = *occurrence;
+            let entered = json!({"phase": name, "occurrence": occurrence});
+            self.emit(names::PHASE_ENTERED, entered.clone(), None);
+            let Some(agent) = &phase.agent else {
+                // Terminal phase.
+                return Ok(());
+            };
+            if trigger.is_empty() {
+                trigger = names::PHASE_ENTERED.to_string();
+            }
+            let guard = agent.when.as_ref().filter(|(guard, _)| !guard(state));
+            if let Some((_, reason)) = guard {
+                self.emit(
+                    names::AGENT_SKIPPED,
+                    json!({"agent": agent.name, "reason": reason, "trigger": trigger}),
+                    Some(&agent.name),
+                );
+                trigger = names::PHASE_ENTERED.to_string();
+            } else {
+                if activations >= workflow.max_activations {
+                    self.emit(
+                        names::HARNESS_TERMINATING,
+                        json!({
+                            "reason": format!("max activations ({}) reached", workflow.max_activations),
+                            "agent": agent.name,
+                            "state": self.last_state,
+                        }),
+                        Some(&agent.name),
+                    );
+                    return Err(RunError::MaxActivations {
+                        limit: workflow.max_activations,
+                        agent: agent.name.clone(),
+                    });
+                }
+                activations += 1;
+                trigger = self.activate(agent, state, &trigger).await?;
+            }
+            self.emit(names::PHASE_EXITED, entered, None);
+            self.persist();
+            current = match &phase.next {
+                Next::End => return Ok(()),
+                Next::Fixed(next) => next.as_str(),
+                Next::Dynamic(next) => {
+                    let next = next(state);
+                    match workflow.phases.iter().find(|(n, _)| *n == next) {
+                        Some((n, _)) => n.as_str(),
+                        None => {
+                            return Err(RunError::Workflow(format!(
+                                "phase `{name}` chose next phase `{next}`, which is not a phase of `{}` (phases: {})",
+                                workflow.name,
+                                workflow.phase_names().collect::<Vec<_>>().join(", ")
+                            )));
+                        }
+                    }
+                }
+            };
+        }
+    }
+
+    /// Run one activation of `agent`; returns the trigger for the next one.
+    async fn activate<S: State>(
+        &mut self,
+        agent: &Agent<S>,
+        state: &mut S,
+        trigger: &str,
+    ) -> Result<String, RunError> {
+        let began = Instant::now();
+        self.emit(
+            names::AGENT_ACTIVATED,
+            json!({"agent": agent.name, "trigger": trigger}),
+            Some(&agent.name),
+        );
+        let (text, usage) = self.converse(agent, state).await?;
+
+        // Read the answer and fold it into state.
+        let output = match &agent.output {
+            OutputSpec::Text(update) => {
+                if let Some(update) = update {
+                    update(text.clone(), state);
+                }
+                Value::String(text)
+            }
+            OutputSpec::Structured { apply, .. } => {
+                let value = parse_json_answer(&text).map_err(|message| RunError::Output {
+                    agent: agent.name.clone(),
+                    message,
+                })?;
+                apply(value.clone(), state).map_err(|message| RunError::Output {
+                    agent: agent.name.clone(),
+                    message,
+                })?;
+                value
+            }
+        };
+        self.last_output = Some(output);
+        self.diff_state(state, Some(&agent.name))?;
+        self.emit(
+            names::AGENT_COMPLETED,
+            json!({
+                "agent": agent.name,
+                "durationMs": began.elapsed().as_millis() as u64,
+                "usage": usage,
+            }),
+            Some(&agent.name),
+        );
+        let mut next_trigger = names::PHASE_ENTERED.to_string();
+        for emit in &agent.emits {
+            let mut payload = Map::new();
+            payload.insert("agent".into(), Value::String(agent.name.clone()));
+            if let Some(attach) = &emit.attach {
+                match attach(state) {
+                    Value::Object(extra) => payload.extend(extra),
+                    other => {
+                        payload.insert("value".into(), other);
+                    }
+                }
+            }
+            self.emit(&emit.name, Value::Object(payload), Some(&agent.name));
+            next_trigger = emit.name.clone();
+        }
+        Ok(next_trigger)
+    }
+
+    /// The model ↔ tool loop. Returns the final text and the summed usage.
+    async fn converse<S: State>(
+        &mut self,
+        agent: &Agent<S>,
+        state: &S,
+    ) -> Result<(String, crate::provider::Usage), RunError> {
+        let Some(provider) = agent.provider.clone() else {
+            return Err(RunError::Workflow(format!(
+                "agent `{}` has no provider",
+                agent.name
+            )));
+        };
+        let mut request = CompletionRequest {
+            system: agent.system.clone(),
+            messages: vec![Message::user((agent.prompt)(state))],
+            tools: agent.tools.iter().map(|t| t.spec().clone()).collect(),
+            output_schema: match &agent.output {
+                OutputSpec::Structured { schema, .. } => Some(schema.clone()),
+                OutputSpec::Text(_) => None,
+            },
+            options: agent.options.clone(),
+            context: CallContext::default(),
+        };
+        let mut usage = crate::provider::Usage::default();
+        for _round in 0..=agent.max_tool_rounds {
+            let invocation = {
+                let n = self.invocations.entry(agent.name.clone()).or_insert(0);
+                *n += 1;
+                *n - 1
+            };
+            let recording_id = self
+                .recording
+                .as_ref()
+                .map(|scope| scope.recording_id(&agent.name, invocation).to_string());
+            if let Some(id) = &recording_id {
+                self.emit(
+                    names::RECORDING_LINKED,
+                    json!({"recordingId": id, "node": agent.name, "invocation": invocation}),
+                    Some(&agent.name),
+                );
+            }
+            request.context.recording_id = recording_id.clone();
+            self.emit(
+                names::PROVIDER_START,
+                json!({"provider": provider.name(), "model": provider.model(), "recordingId": recording_id}),
+                Some(&agent.name),
+            );
+            let call_began = Instant::now();
+            let deadline = self.deadline;
+            let response = {
+                let mut sink = DeltaSink {
+                    exec: &mut *self,
+                    agent: &agent.name,
+                };
+                let call = provider.complete(&request, &mut sink);
+                match deadline {
+                    Some(deadline) => tokio::time::timeout_at(deadline.into(), call).await.ok(),
+                    None => Some(call.await),
+                }
+            };
+            let Some(response) = response else {
+                let after_ms = self.started.elapsed().as_millis() as u64;
+                self.emit(
+                    names::PROVIDER_ERROR,
+                    json!({"error": format!("run time limit reached after {after_ms} ms"), "code": "timeout"}),
+                    Some(&agent.name),
+                );
+                return Err(RunError::Timeout {
+                    agent: agent.name.clone(),
+                    after_ms,
+                });
+            };
+            let response = match response {
+                Ok(response) => response,
+                Err(source) => {
+                    self.emit(
+                        names::PROVIDER_ERROR,
+                        json!({"error": source.to_string(), "code": source.code()}),
+                        Some(&agent.name),
+                    );
+                    return Err(RunError::Provider {
+                        agent: agent.name.clone(),
+                        source,
+                    });
+                }
+            };
+            usage += response.usage;
+            let cost = self.pricing.cost(&response.model, response.usage);
+            let output = if response.tool_calls.is_empty() {
+                Value::String(response.text.clone())
+            } else {
+                json!({"text": response.text, "toolCalls": response.tool_calls})
+            };
+            self.emit(
+                names::PROVIDER_END,
+                json!({
+                    "provider": provider.name(),
+                    "model": response.model,
+                    "output": output,
+                    "usage": response.usage,
+                    "costUsd": cost,
+                    "durationMs": call_began.elapsed().as_millis() as u64,
+                    "stopReason": response.stop_reason,
+                }),
+                Some(&agent.name),
+            );
+            if request.options.stream && !response.text.is_empty() {
+                self.emit(
+                    names::TEXT_COMPLETE,
+                    json!({"content": response.text}),
+                    Some(&agent.name),
+                );
+            }
+            if response.tool_calls.is_empty() {
+                return Ok((response.text, usage));
+            }
+            let mut assistant = Vec::new();
+            if !response.text.is_empty() {
+                assistant.push(ContentPart::Text {
+                    text: response.text.clone(),
+                });
+            }
+            assistant.extend(
+                response
+                    .tool_calls
+                    .iter()
+                    .cloned()
+                    .map(ContentPart::ToolCall),
+            );
+            request.messages.push(Message {
+                role: Role::Assistant,
+                content: assistant,
+            });
+            let results = response
+                .tool_calls
+                .iter()
+                .map(|call| self.call_tool(agent, call))
+                .collect();
+            request.messages.push(Message {
+                role: Role::User,
+                content: results,
+            });
+            self.persist();
+        }
+        Err(RunError::Tool {
+            agent: agent.name.clone(),
+            message: format!(
+                "the model was still calling tools after {} rounds (raise it with Agent::max_tool_rounds)",
+                agent.max_tool_rounds
+            ),
+        })
+    }
+
+    fn call_tool<S>(&mut self, agent: &Agent<S>, call: &ToolCall) -> ContentPart {
+        self.emit(
+            names::TOOL_CALL,
+            json!({"id": call.id, "name": call.name, "input": call.arguments}),
+            Some(&agent.name),
+        );
+        let result = match agent.tools.iter().find(|t| t.name() == call.name) {
+            Some(tool) => tool.call(call.arguments.clone()),
+            None => Err(format!(
+                "unknown tool `{}` (tools: {})",
+                call.name,
+                agent
+                    .tools
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
+        let (result, is_error) = match result {
+            Ok(value) => (value, false),
+            Err(message) => (Value::String(message), true),
+        };
+        self.emit(
+            names::TOOL_RESULT,
+            json!({"id": call.id, "name": call.name, "result": result, "isError": is_error}),
+            Some(&agent.name),
+        );
+        let content = match &result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        ContentPart::ToolResult {
+            call_id: call.id.clone(),
+            content,
+            is_error,
+        }
+    }
+}
+
+/// Parse a structured answer, tolerating a surrounding Markdown code fence.
+fn parse_json_answer(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|rest| rest.strip_suffix("```"))
+        .unwrap_or(trimmed);
+    serde_json::from_str(body.trim()).map_err(|e| {
+        let preview: String = trimmed.chars().take(120).collect();
+        format!("answer is not JSON ({e}): {preview:?}")
+    })
+}

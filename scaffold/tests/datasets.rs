@@ -1,0 +1,593 @@
+//! Loading and validating datasets: the seeds' examples load unchanged;
+//! every kind of error is reported at its file, line and column.
+
+use proptest::prelude::*;
+use scaffold::assert::{Assertion, SignalPattern, TokenField};
+use scaffold::dataset::{
+    Dataset, DatasetError, DiagnosticKind, Format, Severity, load, load_str, validate, validate_str,
+};
+use serde_json::json;
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/datasets/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn load_fixture(name: &str) -> Dataset {
+    load(fixture(name)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The diagnostics of `src` as `line:col: severity: message` lines.
+fn diagnostics(src: &str, format: Format) -> Vec<String> {
+    validate_str(src, format, "t")
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let s = d.to_string();
+            s.strip_prefix("t:").unwrap_or(&s).to_string()
+        })
+        .collect()
+}
+
+// ------------------------------------------------------- the seeds' examples
+
+#[test]
+fn code_review_example_loads() {
+    let ds = load_fixture("code-review-agent.yaml");
+    assert_eq!(ds.name, "Code Review Agent Eval");
+    assert_eq!(
+        ds.description.as_deref(),
+        Some("Tests the code review + fix suggestion workflow")
+    );
+    assert!(ds.warnings.is_empty(), "{:?}", ds.warnings);
+    assert_eq!(ds.default_assertions.len(), 3);
+    assert_eq!(ds.cases.len(), 11);
+    let sql = ds.case("sql-injection").unwrap();
+    assert_eq!(
+        sql.name.as_deref(),
+        Some("Detects SQL injection vulnerability")
+    );
+    assert_eq!(sql.tags, ["security", "sql", "critical"]);
+    assert_eq!(sql.default_assertion_count, 3);
+    assert_eq!(sql.assertions.len(), 3 + 6);
+    assert!(matches!(sql.assertions[0], Assertion::LatencyMax(b) if b.value == 30000.0));
+    assert_eq!(
+        sql.input["code"].as_str().unwrap().lines().next(),
+        Some("async function getUser(userId) {")
+    );
+    let Assertion::SignalTrajectory(t) = &sql.assertions[8] else {
+        panic!("{:?}", sql.assertions[8]);
+    };
+    assert_eq!(t.patterns.len(), 6);
+    assert_eq!(
+        t.patterns[1],
+        SignalPattern::with_payload("agent:activated", json!({"agent": "reviewer"}))
+    );
+    assert!(!t.strict);
+    let long = ds.case("very-long-file").unwrap();
+    assert_eq!(long.timeout_ms, Some(60000));
+    assert_eq!(ds.case("sql-injection").unwrap().timeout_ms, None);
+    let Assertion::OutputMatches(m) = &ds.case("path-traversal").unwrap().assertions[3] else {
+        panic!()
+    };
+    assert_eq!(m.regex, r"path traversal|directory traversal|\.\.");
+    assert_eq!(m.flags.as_deref(), Some("i"));
+}
+
+#[test]
+fn code_generation_example_loads() {
+    let ds = load_fixture("code-gen-agent.yaml");
+    assert_eq!(ds.name, "Code Generation Agent Eval");
+    assert!(ds.warnings.is_empty(), "{:?}", ds.warnings);
+    assert_eq!(ds.cases.len(), 7);
+    let ids: Vec<&str> = ds.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "fibonacci-function",
+            "binary-search",
+            "rest-endpoint",
+            "impossible-task",
+            "ambiguous-task",
+            "file-creation-tools",
+            "test-execution-tools"
+        ]
+    );
+    let fib = ds.case("fibonacci-function").unwrap();
+    assert_eq!(fib.input["requirements"].as_array().unwrap().len(), 2);
+    assert!(
+        fib.assertions
+            .iter()
+            .any(|a| matches!(a, Assertion::Activations(b) if b.exact == Some(4)))
+    );
+    let Assertion::CostMax(c) = &fib.assertions[0] else {
+        panic!()
+    };
+    assert_eq!(c.value, 0.5);
+    let files = ds.case("file-creation-tools").unwrap();
+    let Assertion::ToolCalledWith(w) = &files.assertions[4] else {
+        panic!("{:?}", files.assertions[4])
+    };
+    assert_eq!(w.args, json!({"file_path": {"endsWith": "utils.ts"}}));
+}
+
+#[test]
+fn refactoring_example_loads() {
+    let ds = load_fixture("refactoring-agent.yaml");
+    assert_eq!(ds.name, "Refactoring Agent Eval");
+    assert!(ds.warnings.is_empty(), "{:?}", ds.warnings);
+    assert_eq!(ds.cases.len(), 3);
+    let rename = ds.case("rename-function-across-files").unwrap();
+    assert_eq!(rename.input["files"][2]["path"], "tests/api.test.ts");
+    let Assertion::SnapshotAt(s) = &rename.assertions[2] else {
+        panic!()
+    };
+    assert_eq!(s.after_signal, "analysis:complete");
+    assert_eq!(s.value, Some(json!({"gte": 3})));
+}
+
+#[test]
+fn debugging_example_loads_with_a_warning_about_its_null_tag() {
+    let ds = load_fixture("debugging-agent.yaml");
+    assert_eq!(ds.name, "Debugging Agent Eval");
+    assert_eq!(ds.cases.len(), 3);
+    // `tags: [debugging, null]`: YAML reads `null` as null; the tag is kept
+    // as the text the author meant, with a warning.
+    assert_eq!(ds.cases[0].tags, ["debugging", "null"]);
+    let w: Vec<String> = ds.warnings.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        w,
+        [format!(
+            "{}:8:23: warning: tag `null` is not a string in YAML (it reads as null); it is taken as the text \"null\"\n  = help: quote it: \"null\"",
+            fixture("debugging-agent.yaml")
+        )]
+    );
+    let Assertion::OutputMatches(m) = &ds.cases[0].assertions[4] else {
+        panic!()
+    };
+    assert_eq!(m.flags.as_deref(), Some("i"));
+}
+
+#[test]
+fn seed_001_json_example_loads() {
+    let ds = load_fixture("my-workflow.v1.json");
+    assert_eq!(ds.name, "my-workflow.v1");
+    assert_eq!(ds.id.as_deref(), Some("my-workflow.v1"));
+    assert_eq!(ds.key(), "my-workflow.v1");
+    assert_eq!(ds.workflow_name.as_deref(), Some("my-workflow"));
+    assert_eq!(ds.version.as_deref(), Some("1.0.0"));
+    assert!(ds.warnings.is_empty());
+    let case = &ds.cases[0];
+    assert_eq!(case.input, json!({"task": "Say hello"}));
+    assert_eq!(case.tags, ["smoke"]);
+    assert_eq!(
+        serde_json::to_value(&case.assertions).unwrap(),
+        json!([
+            {"type": "signal.not", "pattern": "error:**"},
+            {"type": "output.contains", "path": "outputs.main.text", "text": "hello"},
+            {"type": "metric.latency.max", "value": 30000.0}
+        ])
+    );
+}
+
+#[test]
+fn seed_001_metric_aliases_keep_their_field() {
+    let ds = load_str(
+        r#"{"id": "x", "cases": [{"id": "a", "input": null, "assertions": [
+            {"type": "metric.tokens.input.max", "value": 10000},
+            {"type": "metric.tokens.output.max", "value": 5000},
+            {"type": "metric.total_cost_usd.max", "value": 0.5},
+            {"type": "behavior.node_invocations.max", "nodeId": "coder", "value": 3}
+        ]}]}"#,
+        Format::Json,
+        "x.json",
+    )
+    .unwrap();
+    let a = &ds.cases[0].assertions;
+    assert!(
+        matches!(a[0], Assertion::TokensMax(t) if t.field == TokenField::Input && t.value == 10000.0)
+    );
+    assert!(matches!(a[1], Assertion::TokensMax(t) if t.field == TokenField::Output));
+    assert!(matches!(a[2], Assertion::CostMax(c) if c.value == 0.5));
+    assert!(
+        matches!(&a[3], Assertion::AgentActivated(x) if x.agent_id == "coder" && x.max == Some(3))
+    );
+}
+
+// ------------------------------------------------------------ each error kind
+
+const CASE_HEAD: &str = "name: t\ncases:\n  - id: a\n    input: {}\n    assertions:\n";
+
+#[test]
+fn unknown_assertion_type_with_did_you_mean() {
+    let src = format!("{CASE_HEAD}      - type: signal.contans\n        pattern: x\n");
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "6:15: error: unknown assertion type `signal.contans`\n  = help: did you mean `signal.contains`?"
+        ]
+    );
+    let src = format!("{CASE_HEAD}      - type: behaviour.no_errors\n");
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "6:15: error: unknown assertion type `behaviour.no_errors`\n  = help: did you mean `behavior.no_errors`?"
+        ]
+    );
+    let src = format!("{CASE_HEAD}      - type: frobnicate\n");
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        ["6:15: error: unknown assertion type `frobnicate`"]
+    );
+}
+
+#[test]
+fn unknown_fields_with_did_you_mean() {
+    let src = format!("{CASE_HEAD}      - type: agent.activated\n        agentID: x\n");
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "6:9: error: missing required field `agentId` in agent.activated assertion",
+            "7:9: error: unknown field `agentID` in agent.activated assertion\n  = help: did you mean `agentId`?",
+        ]
+    );
+    let src = "name: t\ndescripton: x\ncases:\n  - id: a\n    input: {}\n    assertions: []\n    tag: [x]\n";
+    let d = diagnostics(src, Format::Yaml);
+    assert_eq!(
+        d,
+        [
+            "2:1: error: unknown field `descripton` in dataset\n  = help: did you mean `description`?",
+            "4:5: warning: case `a` has no assertions (and the dataset has no defaultAssertions): it checks nothing",
+            "7:5: error: unknown field `tag` in case\n  = help: did you mean `tags`?",
+        ]
+    );
+}
+
+#[test]
+fn missing_required_fields() {
+    let src = "description: no name\ncases:\n  - name: no id\n    assertions:\n      - type: snapshot.at\n        path: a\n";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "1:1: error: missing required field `name` (or `id`) in dataset",
+            "3:5: error: missing required field `id` in case",
+            "3:5: error: missing required field `input` in case",
+            "5:9: error: missing required field `afterSignal` in snapshot.at assertion",
+        ]
+    );
+    let src = "{\n  \"id\": \"x\",\n  \"cases\": [{\"id\": \"a\", \"input\": 1, \"assertions\": [{\"type\": \"output.contains\"}]}]\n}";
+    assert_eq!(
+        diagnostics(src, Format::Json),
+        ["3:52: error: missing required field `text` in output.contains assertion"]
+    );
+    assert_eq!(
+        diagnostics("name: t\n", Format::Yaml),
+        ["1:1: error: missing required field `cases` in dataset"]
+    );
+}
+
+#[test]
+fn duplicate_case_ids() {
+    let src = "name: t\ncases:\n  - id: a\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n  - id: a\n    input: 2\n    assertions: [{type: behavior.no_errors}]\n";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        ["6:9: error: duplicate case id `a` (first used at 3:9)"]
+    );
+    let src = r#"{"id": "x", "cases": [
+  {"id": "same", "input": 1, "assertions": []},
+  {"id": "same", "input": 2, "assertions": []}
+], "defaultAssertions": [{"type": "behavior.no_errors"}]}"#;
+    assert_eq!(
+        diagnostics(src, Format::Json),
+        ["3:10: error: duplicate case id `same` (first used at 2:10)"]
+    );
+}
+
+#[test]
+fn empty_cases() {
+    assert_eq!(
+        diagnostics("name: t\ncases: []\n", Format::Yaml),
+        ["2:8: error: the dataset has no cases"]
+    );
+    assert_eq!(
+        diagnostics("{\"name\": \"t\",\n \"cases\": []}", Format::Json),
+        ["2:11: error: the dataset has no cases"]
+    );
+}
+
+#[test]
+fn bad_regexes() {
+    let src = format!(
+        "{CASE_HEAD}      - type: output.matches\n        regex: \"a(b\"\n        flags: iq\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "7:16: error: invalid regex `a(b`: unclosed group",
+            "8:16: error: unknown regex flag `q` (known: i, m, s, x, U; g, u, y, d are ignored)",
+        ]
+    );
+    let src = format!(
+        "{CASE_HEAD}      - type: tool.calledWith\n        name: Bash\n        args:\n          command:\n            matches: \"[z-a]\"\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "10:22: error: invalid regex `[z-a]`: invalid character class range, the start must be <= the end"
+        ]
+    );
+}
+
+#[test]
+fn bad_globs() {
+    let src = format!(
+        "{CASE_HEAD}      - type: signal.not\n        pattern: \"error:x**\"\n      - type: signal.trajectory\n        patterns:\n          - \"\"\n          - {{pattern: \"a:**b\"}}\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "7:18: error: invalid glob `error:x**` in `pattern`: `**` must be a whole segment (as in `tool:**`), found `x**`",
+            "10:13: error: invalid glob `` in `pattern`: empty pattern",
+            "11:23: error: invalid glob `a:**b` in `pattern`: `**` must be a whole segment (as in `tool:**`), found `**b`",
+        ]
+    );
+}
+
+#[test]
+fn only_left_on() {
+    let src = "name: t\ncases:\n  - id: a\n    only: true\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n  - id: b\n    input: 1\n    skip: true\n    assertions: [{type: behavior.no_errors}]\n  - id: c\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "4:5: warning: `only: true` on case `a`: every other case of the dataset is left out\n  = help: remove `only` before committing"
+        ]
+    );
+    // It still loads, with the warning, and only `a` runs.
+    let ds = load_str(src, Format::Yaml, "t").unwrap();
+    assert_eq!(ds.warnings.len(), 1);
+    assert_eq!(ds.warnings[0].kind, DiagnosticKind::OnlyLeftOn);
+    assert_eq!(ds.warnings[0].severity, Severity::Warning);
+    let run: Vec<&str> = ds.runnable_cases().map(|c| c.id.as_str()).collect();
+    assert_eq!(run, ["a"]);
+    let without_only = src.replace("    only: true\n", "");
+    let ds = load_str(&without_only, Format::Yaml, "t").unwrap();
+    let run: Vec<&str> = ds.runnable_cases().map(|c| c.id.as_str()).collect();
+    assert_eq!(run, ["a", "c"]);
+}
+
+#[test]
+fn wrong_types_paths_and_values() {
+    let src = format!(
+        "{CASE_HEAD}      - type: snapshot.final\n        path: \"files[x]\"\n      - type: metric.tokens.max\n        value: -1\n        field: inptu\n      - type: tool.called\n        name: Edit\n        min: many\n      - type: llm.judge\n        criteria: []\n        minScore: 2\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "7:15: error: invalid path `files[x]`: expected an integer index or a quoted key inside `[...]` at character 6",
+            "9:16: error: `value` must be a number >= 0, found a number",
+            "10:16: error: `field` must be input, output or total, found `inptu`\n  = help: did you mean `input`?",
+            "13:14: error: `min` must be a whole number >= 0, found a string",
+            "15:19: error: `criteria` must not be empty",
+            "16:19: error: `minScore` must be a number from 0 to 1, found a number",
+        ]
+    );
+}
+
+#[test]
+fn matcher_lookalikes_warn() {
+    let src = format!(
+        "{CASE_HEAD}      - type: snapshot.final\n        path: a\n        value: {{startswith: x}}\n      - type: snapshot.final\n        path: a\n        value: {{gte: 1, name: x}}\n      - type: snapshot.final\n        path: a\n        value: {{between: [5, 1]}}\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "8:17: warning: `startswith` is not a value matcher, so this expects a field named `startswith`\n  = help: did you mean `startsWith`?",
+            "11:16: warning: this mapping mixes value matchers (gte) with other keys, so it is compared as a plain object\n  = help: put matchers in a mapping of their own",
+            "14:26: error: `between: [5, 1]` has its bounds reversed",
+        ]
+    );
+}
+
+#[test]
+fn syntax_errors_have_positions() {
+    assert_eq!(
+        diagnostics(
+            "name: t\ncases:\n  - id: a\n    input: {x: 1\n",
+            Format::Yaml
+        ),
+        ["4:12: error: unclosed bracket '{'"]
+    );
+    assert_eq!(
+        diagnostics("name: t\ncases:\n  - id: a\n   bad: [\n", Format::Yaml),
+        ["4:4: error: while parsing a block collection, did not find expected '-' indicator"]
+    );
+    assert_eq!(
+        diagnostics("name: a\nname: b\ncases: []\n", Format::Yaml),
+        ["2:1: error: duplicate mapping key: name"]
+    );
+    assert_eq!(
+        diagnostics("", Format::Yaml),
+        ["1:1: error: the dataset is empty: it needs `name` (or `id`) and `cases`"]
+    );
+    let v = validate_str("- a\n", Format::Yaml, "s.yaml");
+    assert_eq!(v.diagnostics[0].kind, DiagnosticKind::WrongType);
+    let d = diagnostics("{\n  \"name\": \"t\",\n  \"cases\": [,]\n}", Format::Json);
+    assert_eq!(d, ["3:13: error: expected value"]);
+    let d = diagnostics(
+        "{\"name\": \"t\", \"name\": \"u\", \"cases\": []}",
+        Format::Json,
+    );
+    assert_eq!(d, ["1:15: error: duplicate key `name`"]);
+    let deep = format!("name: t\ncases: {}{}\n", "[".repeat(80), "]".repeat(80));
+    assert_eq!(
+        diagnostics(&deep, Format::Yaml),
+        ["2:39: error: nesting deeper than 32 levels"]
+    );
+    let deep = format!(
+        "{{\"name\": \"t\", \"cases\": {}{}}}",
+        "[".repeat(80),
+        "]".repeat(80)
+    );
+    assert_eq!(
+        diagnostics(&deep, Format::Json),
+        ["1:55: error: nesting deeper than 32 levels"]
+    );
+}
+
+// -------------------------------------------------- load lists every error
+
+#[test]
+fn load_fails_with_every_error_listed() {
+    let path = fixture("invalid.yaml");
+    let err = load(&path).unwrap_err();
+    assert!(matches!(err, DatasetError::Invalid { .. }));
+    let expected = [
+        "invalid dataset {f}: 9 errors, 2 warnings",
+        "{f}:3:11: error: unknown assertion type `signal.contans`",
+        "  = help: did you mean `signal.contains`?",
+        "{f}:10:16: error: invalid regex `unclosed(`: unclosed group",
+        "{f}:12:18: error: invalid glob `tool:a**` in `pattern`: `**` must be a whole segment (as in `tool:**`), found `a**`",
+        "{f}:13:14: error: `min` (3) is greater than `max` (1)",
+        "{f}:15:9: error: duplicate case id `first` (first used at 6:9)",
+        "{f}:16:5: warning: `only: true` on case `first`: every other case of the dataset is left out",
+        "  = help: remove `only` before committing",
+        "{f}:19:9: error: missing required field `name` in tool.called assertion",
+        "{f}:22:15: error: invalid path `plan..steps`: expected a key after `.` at character 5",
+        "{f}:23:17: warning: `startswith` is not a value matcher, so this expects a field named `startswith`",
+        "  = help: did you mean `startsWith`?",
+        "{f}:24:5: error: missing required field `assertions` in case `third`",
+        "{f}:26:5: error: unknown field `asertions` in case",
+        "  = help: did you mean `assertions`?",
+    ]
+    .join("\n")
+    .replace("{f}", &path);
+    assert_eq!(err.to_string(), expected);
+    assert_eq!(err.diagnostics().len(), 11);
+    // validate() gives the same list without failing.
+    let v = validate(&path).unwrap();
+    assert_eq!(v.errors().count(), 9);
+    assert_eq!(v.warnings().count(), 2);
+    assert!(!v.is_ok());
+}
+
+#[test]
+fn json_errors_are_placed_too() {
+    let path = fixture("invalid.json");
+    let err = load(&path).unwrap_err();
+    let expected = [
+        "invalid dataset {f}: 5 errors, 1 warning",
+        "{f}:8:9: error: missing required field `nodeId` in behavior.node_executed assertion",
+        "{f}:8:45: error: unknown field `node` in behavior.node_executed assertion",
+        "  = help: did you mean `nodeId`?",
+        "{f}:9:53: error: `value` must be a number >= 0, found a string",
+        "{f}:10:46: error: invalid path `outputs[x]`: expected an integer index or a quoted key inside `[...]` at character 8",
+        "{f}:13:5: warning: case `a` has no assertions (and the dataset has no defaultAssertions): it checks nothing",
+        "{f}:13:13: error: duplicate case id `a` (first used at 5:13)",
+    ]
+    .join("\n")
+    .replace("{f}", &path);
+    assert_eq!(err.to_string(), expected);
+}
+
+#[test]
+fn io_errors_name_the_file() {
+    let err = load("no/such/dataset.yaml").unwrap_err();
+    assert!(matches!(err, DatasetError::Io { .. }));
+    assert!(
+        err.to_string()
+            .starts_with("cannot read dataset no/such/dataset.yaml: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn defaults_merge_and_timeouts_fall_back() {
+    let src = "name: t\ndefaultTimeout: 5000\nmetadata: {owner: qa}\ndefaultAssertions:\n  - type: signal.not\n    pattern: \"error:*\"\ncases:\n  - id: a\n    input: 1\n    assertions:\n      - type: output.contains\n        text: x\n  - id: b\n    timeout: 9000\n    input: 2\n    assertions: []\n";
+    let ds = load_str(src, Format::Yaml, "t").unwrap();
+    assert_eq!(ds.default_timeout_ms, Some(5000));
+    assert_eq!(ds.metadata["owner"], "qa");
+    assert_eq!(ds.cases[0].timeout_ms, Some(5000));
+    assert_eq!(ds.cases[1].timeout_ms, Some(9000));
+    assert_eq!(ds.cases[0].assertions.len(), 2);
+    assert_eq!(ds.cases[0].assertions[0].type_name(), "signal.not");
+    assert_eq!(ds.cases[1].assertions.len(), 1);
+    assert!(ds.warnings.is_empty(), "defaults count as assertions");
+}
+
+#[test]
+fn every_assertion_type_loads_from_yaml() {
+    let src = r#"
+name: all types
+cases:
+  - id: everything
+    input: {}
+    assertions:
+      - {type: signal.contains, pattern: "agent:*", payload: {agent: x}}
+      - {type: signal.not, pattern: "error:**"}
+      - {type: signal.count, pattern: "tool:call", min: 1, max: 3}
+      - {type: signal.trajectory, strict: true, patterns: [a, {pattern: b, payload: {k: 1}}]}
+      - {type: signal.first, pattern: "agent:activated", payload: {agent: p}}
+      - {type: signal.last, pattern: "agent:activated"}
+      - {type: snapshot.at, afterSignal: "plan:complete", path: "plan.steps[0]", exists: true}
+      - {type: snapshot.final, path: 'files["a.b"]', value: {matches: "^x"}}
+      - {type: agent.activated, agentId: a, count: 2}
+      - {type: agent.completed, agentId: a}
+      - {type: agent.causedBy, agentId: a, triggerPattern: "review:*"}
+      - {type: agent.emitted, agentId: a, signal: "review:complete"}
+      - {type: agent.skipped, agentId: a, reason: guard}
+      - {type: metric.latency.max, value: 1}
+      - {type: metric.latency.min, value: 1}
+      - {type: metric.cost.max, value: 0.1}
+      - {type: metric.cost.min, value: 0}
+      - {type: metric.tokens.max, value: 10, field: output}
+      - {type: metric.tokens.min, value: 10}
+      - {type: metric.activations, exact: 4}
+      - {type: output.contains, text: a, caseSensitive: false, path: x}
+      - {type: output.notContains, text: a}
+      - {type: output.matches, regex: "a|b", flags: im}
+      - {type: output.json, schema: {type: object, required: [a]}}
+      - {type: output.length, min: 1, max: 10}
+      - {type: output.equals, value: {a: [1, 2]}, path: "r"}
+      - {type: tool.called, name: Edit, min: 1}
+      - {type: tool.notCalled, name: Bash}
+      - {type: tool.calledWith, name: Write, args: {file_path: {endsWith: ".ts"}}}
+      - {type: tool.sequence, tools: [Read, Edit]}
+      - {type: llm.judge, criteria: [clear], rubric: r, minScore: 0.7, model: m, temperature: 0}
+      - {type: all, assertions: [{type: behavior.no_errors}]}
+      - {type: any, assertions: [{type: behavior.no_errors}]}
+      - {type: not, assertion: {type: tool.called, name: rm}}
+"#;
+    let ds = load_str(src, Format::Yaml, "all.yaml").unwrap_or_else(|e| panic!("{e}"));
+    assert!(ds.warnings.is_empty(), "{:?}", ds.warnings);
+    let types: Vec<&str> = ds.cases[0]
+        .assertions
+        .iter()
+        .map(Assertion::type_name)
+        .collect();
+    assert_eq!(types, Assertion::TYPES);
+}
+
+// ------------------------------------------------------------- robustness
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn loading_never_panics(src in "\\PC{0,200}") {
+        let _ = load_str(&src, Format::Yaml, "p.yaml");
+        let _ = load_str(&src, Format::Json, "p.json");
+    }
+
+    #[test]
+    fn mangled_seed_files_never_panic(cut in 0usize..7391, junk in "[\\[\\]{}:,\"'\\- a-z\n]{0,8}") {
+        let src = std::fs::read_to_string(fixture("code-review-agent.yaml")).unwrap();
+        let mut cut = cut.min(src.len());
+        while !src.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let mangled = format!("{}{}{}", &src[..cut], junk, &src[cut..]);
+        let _ = load_str(&mangled, Format::Yaml, "m.yaml");
+    }
+}

@@ -1,0 +1,8 @@
+use scaffold::eval;
+
+#[eval]
+struct CodeReview {
+    trials: u32,
+}
+
+fn main() {}

@@ -1,0 +1,103 @@
+//! A two-agent code review workflow: a reviewer finds problems, a fixer
+//! proposes a corrected version when there is something to fix.
+
+use std::sync::Arc;
+
+use scaffold::prelude::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// One problem the reviewer found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// Short name of the problem, e.g. "SQL injection".
+    pub issue: String,
+    /// `critical`, `high`, `medium` or `low`.
+    pub severity: String,
+    /// Why it is a problem and how to fix it.
+    pub explanation: String,
+}
+
+/// The reviewer's structured answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReviewOutput {
+    /// Problems found; empty when the code is fine.
+    pub findings: Vec<Finding>,
+    /// One-paragraph summary.
+    pub summary: String,
+}
+
+/// The workflow's state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReviewState {
+    /// The code under review.
+    pub code: String,
+    /// Its language.
+    pub language: String,
+    /// What the reviewer found.
+    pub findings: Vec<Finding>,
+    /// The reviewer's summary.
+    pub summary: String,
+    /// The fixer's proposal.
+    pub fix: Option<String>,
+}
+
+/// The code review workflow with the given providers for its two agents.
+pub fn workflow(reviewer: Arc<dyn Provider>, fixer: Arc<dyn Provider>) -> Workflow<ReviewState> {
+    let reviewer = Agent::<ReviewState>::new("reviewer")
+        .provider_arc(reviewer)
+        .system(
+            "You are a senior security-minded code reviewer. Report concrete problems only; \
+             an empty list when the code is fine.",
+        )
+        .prompt(|s| format!("Review this {} code:\n```\n{}```", s.language, s.code))
+        .output(|review: ReviewOutput, s: &mut ReviewState| {
+            s.findings = review.findings;
+            s.summary = review.summary;
+        })
+        .temperature(0.0)
+        .max_tokens(1024)
+        .emits_with("review:complete", |s| json!({"findings": s.findings.len()}));
+    let fixer = Agent::<ReviewState>::new("fixer")
+        .provider_arc(fixer)
+        .system("You fix code. Answer with an explanation and the corrected code.")
+        .when_because(|s| !s.findings.is_empty(), "no findings to fix")
+        .prompt(|s| {
+            let issues: Vec<String> = s
+                .findings
+                .iter()
+                .map(|f| format!("- {} ({}): {}", f.issue, f.severity, f.explanation))
+                .collect();
+            format!(
+                "Fix these problems:\n{}\n\nCode:\n```\n{}```",
+                issues.join("\n"),
+                s.code
+            )
+        })
+        .update(|text, s| s.fix = Some(text))
+        .temperature(0.0)
+        .max_tokens(1024)
+        .emits("fix:proposed");
+    Workflow::new("code-review", ReviewState::default())
+        .start(|input: &Value, s| {
+            s.code = input["code"].as_str().unwrap_or_default().to_string();
+            s.language = input["language"].as_str().unwrap_or("text").to_string();
+        })
+        .phase("review", Phase::run(reviewer).next("fix"))
+        .phase("fix", Phase::run(fixer).next("done"))
+        .terminal("done")
+        .output(|s| {
+            let findings: Vec<String> = s
+                .findings
+                .iter()
+                .map(|f| format!("{} ({}): {}", f.issue, f.severity, f.explanation))
+                .collect();
+            let mut out = format!("{}\n{}", s.summary, findings.join("\n"));
+            if let Some(fix) = &s.fix {
+                out.push_str("\n\n");
+                out.push_str(fix);
+            }
+            Value::String(out)
+        })
+}

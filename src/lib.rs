@@ -1,0 +1,3 @@
+//! The example workflows of the scaffold repository, used by its own eval suite.
+
+pub mod code_review;
