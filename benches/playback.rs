@@ -1,0 +1,177 @@
+//! Playback overhead per cell.
+//!
+//! `cargo bench --bench playback` (`SCAFFOLD_BENCH_CELLS` to change the 1,000 cells)
+//!
+//! A two-agent workflow (writer → reviewer, both on the OpenAI provider) runs
+//! over 500 cases × 2 variants. The cells are first recorded against the fake
+//! provider server, then each cell is run through the harness's cell path
+//! (`Eval::run_cell`: run, 4 assertions, scorer, in-memory store) in playback,
+//! over real HTTP to the shared wiremock server. The baseline, measured in the
+//! same run, is the same cells with a scripted provider (no HTTP, no
+//! recordings): the difference is what playback costs per cell.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use scaffold::dataset::{Format, load_str};
+use scaffold::eval::{CellEnv, Eval};
+use scaffold::prelude::*;
+use scaffold::provider::openai::OpenAi;
+use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};
+use scaffold::testing::FakeProviderServer;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Doc {
+    topic: String,
+    draft: String,
+    review: String,
+}
+
+fn workflow(writer: Arc<dyn Provider>, reviewer: Arc<dyn Provider>) -> Workflow<Doc> {
+    let write = Agent::<Doc>::new("writer")
+        .provider_arc(writer)
+        .prompt(|s| format!("Write one sentence about {}", s.topic))
+        .update(|t, s| s.draft = t)
+        .emits("draft:ready");
+    let review = Agent::<Doc>::new("reviewer")
+        .provider_arc(reviewer)
+        .prompt(|s| format!("Review: {}", s.draft))
+        .update(|t, s| s.review = t);
+    Workflow::new("write-review", Doc::default())
+        .start(|input, s| s.topic = input["topic"].as_str().unwrap_or_default().to_string())
+        .phase("write", Phase::run(write).next("review"))
+        .phase("review", Phase::run(review).next("done"))
+        .terminal("done")
+        .output(|s| json!(s.review))
+}
+
+fn dataset(cases: usize) -> scaffold::dataset::Dataset {
+    let mut yaml = String::from(
+        "name: bench\ndefaultAssertions:\n  - type: signal.not\n    pattern: \"error:*\"\n  - type: signal.trajectory\n    patterns: [harness:start, draft:ready, harness:end]\n  - type: agent.activated\n    agentId: reviewer\n  - type: output.contains\n    text: Echo\ncases:\n",
+    );
+    for i in 0..cases {
+        yaml.push_str(&format!(
+            "  - id: case-{i}\n    input: {{topic: \"topic number {i}\"}}\n    assertions: []\n"
+        ));
+    }
+    match load_str(&yaml, Format::Yaml, "bench.yaml") {
+        Ok(d) => d,
+        Err(e) => panic!("bench dataset: {e}"),
+    }
+}
+
+fn eval(provider: impl Fn() -> Arc<dyn Provider>, cases: usize) -> Eval<Doc> {
+    Eval::new()
+        .name("bench")
+        .variant("a", workflow(provider(), provider()))
+        .variant("b", workflow(provider(), provider()))
+        .dataset(dataset(cases))
+        .scorer(scaffold::scorer::output_valid())
+}
+
+/// Per-cell times of every cell of `eval`, run one after the other.
+async fn time_cells(eval: &Eval<Doc>, env: &CellEnv) -> (Vec<Duration>, usize) {
+    let mut times = Vec::with_capacity(eval.cell_count());
+    let mut failed = 0;
+    for cell in eval.cells() {
+        let t = Instant::now();
+        let (result, _) = eval.run_cell(&cell, env).await;
+        times.push(t.elapsed());
+        failed += usize::from(!result.passed);
+    }
+    times.sort();
+    (times, failed)
+}
+
+fn median_us(times: &[Duration]) -> f64 {
+    times[times.len() / 2].as_secs_f64() * 1e6
+}
+
+fn p95_us(times: &[Duration]) -> f64 {
+    times[(times.len() * 95 / 100).min(times.len() - 1)].as_secs_f64() * 1e6
+}
+
+fn main() {
+    let cells: usize = std::env::var("SCAFFOLD_BENCH_CELLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let cases = cells.div_ceil(2);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let dir = std::env::temp_dir().join(format!("scaffold-bench-playback-{}", std::process::id()));
+    runtime.block_on(async {
+        let server = FakeProviderServer::start().await.expect("fake server");
+        let url = server.openai_base_url();
+        let openai = |url: String| {
+            move || -> Arc<dyn Provider> {
+                Arc::new(
+                    OpenAi::new("gpt-4o-mini")
+                        .base_url(url.clone())
+                        .api_key("sk-bench"),
+                )
+            }
+        };
+
+        // Record every cell once against the fake server.
+        let recorder = ProviderRecorder::new(&dir, RecorderMode::Record);
+        let recording = eval(openai(url.clone()), cases);
+        let env = CellEnv {
+            store: None,
+            transport: Some(recorder.transport()),
+        };
+        let (_, failed) = time_cells(&recording, &env).await;
+        assert_eq!(failed, 0, "recording run had failing cells");
+
+        // Playback: real HTTP to the shared wiremock server, 4 assertions, a scorer, a store.
+        let store = Store::in_memory().expect("store");
+        let playback = ProviderRecorder::new(&dir, RecorderMode::Playback);
+        let env = CellEnv {
+            store: Some(store.clone()),
+            transport: Some(playback.transport()),
+        };
+        let replay = eval(openai("http://unused.invalid/v1".into()), cases);
+        let _ = time_cells(&replay, &env).await; // warm-up: connections, cassette cache
+        let (played, failed) = time_cells(&replay, &env).await;
+        assert_eq!(failed, 0, "playback had failing cells");
+        store.flush().expect("flush");
+
+        // Baseline: the same cells with a scripted provider (no HTTP).
+        let scripted = || -> Arc<dyn Provider> {
+            Arc::new(ScriptedProvider::responder("gpt-4o-mini", |req| {
+                ScriptedReply::text(format!("Echo: {}", req.messages[0].text()))
+            }))
+        };
+        let base = eval(scripted, cases);
+        let env = CellEnv {
+            store: Some(store.clone()),
+            transport: None,
+        };
+        let _ = time_cells(&base, &env).await;
+        let (baseline, _) = time_cells(&base, &env).await;
+
+        let (p, b) = (median_us(&played), median_us(&baseline));
+        println!(
+            "playback, {} cells of a two-agent workflow (2 HTTP calls per cell):",
+            played.len()
+        );
+        println!(
+            "  playback cell      median {p:>9.1} µs   p95 {:>9.1} µs",
+            p95_us(&played)
+        );
+        println!(
+            "  scripted baseline  median {b:>9.1} µs   p95 {:>9.1} µs",
+            p95_us(&baseline)
+        );
+        println!(
+            "  playback overhead  median {:>9.1} µs per cell ({:.1}× the baseline cell)",
+            p - b,
+            p / b
+        );
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}

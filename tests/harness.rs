@@ -1,0 +1,122 @@
+//! The eval harness as a user drives it: `cargo test --test evals` with
+//! libtest flags and scaffold's environment variables.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn evals(args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["test", "--quiet", "--test", "evals", "--"])
+        .args(args)
+        .env("CI", "true")
+        .env("INSTA_UPDATE", "no")
+        .env("SCAFFOLD_DATABASE", ":memory:")
+        .env_remove("SCAFFOLD_MODE")
+        .env_remove("SCAFFOLD_TAGS")
+        .env_remove("NEXTEST_RUN_ID")
+        .env_remove("NEXTEST");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("cargo runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn results() -> Value {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let raw = std::fs::read_to_string(target.join("scaffold").join("code-review.json"))
+        .expect("results JSON written");
+    serde_json::from_str(&raw).expect("results JSON parses")
+}
+
+/// What must not depend on scheduling: each cell's verdicts, output,
+/// tokens and cost (times and session ids do).
+fn stable(results: &Value) -> Vec<Value> {
+    let mut cells: Vec<Value> = results["results"]
+        .as_array()
+        .expect("results array")
+        .iter()
+        .map(|cell| {
+            let verdicts: Vec<&Value> = cell["assertions"]
+                .as_array()
+                .map(|a| a.iter().map(|r| &r["passed"]).collect())
+                .unwrap_or_default();
+            let field = |name: &str| match &cell[name] {
+                Value::Null => cell["id"][name].clone(),
+                v => v.clone(),
+            };
+            serde_json::json!({
+                "variant": field("variant"),
+                "case": field("case"),
+                "passed": cell["passed"],
+                "output": cell["output"],
+                "inputTokens": cell["metrics"]["inputTokens"],
+                "outputTokens": cell["metrics"]["outputTokens"],
+                "costUsd": cell["metrics"]["costUsd"],
+                "assertions": verdicts,
+            })
+        })
+        .collect();
+    cells.sort_by_key(|c| format!("{}::{}", c["variant"], c["case"]));
+    cells
+}
+
+#[test]
+fn playback_is_identical_at_1_and_8_threads_and_flags_work() {
+    let one = evals(&["--test-threads", "1"], &[]);
+    assert!(one.status.success(), "{}", text(&one));
+    let out = text(&one);
+    assert!(out.contains("10 passed"), "{out}");
+    assert!(out.contains("Eval: code-review"), "{out}");
+    assert!(out.contains("Cheapest: "), "{out}");
+    let first = stable(&results());
+
+    let eight = evals(&["--test-threads", "8"], &[]);
+    assert!(eight.status.success(), "{}", text(&eight));
+    assert_eq!(
+        first,
+        stable(&results()),
+        "results differ between 1 and 8 threads"
+    );
+
+    // --list names every cell and runs none.
+    let list = evals(&["--list"], &[]);
+    let listed = String::from_utf8_lossy(&list.stdout).to_string();
+    assert!(
+        listed.contains("code-review::gpt-4o::sql-injection: test"),
+        "{listed}"
+    );
+    assert_eq!(listed.matches(": test").count(), 10, "{listed}");
+
+    // A filter and --exact pick cells; SCAFFOLD_TAGS filters by case tag.
+    let filtered = evals(&["sql-injection"], &[]);
+    assert!(text(&filtered).contains("2 passed"), "{}", text(&filtered));
+    let exact = evals(
+        &["--exact", "code-review::claude-sonnet-4-5::path-traversal"],
+        &[],
+    );
+    assert!(text(&exact).contains("1 passed"), "{}", text(&exact));
+    let tagged = evals(&[], &[("SCAFFOLD_TAGS", "xss,negative")]);
+    assert!(text(&tagged).contains("4 passed"), "{}", text(&tagged));
+
+    // A bad mode is a clear set-up error.
+    let bad = evals(&[], &[("SCAFFOLD_MODE", "replay")]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad).contains("SCAFFOLD_MODE") && text(&bad).contains("live, record, playback"),
+        "{}",
+        text(&bad)
+    );
+}
