@@ -45,9 +45,21 @@ fn session() -> Vec<Signal> {
     };
     vec![
         sig(0, "harness:start", json!({"state": {"a": {"b": [1, 2]}}})),
-        sig(1, "agent:activated", json!({"agent": "x", "trigger": "phase:entered"})),
-        sig(2, "tool:call", json!({"id": "1", "name": "Edit", "input": {"file_path": "a.ts"}})),
-        sig(3, "state:a:changed", json!({"key": "a", "newValue": {"b": [3]}})),
+        sig(
+            1,
+            "agent:activated",
+            json!({"agent": "x", "trigger": "phase:entered"}),
+        ),
+        sig(
+            2,
+            "tool:call",
+            json!({"id": "1", "name": "Edit", "input": {"file_path": "a.ts"}}),
+        ),
+        sig(
+            3,
+            "state:a:changed",
+            json!({"key": "a", "newValue": {"b": [3]}}),
+        ),
         sig(4, "review:complete", json!({"agent": "x"})),
         sig(5, "harness:end", json!({"durationMs": 5})),
     ]

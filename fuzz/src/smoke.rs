@@ -23,7 +23,11 @@ impl Rng {
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
@@ -59,11 +63,19 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 fn main() {
     let mut args = std::env::args().skip(1);
     let iterations: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(20_000);
-    let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(0x5CAF_F01D);
+    let seed: u64 = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0x5CAF_F01D);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut seeds = Vec::new();
-    for dir in [root.join("seeds"), root.join("../scaffold/tests/fixtures/datasets")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+    for dir in [
+        root.join("seeds"),
+        root.join("../scaffold/tests/fixtures/datasets"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
         paths.sort();
         for p in paths {

@@ -369,6 +369,11 @@ fn snapshot_final() {
         "in the final state, analysis.confidence is 0.95; expected between 0 and 0.9",
     );
     check(
+        json!({"type": "snapshot.final", "path": "analysis", "value": {"confidence": {"gte": 0.99}}}),
+        false,
+        "in the final state, analysis is {confidence: 0.95, files: [{path: src/user.ts}, {path: src/db.ts}]}; expected {confidence: gte 0.99} (confidence: expected gte 0.99, got 0.95)",
+    );
+    check(
         json!({"type": "snapshot.final", "path": "draft", "exists": false}),
         true,
         "in the final state, draft does not exist, as expected",
@@ -501,6 +506,21 @@ fn metrics() {
         json!({"type": "metric.latency.min", "value": 2000}),
         false,
         "latency 1500 ms is under the minimum 2000 ms",
+    );
+    check(
+        json!({"type": "metric.latency.min", "value": 1000}),
+        true,
+        "latency 1500 ms is within the minimum 1000 ms",
+    );
+    check(
+        json!({"type": "metric.cost.min", "value": 0.01}),
+        false,
+        "cost $0.006 is under the minimum $0.01",
+    );
+    check(
+        json!({"type": "metric.tokens.min", "value": 400}),
+        true,
+        "total tokens 430 is within the minimum 400",
     );
     check(
         json!({"type": "metric.cost.max", "value": 0.05}),
@@ -1380,4 +1400,17 @@ proptest! {
         let p = Path::parse(&keys.join(".")).unwrap();
         prop_assert_eq!(p.resolve(&v), Some(&json!(leaf)));
     }
+}
+
+#[test]
+fn evaluation_can_run_on_any_runtime_thread() {
+    fn is_send<T: Send>(_: &T) {}
+    fn is_sync<T: Sync>() {}
+    is_sync::<EvalContext<'static>>();
+    is_sync::<Judge>();
+    let s = session();
+    let c = ctx(&s);
+    let list = vec![judge_assertion(0.5)];
+    let future = evaluate_all(&list, &c);
+    is_send(&future);
 }

@@ -168,9 +168,7 @@ fn round_trip_in_memory() {
     assert!(other.session("s1").unwrap().is_none());
 }
 
-#[test]
-fn clones_share_one_store_across_threads() {
-    let store = Store::in_memory().unwrap();
+fn appends_from_threads(store: Store) {
     let handles: Vec<_> = (0..4)
         .map(|t| {
             let store = store.clone();
@@ -190,7 +188,24 @@ fn clones_share_one_store_across_threads() {
         let id = format!("t{t}");
         assert_eq!(store.signals(&id).unwrap().len(), 100);
         assert_eq!(store.state_at(&id, 99).unwrap(), json!({"n": 99}));
+        assert_eq!(store.state_at(&id, 50).unwrap(), json!({"n": 50}));
     }
+}
+
+#[test]
+fn clones_share_one_store_across_threads() {
+    appends_from_threads(Store::in_memory().unwrap());
+}
+
+#[test]
+fn a_full_queue_makes_appends_wait_not_fail() {
+    let store = StoreOptions::default()
+        .queue_capacity(1)
+        .batch_size(1)
+        .checkpoint_interval(7)
+        .in_memory()
+        .unwrap();
+    appends_from_threads(store);
 }
 
 #[test]

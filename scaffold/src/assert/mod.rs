@@ -35,6 +35,75 @@
 //!     assert!(r.passed, "{r}");
 //! }
 //! ```
+//!
+//! # Signal-name globs
+//!
+//! Names are colon paths; a [`Glob`] matches them segment by segment:
+//! `agent:*` is `agent:` plus exactly one segment (`agent:activated`, not
+//! `agent:a:b`); `tool:**` is `tool` followed by any number of segments,
+//! zero included (`tool`, `tool:call`, `tool:a:b`); `state:*:changed`;
+//! `review*` is one segment starting with `review`. `**` must be a whole
+//! segment.
+//!
+//! # Paths
+//!
+//! State and output paths ([`Path`]) use dots and brackets:
+//! `analysis.confidence`, `files[0].path`, `files[-1]` (from the end),
+//! `["weird key"].x`, `files.0.path` (an all-digit key also indexes an
+//! array). The empty path is the whole value.
+//!
+//! # Expected values
+//!
+//! Wherever an assertion takes an expected value (`payload`, `args`,
+//! snapshot `value`), the same rules apply ([`matches_value`]):
+//!
+//! - **Objects are subsets**: every expected key must be present and match;
+//!   other keys are ignored, at every depth.
+//! - **Arrays are ordered subsequences**: each expected element must match
+//!   an actual element, in order, with anything between: `[a, c]` matches
+//!   `[a, b, c]` but not `[c, a]`. Use `{equals: [...]}` for an exact array.
+//! - **Leaves are equal** (numbers by value: `1` equals `1.0`), unless the
+//!   expected leaf is a **value matcher**, an object whose keys are all
+//!   matcher names; several keys must all hold (`{gte: 1, lte: 5}`):
+//!
+//! | matcher | holds when the actual value |
+//! |---|---|
+//! | `gte`, `gt`, `lte`, `lt: n` | is a number in that relation to `n`; for an array or object, its length |
+//! | `between: [a, b]` | is a number (or length) with `a <= x <= b` |
+//! | `contains: x` | is a string containing `x`; an array with an element that contains (strings) or partially matches `x`; an object with key `x` |
+//! | `startsWith: s`, `endsWith: s` | is a string starting / ending with `s` |
+//! | `matches: re` | is a string (numbers and booleans as written) in which the regex finds a match |
+//! | `equals: v` | is exactly `v` (deep; the way to compare with an object that looks like a matcher) |
+//!
+//! # Trajectories
+//!
+//! `signal.trajectory` steps are a name glob and an optional partial
+//! payload. Not strict (the default), they must occur in order with anything
+//! between. Strict, they must be consecutive among the signals whose names
+//! match at least one step's glob: no other such signal (another
+//! `agent:activated`, say) may come between two steps, while signals no step
+//! names (text deltas, provider calls) never break a strict trajectory.
+//!
+//! # Seed 001's names
+//!
+//! [`LEGACY_TYPES`] load as the assertion they stand for:
+//! `metric.latency_ms.max` → `metric.latency.max`, `metric.total_cost_usd.max`
+//! → `metric.cost.max`, `metric.tokens.input|output.max` →
+//! `metric.tokens.max` with that `field`, `behavior.no_errors` →
+//! `signal.not error:**`, `behavior.node_executed {nodeId}` →
+//! `agent.activated`, `behavior.node_invocations.max {nodeId, value}` →
+//! `agent.activated {max}`; `output.contains` takes `value` for `text`.
+//!
+//! # Cost
+//!
+//! A context borrows the signals. On first use it interns every signal name
+//! to a small id (two threads for long sessions); each glob is then matched
+//! once per distinct name, and scans run over the ids. Payload fields that
+//! several assertions filter on (`agent`, a tool's `name`) are read once
+//! into shared columns. `snapshot.at` walks back from its signal over the
+//! changes of the path's top-level key only, cloning one value. 20 mixed
+//! assertions over a 1M-signal session take about 50 ms (see
+//! `benches/assertions.rs`).
 
 mod agent;
 mod compose;

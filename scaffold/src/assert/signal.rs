@@ -16,7 +16,7 @@ use super::result::{Bounds, Outcome};
 pub struct SignalContains {
     /// Glob over the signal name (`agent:*`, `tool:**`).
     pub pattern: String,
-    /// Partial payload (see [`matcher`](super::matcher) for the rules).
+    /// Partial payload (see [expected values](crate::assert#expected-values)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
 }

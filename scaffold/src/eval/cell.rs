@@ -198,11 +198,24 @@ impl<S: State> Eval<S> {
             session_id: &result.session_id,
             variant: Some(&id.variant),
             error: error.as_deref(),
+            input: Some(&case.input),
+            dataset: Some(dataset.key()),
+            case: Some(&case.id),
+            trial: id.trial,
+            store: env.store.as_ref(),
         };
-        let mut scores = Vec::with_capacity(self.scorers.len());
-        for scorer in &self.scorers {
-            scores.push(scorer.score(&scorer_ctx).await);
-        }
+        // Scorers that call models (judge, embeddings) go through the recorder too.
+        let grade_scores = async {
+            let mut scores = Vec::with_capacity(self.scorers.len());
+            for scorer in &self.scorers {
+                scores.push(scorer.score(&scorer_ctx).await);
+            }
+            scores
+        };
+        let scores = match &env.transport {
+            Some(transport) => with_transport(transport.clone(), grade_scores).await,
+            None => grade_scores.await,
+        };
         let passed = error.is_none()
             && assertion_results.iter().all(|a| a.passed)
             && scores.iter().all(|s| s.pass);

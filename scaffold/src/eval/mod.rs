@@ -4,10 +4,17 @@
 //! variant, case and trial) and runs each cell with [`Eval::run_cell`].
 
 mod cell;
-mod summary;
+pub mod compare;
+pub mod results;
+pub mod stats;
 
 pub use cell::{CellEnv, CellId, CellResult};
-pub use summary::{ScoreStats, VariantSummary, summarize};
+pub use compare::{
+    CompareOptions, Comparison, Recommendation, VariantCompareOptions, VariantComparison, Verdict,
+    WinnerVerdict, compare, compare_variants,
+};
+pub use results::{CellRecord, EvalResults, RunConfig};
+pub use stats::{LatencyStats, ScoreStats, VariantSummary, summarize};
 
 use std::fmt;
 use std::path::PathBuf;

@@ -12,7 +12,18 @@
 //! pass no custom flags): `SCAFFOLD_MODE` (`playback`, `record`, `live`),
 //! `SCAFFOLD_TAGS` (comma-separated; only cases with one of them run),
 //! `SCAFFOLD_DATABASE` (a path or `:memory:`; default
-//! `target/scaffold/scaffold.db`).
+//! `target/scaffold/scaffold.db`), `SCAFFOLD_FORMAT` (the reports written to
+//! `target/scaffold/`: any of `table,json,markdown,junit,html`; default
+//! `table,json`), `SCAFFOLD_BASELINE` (a results JSON of an earlier run, or
+//! a directory of them named `{eval}.json`: blocking regressions against it
+//! fail the run) and `SCAFFOLD_PROGRESS=0` (no progress bar).
+//!
+//! After the cells, for each eval the harness prints the table (format
+//! `table`), applies the `min_pass_rate` gate, compares with the baseline,
+//! and writes `{eval}.json`, `{eval}.md`, `{eval}.junit.xml`,
+//! `{eval}.html` as selected (plus `{eval}.comparison.json` with a
+//! baseline). With `markdown` selected and `GITHUB_STEP_SUMMARY` set, the
+//! Markdown is appended to the step summary.
 
 mod erased;
 mod registry;
@@ -32,15 +43,20 @@ use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use crate::eval::{CellEnv, CellResult, summarize};
+use crate::eval::{CellEnv, CellResult, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::recorder::{ProviderRecorder, RecorderMode};
-use crate::report::table::{TableHeader, render};
+use crate::report::progress::{self, Progress};
+use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::Store;
 
 /// Environment variable: comma-separated tags; only cases with one of them run.
 pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
 /// Environment variable: the session database (`:memory:` or a path).
 pub const DATABASE_ENV: &str = "SCAFFOLD_DATABASE";
+/// Environment variable: the report formats (default `table,json`).
+pub const FORMAT_ENV: &str = "SCAFFOLD_FORMAT";
+/// Environment variable: the baseline results (a file or a directory).
+pub const BASELINE_ENV: &str = "SCAFFOLD_BASELINE";
 
 /// Expands to the `main` of an eval test binary (`tests/evals.rs`).
 #[macro_export]
@@ -66,6 +82,8 @@ struct Harness {
     envs: Vec<CellEnv>,
     snapshots: PathBuf,
     finished: Mutex<Vec<Finished>>,
+    formats: Vec<Format>,
+    progress: Option<Progress>,
 }
 
 fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<String>> {
@@ -190,8 +208,43 @@ pub fn main_in(manifest_dir: &str) -> ExitCode {
     }
 }
 
+/// The formats named by `SCAFFOLD_FORMAT` (default table and JSON).
+fn wanted_formats() -> Result<Vec<Format>, String> {
+    match std::env::var(FORMAT_ENV) {
+        Ok(v) if !v.trim().is_empty() => {
+            Format::parse_list(&v).map_err(|e| format!("{FORMAT_ENV}: {e}"))
+        }
+        _ => Ok(DEFAULT_FORMATS.to_vec()),
+    }
+}
+
+/// The progress bar, when this run may show one (see [`progress::allowed`]).
+fn progress_bar(args: &Arguments, trials: &[Trial]) -> Option<Progress> {
+    use libtest_mimic::FormatSetting;
+    let threads = args
+        .test_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let pretty =
+        !args.quiet && args.format.unwrap_or(FormatSetting::Pretty) == FormatSetting::Pretty;
+    if args.list || threads < 2 || !pretty || !progress::allowed() {
+        return None;
+    }
+    let running: Vec<&Trial> = trials
+        .iter()
+        .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
+        .collect();
+    // libtest's lines are `test [eval] {name} ... ok`, names padded to the
+    // longest: the bar is never wider than the shortest of them.
+    let shortest = running.iter().map(|t| t.name().chars().count()).min()?;
+    Some(Progress::new(
+        running.len(),
+        shortest + "test [eval]  ... ok".len(),
+    ))
+}
+
 fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Vec<String>> {
     let mode = RecorderMode::from_env().map_err(|e| vec![e.to_string()])?;
+    let formats = wanted_formats().map_err(|e| vec![e])?;
     let evals = build_evals(manifest_dir)?;
     let store = if args.list {
         None
@@ -225,35 +278,53 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
         .enable_all()
         .build()
         .map_err(|e| vec![format!("cannot start the tokio runtime: {e}")])?;
-    let harness = Arc::new(Harness {
-        evals,
-        runtime,
-        envs,
-        snapshots: manifest_dir.join("snapshots"),
-        finished: Mutex::new(Vec::new()),
-    });
-
     let tags = wanted_tags();
-    let mut trials = Vec::new();
-    for (e, eval) in harness.evals.iter().enumerate() {
+    let mut cells = Vec::new();
+    for (e, eval) in evals.iter().enumerate() {
         for cell in eval.cells() {
             if let Some(tags) = &tags {
                 if !cell.tags.iter().any(|t| tags.contains(t)) {
                     continue;
                 }
             }
-            let name = cell.id.to_string();
-            let h = harness.clone();
-            let ignored = cell.ignored;
-            let index = cell.index;
-            let trial = Trial::test(name, move || h.run_trial(e, index))
-                .with_kind("eval")
-                .with_ignored_flag(ignored);
-            trials.push(trial);
+            cells.push((e, cell));
         }
     }
+    // The bar's size depends on the trials; the trials need the harness.
+    let names: Vec<Trial> = cells
+        .iter()
+        .map(|(_, cell)| {
+            Trial::test(cell.id.to_string(), || Ok(()))
+                .with_kind("eval")
+                .with_ignored_flag(cell.ignored)
+        })
+        .collect();
+    let progress = progress_bar(args, &names);
+    drop(names);
+    let harness = Arc::new(Harness {
+        evals,
+        runtime,
+        envs,
+        snapshots: manifest_dir.join("snapshots"),
+        finished: Mutex::new(Vec::new()),
+        formats,
+        progress,
+    });
+    let trials: Vec<Trial> = cells
+        .into_iter()
+        .map(|(e, cell)| {
+            let h = harness.clone();
+            let index = cell.index;
+            Trial::test(cell.id.to_string(), move || h.run_trial(e, index))
+                .with_kind("eval")
+                .with_ignored_flag(cell.ignored)
+        })
+        .collect();
     let list = args.list;
     let conclusion = libtest_mimic::run(args, trials);
+    if let Some(p) = &harness.progress {
+        p.finish();
+    }
     if list {
         return Ok(conclusion.exit_code());
     }
@@ -300,6 +371,9 @@ impl Harness {
                 snapshot_ok,
             });
         }
+        if let Some(p) = &self.progress {
+            p.tick(!failures.is_empty());
+        }
         if failures.is_empty() {
             Ok(())
         } else {
@@ -307,7 +381,8 @@ impl Harness {
         }
     }
 
-    /// Print each eval's table, write the results JSON, apply the gates.
+    /// Per eval: print the table, apply the gate, compare with the
+    /// baseline, write the reports.
     fn summarize(&self, manifest_dir: &Path, num_failed: u64) -> ExitCode {
         let finished = match self.finished.lock() {
             Ok(f) => f.clone(),
@@ -323,70 +398,71 @@ impl Harness {
                 .push(f.result);
         }
         let dir = results_dir(manifest_dir);
+        let baseline = Baseline::from_env();
         let mut gate_failed = false;
+        let mut blocked = false;
+        if let Baseline::Invalid(e) = &baseline {
+            eprintln!("\nerror: {BASELINE_ENV}: {e}");
+            blocked = true;
+        }
+        let timestamp = crate::util::now_rfc3339();
         for eval in &self.evals {
             let name = eval.name();
-            let Some(cells) = by_eval.get_mut(name) else {
+            let Some(cells) = by_eval.get(name) else {
                 continue;
             };
-            cells.sort_by(|a, b| a.id.cmp(&b.id));
-            let summaries = summarize(cells);
-            let scorer_names = eval.scorer_names();
             let inputs = {
-                let mut cases: Vec<&str> = cells.iter().map(|c| c.id.case.as_str()).collect();
+                let mut cases: Vec<(&str, &str)> = cells
+                    .iter()
+                    .map(|c| (c.dataset.as_str(), c.id.case.as_str()))
+                    .collect();
                 cases.sort();
                 cases.dedup();
                 cases.len()
             };
-            let header = TableHeader {
-                eval: name,
-                inputs,
-                variants: summaries.len(),
+            let config = RunConfig {
                 trials: eval.trials(),
-                scorers: &scorer_names,
+                inputs,
+                variants: eval.variant_names(),
+                scorers: eval.scorer_names(),
+                min_pass_rate: eval.min_pass_rate(),
             };
-            eprintln!("\n{}", render(&header, &summaries));
-            let passed = cells.iter().filter(|c| c.passed).count();
-            let rate = passed as f64 / cells.len().max(1) as f64;
-            let gate = eval.min_pass_rate();
-            if rate + 1e-12 < gate {
+            let results = EvalResults::from_cells(name, timestamp.clone(), config, cells);
+            if self.formats.contains(&Format::Table) {
+                eprintln!("\n{}", reports::table::render_results(&results));
+            } else {
+                eprintln!();
+            }
+            let rate = results.pass_rate();
+            let gate = results.config.min_pass_rate;
+            if results.gate_passed() {
+                eprintln!(
+                    "  Gate: passed: pass rate {:.1}% ≥ min_pass_rate {:.1}%",
+                    rate * 100.0,
+                    gate * 100.0
+                );
+            } else {
                 gate_failed = true;
                 eprintln!(
                     "  Gate: FAILED: pass rate {:.1}% is below min_pass_rate {:.1}%",
                     rate * 100.0,
                     gate * 100.0
                 );
-            } else {
-                eprintln!(
-                    "  Gate: passed: pass rate {:.1}% ≥ min_pass_rate {:.1}%",
-                    rate * 100.0,
-                    gate * 100.0
-                );
             }
-            let json = serde_json::json!({
-                "schemaVersion": 1,
-                "eval": name,
-                "timestamp": crate::util::now_rfc3339(),
-                "config": {
-                    "trials": eval.trials(),
-                    "inputs": inputs,
-                    "variants": eval.variant_names(),
-                    "minPassRate": gate,
-                },
-                "results": cells,
-                "summary": summaries,
-            });
-            let path = dir.join(format!("{name}.json"));
-            let written = std::fs::create_dir_all(&dir).and_then(|_| {
-                std::fs::write(
-                    &path,
-                    serde_json::to_string_pretty(&json).unwrap_or_default(),
-                )
-            });
-            match written {
-                Ok(()) => eprintln!("  Results: {}", path.display()),
-                Err(e) => eprintln!("  warning: cannot write {}: {e}", path.display()),
-            }
+            let comparison = match baseline.for_eval(name) {
+                Ok(Some(base)) => {
+                    let cmp = compare(&base, &results, &CompareOptions::default());
+                    blocked |= print_comparison(&cmp);
+                    Some(cmp)
+                }
+                Ok(None) => None,
+                Err(e) => {
+                    eprintln!("  Baseline: error: {e}");
+                    blocked = true;
+                    None
+                }
+            };
+            self.write_reports(&dir, &results, comparison.as_ref());
         }
         if drift > 0 {
             eprintln!(
@@ -400,10 +476,159 @@ impl Harness {
         if unexplained_failures {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
-        if gate_failed || drift > 0 || unexplained_failures {
+        if gate_failed || blocked || drift > 0 || unexplained_failures {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS
+        }
+    }
+
+    /// Write the selected report files of one eval into `dir`.
+    fn write_reports(
+        &self,
+        dir: &Path,
+        results: &EvalResults,
+        comparison: Option<&crate::eval::Comparison>,
+    ) {
+        let mut files: Vec<(PathBuf, String)> = Vec::new();
+        for &format in &self.formats {
+            if format == Format::Table {
+                continue;
+            }
+            let path = dir.join(format!("{}.{}", results.eval, format.extension()));
+            files.push((path, reports::render(format, results, comparison)));
+        }
+        if let (Some(cmp), true) = (comparison, self.formats.contains(&Format::Json)) {
+            files.push((
+                dir.join(format!("{}.comparison.json", results.eval)),
+                reports::json::render_comparison(cmp),
+            ));
+        }
+        if files.is_empty() {
+            return;
+        }
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("  warning: cannot create {}: {e}", dir.display());
+            return;
+        }
+        for (path, text) in files {
+            let label = if path.extension().is_some_and(|e| e == "json")
+                && !path.to_string_lossy().ends_with(".comparison.json")
+            {
+                "Results"
+            } else {
+                "Report"
+            };
+            match std::fs::write(&path, text) {
+                Ok(()) => eprintln!("  {label}: {}", path.display()),
+                Err(e) => eprintln!("  warning: cannot write {}: {e}", path.display()),
+            }
+        }
+        if self.formats.contains(&Format::Markdown) {
+            if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty())
+            {
+                let md = reports::markdown::render(results, comparison);
+                let appended = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&summary)
+                    .and_then(|mut f| {
+                        std::io::Write::write_all(&mut f, format!("{md}\n").as_bytes())
+                    });
+                if let Err(e) = appended {
+                    eprintln!(
+                        "  warning: cannot append to GITHUB_STEP_SUMMARY {}: {e}",
+                        PathBuf::from(summary).display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Print a baseline comparison; returns whether it blocks.
+fn print_comparison(cmp: &crate::eval::Comparison) -> bool {
+    let s = &cmp.summary;
+    eprintln!(
+        "  Baseline ({}): {}; pass rate {:+.1} pts; {} regression(s), {} improvement(s), {} new, {} removed",
+        cmp.baseline.timestamp,
+        s.verdict.as_str(),
+        s.pass_rate_delta * 100.0,
+        cmp.regressions.len(),
+        cmp.improvements.len(),
+        cmp.new_cases.len(),
+        cmp.removed_cases.len()
+    );
+    if !s.should_block {
+        return false;
+    }
+    eprintln!(
+        "  Baseline: BLOCKED: {}",
+        s.block_reason.as_deref().unwrap_or("regressions")
+    );
+    for r in &cmp.regressions {
+        let severity = match r.severity {
+            crate::eval::compare::Severity::Critical => "critical",
+            crate::eval::compare::Severity::Warning => "warning",
+        };
+        eprintln!("    [{severity}] {}: {}", r.case_id, r.description);
+    }
+    true
+}
+
+/// What `SCAFFOLD_BASELINE` names.
+enum Baseline {
+    /// Not set.
+    None,
+    /// One results file (for the eval it names).
+    File(PathBuf, Box<EvalResults>),
+    /// A directory of `{eval}.json` files.
+    Dir(PathBuf),
+    /// Set, but unreadable.
+    Invalid(String),
+}
+
+impl Baseline {
+    fn from_env() -> Baseline {
+        let Some(raw) = std::env::var_os(BASELINE_ENV).filter(|v| !v.is_empty()) else {
+            return Baseline::None;
+        };
+        let path = PathBuf::from(raw);
+        if path.is_dir() {
+            return Baseline::Dir(path);
+        }
+        match EvalResults::load(&path) {
+            Ok(r) => Baseline::File(path, Box::new(r)),
+            Err(e) => Baseline::Invalid(e.to_string()),
+        }
+    }
+
+    /// The baseline of eval `name`, if there is one.
+    fn for_eval(&self, name: &str) -> Result<Option<EvalResults>, String> {
+        match self {
+            Baseline::None | Baseline::Invalid(_) => Ok(None),
+            Baseline::File(path, r) => {
+                if r.eval == name {
+                    Ok(Some(EvalResults::clone(r)))
+                } else {
+                    eprintln!(
+                        "  Baseline: {} holds eval `{}`, not `{name}`: not compared",
+                        path.display(),
+                        r.eval
+                    );
+                    Ok(None)
+                }
+            }
+            Baseline::Dir(dir) => {
+                let path = dir.join(format!("{name}.json"));
+                if !path.exists() {
+                    eprintln!("  Baseline: no {}: not compared", path.display());
+                    return Ok(None);
+                }
+                EvalResults::load(&path)
+                    .map(Some)
+                    .map_err(|e| e.to_string())
+            }
         }
     }
 }

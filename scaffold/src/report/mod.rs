@@ -1,3 +1,145 @@
-//! Reports of eval results.
+//! Reports of eval results: the terminal [`table`], [`json`] (the results
+//! document), [`markdown`] (fits a CI step summary), [`junit`] XML and a
+//! single-file [`html`] page with SVG plots; plus the harness's [`progress`]
+//! bar.
+//!
+//! Every renderer takes an [`EvalResults`] (and optionally a baseline
+//! [`Comparison`]) and returns a string: rendering is pure and deterministic,
+//! so the same results give byte-identical reports.
 
+mod escape;
+pub(crate) mod fmt;
+pub mod html;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+mod plot;
+pub mod progress;
 pub mod table;
+
+use std::str::FromStr;
+
+use crate::eval::{Comparison, EvalResults};
+
+/// A report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Format {
+    /// The terminal table (printed to stderr by the harness).
+    Table,
+    /// The results document, `{eval}.json`.
+    Json,
+    /// Markdown, `{eval}.md`.
+    Markdown,
+    /// JUnit XML, `{eval}.junit.xml`.
+    Junit,
+    /// A single HTML page, `{eval}.html`.
+    Html,
+}
+
+/// The formats the harness writes without `SCAFFOLD_FORMAT`.
+pub const DEFAULT_FORMATS: &[Format] = &[Format::Table, Format::Json];
+
+/// Every format, in order.
+pub const ALL_FORMATS: &[Format] = &[
+    Format::Table,
+    Format::Json,
+    Format::Markdown,
+    Format::Junit,
+    Format::Html,
+];
+
+/// An unknown format name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report format `{name}` (known: table, json, markdown, junit, html)")]
+pub struct UnknownFormat {
+    /// The name given.
+    pub name: String,
+}
+
+impl Format {
+    /// `table`, `json`, `markdown`, `junit` or `html`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Markdown => "markdown",
+            Format::Junit => "junit",
+            Format::Html => "html",
+        }
+    }
+
+    /// The file name suffix: `txt`, `json`, `md`, `junit.xml`, `html`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Table => "txt",
+            Format::Json => "json",
+            Format::Markdown => "md",
+            Format::Junit => "junit.xml",
+            Format::Html => "html",
+        }
+    }
+
+    /// A comma-separated list (`table,json,markdown`), without duplicates,
+    /// in the order given; empty entries are ignored.
+    ///
+    /// ```
+    /// use scaffold::report::Format;
+    /// assert_eq!(Format::parse_list("json, md,json").unwrap(), [Format::Json, Format::Markdown]);
+    /// assert!(Format::parse_list("pdf").is_err());
+    /// ```
+    pub fn parse_list(list: &str) -> Result<Vec<Format>, UnknownFormat> {
+        let mut out = Vec::new();
+        for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let f: Format = part.parse()?;
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "table" | "text" | "terminal" => Ok(Format::Table),
+            "json" => Ok(Format::Json),
+            "markdown" | "md" => Ok(Format::Markdown),
+            "junit" | "xml" | "junit-xml" => Ok(Format::Junit),
+            "html" => Ok(Format::Html),
+            _ => Err(UnknownFormat {
+                name: s.to_string(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Render `results` in `format`, with the comparison against a baseline
+/// when there is one (the JSON document does not include it; see
+/// [`json::render_comparison`]).
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// use scaffold::report::{render, Format};
+/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![CellRecord::new("a", "c1")]);
+/// assert!(render(Format::Junit, &results, None).starts_with("<?xml"));
+/// assert!(render(Format::Markdown, &results, None).starts_with("## "));
+/// ```
+pub fn render(format: Format, results: &EvalResults, baseline: Option<&Comparison>) -> String {
+    match format {
+        Format::Table => table::render_results(results),
+        Format::Json => json::render(results),
+        Format::Markdown => markdown::render(results, baseline),
+        Format::Junit => junit::render(results),
+        Format::Html => html::render(results, baseline),
+    }
+}

@@ -1,6 +1,7 @@
 //! The terminal table: one row per variant, then Best / Cheapest / Fastest.
 
-use crate::eval::VariantSummary;
+use crate::eval::compare::primary_scorer;
+use crate::eval::{EvalResults, VariantSummary};
 
 /// What the table's title line says about the eval.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,13 +27,7 @@ fn latency(ms: f64) -> String {
 }
 
 fn dollars(usd: f64) -> String {
-    if usd == 0.0 {
-        "$0".into()
-    } else if usd < 0.01 {
-        format!("${usd:.4}")
-    } else {
-        format!("${usd:.2}")
-    }
+    super::fmt::usd(usd)
 }
 
 fn pad(s: &str, width: usize) -> String {
@@ -46,8 +41,8 @@ fn pad(s: &str, width: usize) -> String {
 /// use scaffold::eval::VariantSummary;
 /// use scaffold::report::table::{render, TableHeader};
 /// let v = VariantSummary { variant: "gpt-4o".into(), cells: 5, passed: 4, pass_rate: 0.8,
-///     avg_latency_ms: 2100.0, avg_cost_usd: 0.04, total_cost_usd: 0.2, total_tokens: 900,
-///     scores: Default::default() };
+///     avg_latency: 2100.0, avg_cost: 0.04, latency: Default::default(), cost: Default::default(),
+///     tokens: Default::default(), scores: Default::default() };
 /// let out = render(&TableHeader { eval: "code-review", inputs: 5, variants: 1, trials: 1, scorers: &[] }, &[v]);
 /// assert!(out.contains("│ gpt-4o "));
 /// assert!(out.contains("4/5 (80%)"));
@@ -69,18 +64,15 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
         "cost".into(),
     ];
     // A scorer named like a metric column gets its own, distinct heading.
-    head.extend(scorer_names.iter().map(|s| match *s {
-        "latency" | "cost" | "pass" => format!("{s} score"),
-        other => other.to_string(),
-    }));
+    head.extend(scorer_names.iter().map(|s| super::fmt::scorer_heading(s)));
     let rows: Vec<Vec<String>> = summaries
         .iter()
         .map(|s| {
             let mut row = vec![
                 s.variant.clone(),
                 format!("{}/{} ({:.0}%)", s.passed, s.cells, s.pass_rate * 100.0),
-                latency(s.avg_latency_ms),
-                dollars(s.avg_cost_usd),
+                latency(s.avg_latency),
+                dollars(s.avg_cost),
             ];
             for name in &scorer_names {
                 row.push(match s.scores.get(*name) {
@@ -144,24 +136,22 @@ fn verdict_lines(summaries: &[VariantSummary], scorers: &[&str]) -> String {
     if summaries.is_empty() {
         return out;
     }
-    // Best: highest pass rate, then highest mean on the first quality scorer
-    // (not a metric or validity scorer), then lowest spread.
-    let primary = scorers
-        .iter()
-        .copied()
-        .find(|s| !matches!(*s, "output-valid" | "latency" | "cost" | "tokens"));
-    let key = |s: &VariantSummary| {
-        let st = primary.and_then(|p| s.scores.get(p));
-        (
-            s.pass_rate,
-            st.map_or(0.0, |x| x.mean),
-            -st.map_or(0.0, |x| x.stddev),
-        )
+    // Best: highest pass rate, then highest mean of the primary quality
+    // scorer, then cheapest, then fastest: the variant the comparison
+    // recommends (see `eval::compare`).
+    let primary = primary_scorer(scorers.iter().copied());
+    let quality = |s: &VariantSummary| {
+        primary
+            .and_then(|p| s.scores.get(p))
+            .map_or(0.0, |x| x.mean)
     };
-    let best = summaries.iter().max_by(|a, b| {
-        key(a)
-            .partial_cmp(&key(b))
-            .unwrap_or(std::cmp::Ordering::Equal)
+    let best = summaries.iter().min_by(|a, b| {
+        let f = |x: f64, y: f64| x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+        f(b.pass_rate, a.pass_rate)
+            .then(f(quality(b), quality(a)))
+            .then(f(a.avg_cost, b.avg_cost))
+            .then(f(a.avg_latency, b.avg_latency))
+            .then(a.variant.cmp(&b.variant))
     });
     if let Some(best) = best {
         let mut reason = format!("pass rate {:.0}%", best.pass_rate * 100.0);
@@ -171,28 +161,55 @@ fn verdict_lines(summaries: &[VariantSummary], scorers: &[&str]) -> String {
         out.push_str(&format!("  Best: {} ({reason})\n", best.variant));
     }
     let cheapest = summaries.iter().min_by(|a, b| {
-        a.avg_cost_usd
-            .partial_cmp(&b.avg_cost_usd)
+        a.avg_cost
+            .partial_cmp(&b.avg_cost)
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     if let Some(c) = cheapest {
         out.push_str(&format!(
             "  Cheapest: {} ({} avg)\n",
             c.variant,
-            dollars(c.avg_cost_usd)
+            dollars(c.avg_cost)
         ));
     }
     let fastest = summaries.iter().min_by(|a, b| {
-        a.avg_latency_ms
-            .partial_cmp(&b.avg_latency_ms)
+        a.avg_latency
+            .partial_cmp(&b.avg_latency)
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     if let Some(f) = fastest {
         out.push_str(&format!(
             "  Fastest: {} ({})\n",
             f.variant,
-            latency(f.avg_latency_ms)
+            latency(f.avg_latency)
         ));
+    }
+    out
+}
+
+/// The table of a results document, with the significance verdict of its
+/// comparison when it has several variants.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![CellRecord::new("a", "c1")]);
+/// let out = scaffold::report::table::render_results(&results);
+/// assert!(out.contains("│ Eval: qa"));
+/// assert!(out.contains("0/1 (0%)"));
+/// ```
+pub fn render_results(results: &EvalResults) -> String {
+    let summaries: Vec<VariantSummary> = results.summaries().into_iter().cloned().collect();
+    let header = TableHeader {
+        eval: &results.eval,
+        inputs: results.config.inputs,
+        variants: summaries.len(),
+        trials: results.config.trials,
+        scorers: &results.config.scorers,
+    };
+    let mut out = render(&header, &summaries);
+    if let Some(c) = &results.comparison {
+        out.push_str(&format!("  Significance: {}\n", c.verdict.message()));
     }
     out
 }

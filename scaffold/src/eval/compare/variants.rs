@@ -1,0 +1,527 @@
+//! Variants of one run against each other: rankings, the Pareto frontier,
+//! paired significance tests and a recommendation (seed 003's
+//! `VariantComparison` and `VariantRecommendation`).
+//!
+//! **Quality** is the mean of the primary scorer (see
+//! [`primary_scorer`](super::primary_scorer)) when the eval has one, else
+//! the pass rate. **Frontier**: a variant is on it when no other variant is
+//! at least as good on every objective — higher pass rate, higher quality,
+//! lower mean cost, lower mean latency — and better on one.
+//!
+//! **Significance**: the recommended variant is tested against each other
+//! variant on the cells they share (same dataset, case and trial), pairing
+//! their per-cell quality (the primary scorer's value, else 1/0 for
+//! pass/fail), with the paired t-test and the Wilcoxon signed-rank test. It
+//! is a *clear winner* when it is ahead of every other variant and both
+//! tests give `p < alpha` each time; otherwise there is *no clear winner,
+//! run more trials*.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::primary_scorer;
+use crate::eval::results::CellRecord;
+use crate::eval::stats::{
+    Alternative, TTest, VariantSummary, Wilcoxon, WilcoxonOptions, paired_t_test,
+    wilcoxon_signed_rank,
+};
+use crate::report::fmt::{duration as ms, p_value as p_text, pct, usd};
+
+/// Options of [`compare_variants`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantCompareOptions {
+    /// Significance level (default 0.05).
+    pub alpha: f64,
+    /// The scorer that stands for quality (default: the primary scorer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<String>,
+    /// Pairs per test at which a clear winner earns high confidence (default 10).
+    pub high_confidence_pairs: usize,
+}
+
+impl Default for VariantCompareOptions {
+    fn default() -> Self {
+        VariantCompareOptions {
+            alpha: 0.05,
+            quality: None,
+            high_confidence_pairs: 10,
+        }
+    }
+}
+
+/// How sure a recommendation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// Not significantly better than some variant.
+    Low,
+    /// Significantly better on few pairs, or better on every objective
+    /// without significance.
+    Medium,
+    /// Significantly better than every other variant on enough pairs.
+    High,
+}
+
+impl Confidence {
+    /// `low`, `medium` or `high`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// Whether the statistics single out a variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WinnerVerdict {
+    /// Significantly better than every other variant.
+    ClearWinner,
+    /// Not significantly better than every other variant.
+    NoClearWinner,
+}
+
+impl WinnerVerdict {
+    /// `clear winner` or `no clear winner, run more trials`.
+    pub fn message(self) -> &'static str {
+        match self {
+            WinnerVerdict::ClearWinner => "clear winner",
+            WinnerVerdict::NoClearWinner => "no clear winner, run more trials",
+        }
+    }
+}
+
+/// The recommended variant and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recommendation {
+    /// The variant.
+    pub variant: String,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// What other frontier variants do better.
+    #[serde(default)]
+    pub tradeoffs: Vec<String>,
+    /// How sure.
+    pub confidence: Confidence,
+}
+
+/// The recommended variant tested against another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairwiseTest {
+    /// The recommended variant (`a` in the tests).
+    pub variant: String,
+    /// The variant compared with (`b`).
+    pub other: String,
+    /// Cells both ran (and both have the quality value of).
+    pub pairs: usize,
+    /// Mean of `variant - other` per pair.
+    pub mean_difference: f64,
+    /// The paired t-test (absent with fewer than two pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_test: Option<TTest>,
+    /// The Wilcoxon signed-rank test (absent without pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wilcoxon: Option<Wilcoxon>,
+    /// Ahead, with both p-values under alpha.
+    pub significant: bool,
+}
+
+/// Seed 003's cross-variant comparison, with the significance tests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantComparison {
+    /// Best pass rate first (ties: higher quality, then cheaper).
+    pub by_pass_rate: Vec<String>,
+    /// Cheapest mean cost per cell first.
+    pub by_cost: Vec<String>,
+    /// Fastest mean latency first.
+    pub by_latency: Vec<String>,
+    /// Variants no other beats on every objective, in `by_pass_rate` order.
+    pub pareto_frontier: Vec<String>,
+    /// What quality means here: `pass` or a scorer's name.
+    pub quality: String,
+    /// Mean quality per variant.
+    pub quality_by_variant: BTreeMap<String, f64>,
+    /// The recommendation (absent without variants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<Recommendation>,
+    /// The recommended variant against each other variant.
+    #[serde(default)]
+    pub significance: Vec<PairwiseTest>,
+    /// Whether the recommended variant is a clear winner.
+    pub verdict: WinnerVerdict,
+    /// The significance level used.
+    pub alpha: f64,
+}
+
+/// The objectives of one variant.
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    pass_rate: f64,
+    quality: f64,
+    cost: f64,
+    latency: f64,
+}
+
+impl Point {
+    /// At least as good everywhere and better somewhere.
+    fn dominates(&self, o: &Point) -> bool {
+        let ge = self.pass_rate >= o.pass_rate
+            && self.quality >= o.quality
+            && self.cost <= o.cost
+            && self.latency <= o.latency;
+        let gt = self.pass_rate > o.pass_rate
+            || self.quality > o.quality
+            || self.cost < o.cost
+            || self.latency < o.latency;
+        ge && gt
+    }
+}
+
+fn cmp_f(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+}
+
+/// Compare the variants of one run.
+///
+/// `summaries` in the eval's variant order; `cells` of all variants;
+/// `scorers` in the eval's order (for the primary scorer).
+///
+/// ```
+/// use scaffold::eval::{CellRecord, compare_variants, summarize, VariantCompareOptions, WinnerVerdict};
+/// let mut cells = Vec::new();
+/// for (variant, passes, cost) in [("big", 3, 0.05), ("small", 1, 0.01)] {
+///     for case in 0..3 {
+///         let mut c = CellRecord::new(variant, format!("case-{case}"));
+///         c.passed = case < passes;
+///         c.metrics.cost_usd = cost;
+///         cells.push(c);
+///     }
+/// }
+/// let cmp = compare_variants(&summarize(&cells), &cells, &[], &VariantCompareOptions::default());
+/// assert_eq!(cmp.by_pass_rate, ["big", "small"]);
+/// assert_eq!(cmp.by_cost, ["small", "big"]);
+/// assert_eq!(cmp.pareto_frontier, ["big", "small"]);
+/// let rec = cmp.recommendation.unwrap();
+/// assert_eq!(rec.variant, "big");
+/// // Three cases cannot show significance.
+/// assert_eq!(cmp.verdict, WinnerVerdict::NoClearWinner);
+/// ```
+pub fn compare_variants(
+    summaries: &[VariantSummary],
+    cells: &[CellRecord],
+    scorers: &[String],
+    options: &VariantCompareOptions,
+) -> VariantComparison {
+    let quality_scorer: Option<String> = options.quality.clone().or_else(|| {
+        let mut names: Vec<&str> = scorers.iter().map(String::as_str).collect();
+        for s in summaries {
+            for k in s.scores.keys() {
+                if !names.contains(&k.as_str()) {
+                    names.push(k);
+                }
+            }
+        }
+        primary_scorer(names).map(str::to_string)
+    });
+    let quality_of = |s: &VariantSummary| match &quality_scorer {
+        Some(q) => s.scores.get(q).map_or(0.0, |st| st.mean),
+        None => s.pass_rate,
+    };
+    let points: Vec<(&str, Point)> = summaries
+        .iter()
+        .map(|s| {
+            (
+                s.variant.as_str(),
+                Point {
+                    pass_rate: s.pass_rate,
+                    quality: quality_of(s),
+                    cost: s.avg_cost,
+                    latency: s.avg_latency,
+                },
+            )
+        })
+        .collect();
+
+    let mut by_pass_rate: Vec<&(&str, Point)> = points.iter().collect();
+    by_pass_rate.sort_by(|(an, a), (bn, b)| {
+        cmp_f(b.pass_rate, a.pass_rate)
+            .then(cmp_f(b.quality, a.quality))
+            .then(cmp_f(a.cost, b.cost))
+            .then(cmp_f(a.latency, b.latency))
+            .then(an.cmp(bn))
+    });
+    let mut by_cost: Vec<&(&str, Point)> = points.iter().collect();
+    by_cost.sort_by(|(an, a), (bn, b)| {
+        cmp_f(a.cost, b.cost)
+            .then(cmp_f(b.pass_rate, a.pass_rate))
+            .then(an.cmp(bn))
+    });
+    let mut by_latency: Vec<&(&str, Point)> = points.iter().collect();
+    by_latency.sort_by(|(an, a), (bn, b)| {
+        cmp_f(a.latency, b.latency)
+            .then(cmp_f(b.pass_rate, a.pass_rate))
+            .then(an.cmp(bn))
+    });
+    let frontier: Vec<&(&str, Point)> = by_pass_rate
+        .iter()
+        .copied()
+        .filter(|(_, p)| !points.iter().any(|(_, o)| o.dominates(p)))
+        .collect();
+    let names = |v: &[&(&str, Point)]| v.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+
+    let quality_name = quality_scorer.clone().unwrap_or_else(|| "pass".into());
+    let best = frontier.first().copied();
+    let mut significance = Vec::new();
+    if let Some((best_name, _)) = best {
+        for (other, _) in points.iter().filter(|(n, _)| n != best_name) {
+            significance.push(pairwise(
+                best_name,
+                other,
+                cells,
+                quality_scorer.as_deref(),
+                options.alpha,
+            ));
+        }
+    }
+    let clear = !significance.is_empty() && significance.iter().all(|t| t.significant);
+    let verdict = if clear {
+        WinnerVerdict::ClearWinner
+    } else {
+        WinnerVerdict::NoClearWinner
+    };
+    let recommendation = best.map(|(name, point)| {
+        recommend(
+            name,
+            point,
+            &points,
+            &frontier,
+            &significance,
+            &quality_name,
+            options,
+        )
+    });
+    VariantComparison {
+        by_pass_rate: names(&by_pass_rate),
+        by_cost: names(&by_cost),
+        by_latency: names(&by_latency),
+        pareto_frontier: names(&frontier),
+        quality: quality_name,
+        quality_by_variant: points
+            .iter()
+            .map(|(n, p)| (n.to_string(), p.quality))
+            .collect(),
+        recommendation,
+        significance,
+        verdict,
+        alpha: options.alpha,
+    }
+}
+
+/// The per-cell quality of `cell`: the scorer's value, or 1/0 for pass/fail.
+fn cell_quality(cell: &CellRecord, scorer: Option<&str>) -> Option<f64> {
+    match scorer {
+        Some(s) => cell.scores.get(s).map(|r| r.value),
+        None => Some(if cell.passed { 1.0 } else { 0.0 }),
+    }
+}
+
+fn pairwise(
+    variant: &str,
+    other: &str,
+    cells: &[CellRecord],
+    scorer: Option<&str>,
+    alpha: f64,
+) -> PairwiseTest {
+    let index: BTreeMap<(String, String, u32), f64> = cells
+        .iter()
+        .filter(|c| c.variant == other)
+        .filter_map(|c| Some((c.case_key(), cell_quality(c, scorer)?)))
+        .collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for c in cells.iter().filter(|c| c.variant == variant) {
+        if let (Some(q), Some(o)) = (cell_quality(c, scorer), index.get(&c.case_key())) {
+            a.push(q);
+            b.push(*o);
+        }
+    }
+    let pairs = a.len();
+    let mean_difference = if pairs == 0 {
+        0.0
+    } else {
+        a.iter().zip(&b).map(|(x, y)| x - y).sum::<f64>() / pairs as f64
+    };
+    let t_test = paired_t_test(&a, &b, Alternative::TwoSided).ok();
+    let wilcoxon = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).ok();
+    let significant = mean_difference > 0.0
+        && t_test.is_some_and(|t| t.p_value < alpha)
+        && wilcoxon.is_some_and(|w| w.p_value < alpha);
+    PairwiseTest {
+        variant: variant.to_string(),
+        other: other.to_string(),
+        pairs,
+        mean_difference,
+        t_test,
+        wilcoxon,
+        significant,
+    }
+}
+
+fn recommend(
+    name: &str,
+    point: &Point,
+    points: &[(&str, Point)],
+    frontier: &[&(&str, Point)],
+    tests: &[PairwiseTest],
+    quality: &str,
+    options: &VariantCompareOptions,
+) -> Recommendation {
+    let mut reason = format!("highest pass rate ({})", pct(point.pass_rate));
+    if quality != "pass" {
+        reason.push_str(&format!(", {quality} {:.2}", point.quality));
+    }
+    let others = points.len() - 1;
+    if others > 0
+        && points
+            .iter()
+            .all(|(n, o)| *n == name || o.cost > point.cost)
+    {
+        reason.push_str(&format!(", cheapest ({} per case)", usd(point.cost)));
+    }
+    if others > 0
+        && points
+            .iter()
+            .all(|(n, o)| *n == name || o.latency > point.latency)
+    {
+        reason.push_str(&format!(", fastest ({} avg)", ms(point.latency)));
+    }
+    if others == 0 {
+        reason.push_str("; the only variant");
+    } else if tests.iter().all(|t| t.significant) {
+        reason.push_str(&format!(
+            "; significantly better than {} (paired t-test and Wilcoxon, p < {})",
+            if others == 1 {
+                tests[0].other.clone()
+            } else {
+                format!("all {others} other variants")
+            },
+            options.alpha
+        ));
+    } else {
+        let weak: Vec<String> = tests
+            .iter()
+            .filter(|t| !t.significant)
+            .map(|t| {
+                let p = t
+                    .wilcoxon
+                    .map(|w| format!("Wilcoxon {}", p_text(w.p_value)))
+                    .unwrap_or_else(|| "no paired cells".into());
+                format!("{} ({p}, {} pairs)", t.other, t.pairs)
+            })
+            .collect();
+        reason.push_str(&format!(
+            "; not significantly better than {}: run more trials",
+            weak.join(", ")
+        ));
+    }
+    let mut tradeoffs = Vec::new();
+    for (other, o) in frontier.iter().copied().filter(|(n, _)| *n != name) {
+        let mut better = Vec::new();
+        if o.cost < point.cost {
+            better.push(format!(
+                "cheaper ({} vs {} per case)",
+                usd(o.cost),
+                usd(point.cost)
+            ));
+        }
+        if o.latency < point.latency {
+            better.push(format!(
+                "faster ({} vs {} avg)",
+                ms(o.latency),
+                ms(point.latency)
+            ));
+        }
+        if o.quality > point.quality && quality != "pass" {
+            better.push(format!(
+                "higher {quality} ({:.2} vs {:.2})",
+                o.quality, point.quality
+            ));
+        }
+        let mut worse = Vec::new();
+        if o.pass_rate < point.pass_rate {
+            worse.push(format!(
+                "passes less ({} vs {})",
+                pct(o.pass_rate),
+                pct(point.pass_rate)
+            ));
+        }
+        if o.quality < point.quality && quality != "pass" {
+            worse.push(format!(
+                "lower {quality} ({:.2} vs {:.2})",
+                o.quality, point.quality
+            ));
+        }
+        if o.cost > point.cost {
+            worse.push(format!(
+                "costs more ({} vs {})",
+                usd(o.cost),
+                usd(point.cost)
+            ));
+        }
+        if o.latency > point.latency {
+            worse.push(format!(
+                "is slower ({} vs {})",
+                ms(o.latency),
+                ms(point.latency)
+            ));
+        }
+        if better.is_empty() {
+            continue;
+        }
+        let mut line = format!("{other} is {}", join_and(&better));
+        if !worse.is_empty() {
+            line.push_str(&format!(" but {}", join_and(&worse)));
+        }
+        tradeoffs.push(line);
+    }
+    let dominates_all = points
+        .iter()
+        .filter(|(n, _)| *n != name)
+        .all(|(_, o)| point.dominates(o));
+    let confidence = if others > 0 && tests.iter().all(|t| t.significant) {
+        if tests
+            .iter()
+            .all(|t| t.pairs >= options.high_confidence_pairs)
+        {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        }
+    } else if others > 0 && dominates_all {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
+    Recommendation {
+        variant: name.to_string(),
+        reason,
+        tradeoffs,
+        confidence,
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}

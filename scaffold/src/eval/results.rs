@@ -1,0 +1,533 @@
+//! The results document: what one run of an eval produced, as written to
+//! `target/scaffold/{eval}.json` and read back as a baseline.
+//!
+//! Its shape is seed 000's (`eval`, `timestamp`, `config`, `results[]` with
+//! `scores` keyed by scorer name, `summary` keyed by variant) plus a
+//! `schemaVersion`, per-cell assertions and metrics, latency percentiles,
+//! cost and token totals, and the cross-variant `comparison`. The JSON
+//! Schema is [`RESULTS_SCHEMA`] (`scaffold/schema/results.schema.json`);
+//! `scaffold/docs/results-schema.md` describes every field.
+//!
+//! Compatibility: readers accept any document whose `schemaVersion` is at
+//! most [`SCHEMA_VERSION`]; fields added within a version are optional.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::compare::{VariantCompareOptions, VariantComparison, compare_variants};
+use super::stats::{VariantSummary, summarize};
+use super::{CellId, CellResult};
+use crate::assert::AssertionResult;
+use crate::metrics::Metrics;
+use crate::scorer::Score;
+use crate::workflow::RunStatus;
+
+/// The version of the results document this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The JSON Schema (draft 2020-12) of the results document.
+pub const RESULTS_SCHEMA: &str = include_str!("../../schema/results.schema.json");
+
+/// Why a results document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// The file could not be read.
+    #[error("cannot read results {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a results document.
+    #[error("{path} is not a scaffold results document: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Written by a newer scaffold.
+    #[error(
+        "{path} has results schema version {found}; this scaffold reads up to {SCHEMA_VERSION}: upgrade scaffold"
+    )]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// Its version.
+        found: u32,
+    },
+}
+
+/// One eval run's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalResults {
+    /// [`SCHEMA_VERSION`] when written.
+    pub schema_version: u32,
+    /// The eval's name.
+    pub eval: String,
+    /// When the run finished, RFC 3339 UTC.
+    pub timestamp: String,
+    /// How it was run.
+    pub config: RunConfig,
+    /// One record per cell, sorted by variant, dataset, case and trial.
+    pub results: Vec<CellRecord>,
+    /// Per variant, keyed by name.
+    pub summary: BTreeMap<String, VariantSummary>,
+    /// The variants compared (absent with a single variant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<VariantComparison>,
+}
+
+/// How the eval was run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunConfig {
+    /// Trials per variant × case.
+    pub trials: u32,
+    /// Distinct cases run.
+    pub inputs: usize,
+    /// The variants, in the eval's order.
+    pub variants: Vec<String>,
+    /// The scorers, in the eval's order.
+    #[serde(default)]
+    pub scorers: Vec<String>,
+    /// The pass-rate gate.
+    #[serde(default = "one")]
+    pub min_pass_rate: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// One scorer's grade of one cell (seed 000's `{pass, value, unit}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoreRecord {
+    /// Whether it passed.
+    pub pass: bool,
+    /// The value.
+    pub value: f64,
+    /// The unit of a raw metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// Why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl From<&Score> for ScoreRecord {
+    fn from(s: &Score) -> Self {
+        ScoreRecord {
+            pass: s.pass,
+            value: s.value,
+            unit: s.unit.clone(),
+            detail: s.detail.clone(),
+        }
+    }
+}
+
+/// One assertion's result as stored: the assertion as written, whether it
+/// held and why. (Kept as data so that a baseline with assertion types this
+/// build does not know still loads.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssertionRecord {
+    /// The assertion (`{"type": "signal.contains", ...}`).
+    pub assertion: Value,
+    /// Whether it held.
+    pub passed: bool,
+    /// What was expected and what happened.
+    pub message: String,
+    /// The expected value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Value>,
+    /// The actual value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<Value>,
+    /// For trajectory-like assertions, the actual sequence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory: Option<Vec<String>>,
+    /// For `all`, `any`, `not`: the inner results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<AssertionRecord>,
+}
+
+impl AssertionRecord {
+    /// The assertion's `type`, or `?`.
+    pub fn type_name(&self) -> &str {
+        self.assertion
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+    }
+}
+
+impl From<&AssertionResult> for AssertionRecord {
+    fn from(r: &AssertionResult) -> Self {
+        AssertionRecord {
+            assertion: serde_json::to_value(&r.assertion).unwrap_or(Value::Null),
+            passed: r.passed,
+            message: r.message.clone(),
+            expected: r.expected.clone(),
+            actual: r.actual.clone(),
+            trajectory: r.trajectory.clone(),
+            children: r.children.iter().map(AssertionRecord::from).collect(),
+        }
+    }
+}
+
+/// One cell's record: seed 000's `results[]` entry plus assertions and metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CellRecord {
+    /// The variant.
+    pub variant: String,
+    /// The dataset of the case.
+    #[serde(default)]
+    pub dataset: String,
+    /// The case id.
+    pub case: String,
+    /// The trial, from 0.
+    #[serde(default)]
+    pub trial: u32,
+    /// The case's input.
+    #[serde(default)]
+    pub input: Value,
+    /// Whether the run, every assertion and every scorer passed.
+    pub passed: bool,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// The run's error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The run's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// Every scorer's grade, by scorer name.
+    #[serde(default)]
+    pub scores: BTreeMap<String, ScoreRecord>,
+    /// Every assertion's result, in the dataset's order.
+    #[serde(default)]
+    pub assertions: Vec<AssertionRecord>,
+    /// Latency, tokens, cost, activations.
+    #[serde(default)]
+    pub metrics: Metrics,
+    /// Latency in ms (= `metrics.latencyMs`; seed 000's field).
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Signals emitted (seed 000's `events`).
+    #[serde(default)]
+    pub events: usize,
+    /// The stored session.
+    #[serde(default)]
+    pub session_id: String,
+}
+
+impl CellRecord {
+    /// A completed, failing cell with nothing in it (for building records by hand).
+    pub fn new(variant: impl Into<String>, case: impl Into<String>) -> CellRecord {
+        CellRecord {
+            variant: variant.into(),
+            dataset: String::new(),
+            case: case.into(),
+            trial: 0,
+            input: Value::Null,
+            passed: false,
+            status: RunStatus::Completed,
+            error: None,
+            output: None,
+            scores: BTreeMap::new(),
+            assertions: Vec::new(),
+            metrics: Metrics::default(),
+            duration_ms: 0,
+            events: 0,
+            session_id: String::new(),
+        }
+    }
+
+    /// `{variant}::{case}`, plus `::t{n}` when the eval ran `trials > 1`
+    /// (the harness's test name without the eval).
+    pub fn label(&self, trials: u32) -> String {
+        if trials > 1 {
+            format!("{}::{}::t{}", self.variant, self.case, self.trial)
+        } else {
+            format!("{}::{}", self.variant, self.case)
+        }
+    }
+
+    /// The cell's key within its variant: dataset, case, trial.
+    pub fn case_key(&self) -> (String, String, u32) {
+        (self.dataset.clone(), self.case.clone(), self.trial)
+    }
+
+    /// Why the cell failed, one line per failed check (empty when it passed).
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(e) = &self.error {
+            out.push(format!("run failed: {e}"));
+        }
+        for a in self.assertions.iter().filter(|a| !a.passed) {
+            out.push(format!("{}: {}", a.type_name(), a.message));
+        }
+        for (name, s) in self.scores.iter().filter(|(_, s)| !s.pass) {
+            out.push(format!(
+                "scorer `{name}` failed with {}{}",
+                s.value,
+                s.detail
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if out.is_empty() && !self.passed {
+            out.push("failed".into());
+        }
+        out
+    }
+}
+
+impl From<&CellResult> for CellRecord {
+    fn from(c: &CellResult) -> Self {
+        let CellId {
+            variant,
+            case,
+            trial,
+            ..
+        } = &c.id;
+        CellRecord {
+            variant: variant.clone(),
+            dataset: c.dataset.clone(),
+            case: case.clone(),
+            trial: trial.unwrap_or(0),
+            input: c.input.clone(),
+            passed: c.passed,
+            status: c.status,
+            error: c.error.clone(),
+            output: c.output.clone(),
+            scores: c
+                .scores
+                .iter()
+                .map(|s| (s.name.clone(), ScoreRecord::from(s)))
+                .collect(),
+            assertions: c.assertions.iter().map(AssertionRecord::from).collect(),
+            metrics: c.metrics,
+            duration_ms: c.metrics.latency_ms,
+            events: c.signal_count,
+            session_id: c.session_id.clone(),
+        }
+    }
+}
+
+impl EvalResults {
+    /// The results of `cells`: sorted, summarized per variant and compared.
+    ///
+    /// `config.variants` gives the variant order; variants that ran but are
+    /// missing there are appended.
+    ///
+    /// ```
+    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+    /// let mut cell = CellRecord::new("baseline", "case-1");
+    /// cell.passed = true;
+    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["baseline".into()], scorers: vec![], min_pass_rate: 1.0 };
+    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
+    /// assert_eq!(results.summary["baseline"].pass_rate, 1.0);
+    /// assert!(results.comparison.is_none());
+    /// let back = EvalResults::from_json(&results.to_json()).unwrap();
+    /// assert_eq!(back, results);
+    /// ```
+    pub fn new(
+        eval: impl Into<String>,
+        timestamp: impl Into<String>,
+        mut config: RunConfig,
+        mut cells: Vec<CellRecord>,
+    ) -> EvalResults {
+        for c in &mut cells {
+            if !config.variants.contains(&c.variant) {
+                config.variants.push(c.variant.clone());
+            }
+            sanitize(c);
+        }
+        let position = |v: &str| config.variants.iter().position(|x| x == v);
+        cells.sort_by(|a, b| {
+            (position(&a.variant), &a.dataset, &a.case, a.trial).cmp(&(
+                position(&b.variant),
+                &b.dataset,
+                &b.case,
+                b.trial,
+            ))
+        });
+        let summaries = summarize(&cells);
+        let comparison = (summaries.len() > 1).then(|| {
+            compare_variants(
+                &summaries,
+                &cells,
+                &config.scorers,
+                &VariantCompareOptions::default(),
+            )
+        });
+        EvalResults {
+            schema_version: SCHEMA_VERSION,
+            eval: eval.into(),
+            timestamp: timestamp.into(),
+            config,
+            results: cells,
+            summary: summaries
+                .into_iter()
+                .map(|s| (s.variant.clone(), s))
+                .collect(),
+            comparison,
+        }
+    }
+
+    /// The results of graded cells (what the harness collects).
+    pub fn from_cells(
+        eval: impl Into<String>,
+        timestamp: impl Into<String>,
+        config: RunConfig,
+        cells: &[CellResult],
+    ) -> EvalResults {
+        EvalResults::new(
+            eval,
+            timestamp,
+            config,
+            cells.iter().map(CellRecord::from).collect(),
+        )
+    }
+
+    /// The summaries in the order of `config.variants`.
+    pub fn summaries(&self) -> Vec<&VariantSummary> {
+        self.config
+            .variants
+            .iter()
+            .filter_map(|v| self.summary.get(v))
+            .collect()
+    }
+
+    /// Cells run.
+    pub fn cell_count(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Cells passed.
+    pub fn passed_count(&self) -> usize {
+        self.results.iter().filter(|c| c.passed).count()
+    }
+
+    /// `passed / cells` over every variant (0 for no cells).
+    pub fn pass_rate(&self) -> f64 {
+        if self.results.is_empty() {
+            0.0
+        } else {
+            self.passed_count() as f64 / self.results.len() as f64
+        }
+    }
+
+    /// Whether the pass rate meets `config.min_pass_rate`.
+    pub fn gate_passed(&self) -> bool {
+        self.pass_rate() + 1e-12 >= self.config.min_pass_rate
+    }
+
+    /// Pretty JSON, the file format.
+    pub fn to_json(&self) -> String {
+        // Serializing plain data with string keys cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Parse a document.
+    pub fn from_json(text: &str) -> Result<EvalResults, ResultsError> {
+        parse(text, Path::new("<json>"))
+    }
+
+    /// Read a document from a file.
+    pub fn load(path: impl AsRef<Path>) -> Result<EvalResults, ResultsError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        parse(&text, path)
+    }
+}
+
+fn parse(text: &str, path: &Path) -> Result<EvalResults, ResultsError> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        schema_version: Option<u32>,
+    }
+    let err = |source| ResultsError::Parse {
+        path: path.to_path_buf(),
+        source,
+    };
+    let version: Version = serde_json::from_str(text).map_err(err)?;
+    let found = version.schema_version.unwrap_or(0);
+    if found > SCHEMA_VERSION {
+        return Err(ResultsError::NewerSchema {
+            path: path.to_path_buf(),
+            found,
+        });
+    }
+    serde_json::from_str(text).map_err(err)
+}
+
+/// A score that is not a finite number fails with value 0 (JSON has no NaN,
+/// and statistics over it mean nothing).
+fn sanitize(cell: &mut CellRecord) {
+    for s in cell.scores.values_mut() {
+        if !s.value.is_finite() {
+            let why = format!("the scorer returned {}, not a finite number", s.value);
+            s.detail = Some(match s.detail.take() {
+                Some(d) => format!("{why}; {d}"),
+                None => why,
+            });
+            s.value = 0.0;
+            s.pass = false;
+            cell.passed = false;
+        }
+    }
+}
+
+/// JSON numbers for floats that may be infinite: finite values as numbers,
+/// the others as the strings `Infinity`, `-Infinity` and `NaN` (JSON has no
+/// literals for them); `null` reads as NaN.
+pub(crate) mod json_float {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use serde_json::Value;
+
+    pub(crate) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else if v.is_nan() {
+            s.serialize_str("NaN")
+        } else if *v > 0.0 {
+            s.serialize_str("Infinity")
+        } else {
+            s.serialize_str("-Infinity")
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Number(n) => n
+                .as_f64()
+                .ok_or_else(|| D::Error::custom("a number out of range")),
+            Value::String(s) => match s.as_str() {
+                "Infinity" => Ok(f64::INFINITY),
+                "-Infinity" => Ok(f64::NEG_INFINITY),
+                "NaN" => Ok(f64::NAN),
+                other => Err(D::Error::custom(format!(
+                    "expected a number, Infinity, -Infinity or NaN, got {other:?}"
+                ))),
+            },
+            Value::Null => Ok(f64::NAN),
+            other => Err(D::Error::custom(format!("expected a number, got {other}"))),
+        }
+    }
+}

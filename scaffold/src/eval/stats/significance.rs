@@ -1,0 +1,481 @@
+//! Paired significance tests: the paired t-test and the Wilcoxon
+//! signed-rank test, matching SciPy's `ttest_rel` and `wilcoxon`.
+//!
+//! Both take two equally long samples `a` and `b`, paired by position (the
+//! same case and trial under two variants), and test the differences
+//! `d = a - b`. `Alternative::Greater` asks whether `a` tends to be larger.
+//!
+//! **Paired t-test** (`scipy.stats.ttest_rel(a, b, alternative=…)`):
+//! `t = mean(d) / (sd(d) / √n)` with the sample standard deviation, `n - 1`
+//! degrees of freedom, p-value from Student's t (statrs). When every
+//! difference is the same the spread is 0: equal samples give `t = 0` and
+//! `p = 1` (SciPy gives NaN), a constant non-zero shift gives `t = ±∞` and
+//! `p = 0` (as SciPy, for the side the shift is on).
+//!
+//! **Wilcoxon signed-rank** (`scipy.stats.wilcoxon(a, b,
+//! zero_method="wilcox", correction=True, alternative=…, method=…)`):
+//!
+//! * zero differences are dropped before ranking (Wilcoxon's original
+//!   method, SciPy's `zero_method="wilcox"`); `n` counts the rest;
+//! * absolute differences are ranked with average ranks for ties;
+//!   `W+`/`W-` are the rank sums of positive/negative differences; the
+//!   reported statistic is `min(W+, W-)` for two-sided tests and `W+` otherwise;
+//! * **exact** p-values (the distribution of `W+` over all 2ⁿ sign
+//!   assignments) when `n ≤ 25` and there are no ties and no zeros
+//!   ([`WilcoxonOptions::exact_max_n`]); two-sided `p = min(1, 2 min(P(W+ ≤
+//!   w), P(W+ ≥ w)))`;
+//! * otherwise the **normal approximation**: mean `n(n+1)/4`, variance
+//!   `n(n+1)(2n+1)/24 - Σ(t³ - t)/48` over tie groups of size `t`, and a
+//!   continuity correction of ½ towards the mean (`correction=True`);
+//! * with no non-zero difference at all there is no evidence of a
+//!   difference: statistic 0, `p = 1`.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+/// Which difference a test looks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Alternative {
+    /// `a` and `b` differ (either way).
+    #[default]
+    TwoSided,
+    /// `a` tends to be smaller than `b`.
+    Less,
+    /// `a` tends to be larger than `b`.
+    Greater,
+}
+
+/// Why a test could not be computed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    /// The samples are not paired one to one.
+    #[error("paired samples must have the same length ({a} and {b} values)")]
+    LengthMismatch {
+        /// Length of `a`.
+        a: usize,
+        /// Length of `b`.
+        b: usize,
+    },
+    /// Too few pairs for the test.
+    #[error("the test needs at least {needed} pairs, it got {got}")]
+    TooFewPairs {
+        /// Pairs needed.
+        needed: usize,
+        /// Pairs given.
+        got: usize,
+    },
+    /// A value is NaN or infinite.
+    #[error("value {index} of the samples is not a finite number")]
+    NotFinite {
+        /// Position of the pair.
+        index: usize,
+    },
+}
+
+/// The outcome of [`paired_t_test`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TTest {
+    /// The t statistic (±∞ when every difference is the same non-zero
+    /// value; in JSON the strings `Infinity` and `-Infinity`).
+    #[serde(with = "crate::eval::results::json_float")]
+    pub statistic: f64,
+    /// Degrees of freedom, `n - 1`.
+    pub df: f64,
+    /// The p-value.
+    pub p_value: f64,
+    /// Mean of `a - b`.
+    pub mean_difference: f64,
+    /// Pairs.
+    pub n: usize,
+}
+
+/// How a [`Wilcoxon`] p-value was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WilcoxonMethod {
+    /// The exact null distribution of `W+`.
+    Exact,
+    /// The normal approximation with tie and continuity corrections.
+    Normal,
+}
+
+impl WilcoxonMethod {
+    /// `exact` or `normal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WilcoxonMethod::Exact => "exact",
+            WilcoxonMethod::Normal => "normal",
+        }
+    }
+}
+
+/// Options of [`wilcoxon_signed_rank`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WilcoxonOptions {
+    /// The alternative hypothesis (default two-sided).
+    pub alternative: Alternative,
+    /// Continuity correction in the normal approximation (default true).
+    pub correction: bool,
+    /// Use the exact distribution up to this many non-zero differences
+    /// when there are no ties and no zeros (default 25).
+    pub exact_max_n: usize,
+    /// Force a method instead of choosing by the rule above. Forcing
+    /// `Exact` with ties rounds `W+` conservatively as SciPy does (up for
+    /// the lower tail, down for the upper).
+    pub force: Option<WilcoxonMethod>,
+}
+
+impl Default for WilcoxonOptions {
+    fn default() -> Self {
+        WilcoxonOptions {
+            alternative: Alternative::TwoSided,
+            correction: true,
+            exact_max_n: 25,
+            force: None,
+        }
+    }
+}
+
+impl WilcoxonOptions {
+    /// Test for `alternative`.
+    pub fn alternative(mut self, alternative: Alternative) -> Self {
+        self.alternative = alternative;
+        self
+    }
+}
+
+/// The outcome of [`wilcoxon_signed_rank`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wilcoxon {
+    /// `min(W+, W-)` for a two-sided test, `W+` otherwise (SciPy's `statistic`).
+    pub statistic: f64,
+    /// Rank sum of the positive differences.
+    pub w_plus: f64,
+    /// Rank sum of the negative differences.
+    pub w_minus: f64,
+    /// Non-zero differences (the pairs ranked).
+    pub n: usize,
+    /// Zero differences dropped.
+    pub zeros: usize,
+    /// Whether some absolute differences tie.
+    pub ties: bool,
+    /// The z statistic of the normal approximation (after the continuity
+    /// correction), when that method was used.
+    pub z: Option<f64>,
+    /// The p-value.
+    pub p_value: f64,
+    /// How the p-value was computed.
+    pub method: WilcoxonMethod,
+}
+
+fn differences(a: &[f64], b: &[f64]) -> Result<Vec<f64>, StatsError> {
+    if a.len() != b.len() {
+        return Err(StatsError::LengthMismatch {
+            a: a.len(),
+            b: b.len(),
+        });
+    }
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .map(|(index, (x, y))| {
+            if x.is_finite() && y.is_finite() {
+                Ok(x - y)
+            } else {
+                Err(StatsError::NotFinite { index })
+            }
+        })
+        .collect()
+}
+
+/// The paired t-test of `a` against `b` (SciPy's `ttest_rel`).
+///
+/// ```
+/// use scaffold::eval::stats::{paired_t_test, Alternative};
+/// let a = [0.9, 0.8, 0.95, 0.7, 0.85];
+/// let b = [0.6, 0.7, 0.8, 0.65, 0.5];
+/// let t = paired_t_test(&a, &b, Alternative::TwoSided).unwrap();
+/// assert!((t.mean_difference - 0.19).abs() < 1e-12);
+/// assert!(t.p_value < 0.05);
+/// ```
+pub fn paired_t_test(a: &[f64], b: &[f64], alternative: Alternative) -> Result<TTest, StatsError> {
+    let d = differences(a, b)?;
+    let n = d.len();
+    if n < 2 {
+        return Err(StatsError::TooFewPairs { needed: 2, got: n });
+    }
+    let nf = n as f64;
+    let mean = d.iter().sum::<f64>() / nf;
+    let var = d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (nf - 1.0);
+    let df = nf - 1.0;
+    let sd = var.sqrt();
+    // A spread that is rounding noise next to the mean counts as none.
+    let degenerate = sd == 0.0 || sd <= mean.abs() * 1e-14;
+    let statistic = if degenerate {
+        if mean == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY.copysign(mean)
+        }
+    } else {
+        mean / (sd / nf.sqrt())
+    };
+    let p_value = if degenerate && mean == 0.0 {
+        1.0
+    } else {
+        let dist = StudentsT::new(0.0, 1.0, df)
+            .map_err(|_| StatsError::TooFewPairs { needed: 2, got: n })?;
+        tail_p(statistic, alternative, |x| dist.cdf(x), |x| dist.sf(x))
+    };
+    Ok(TTest {
+        statistic,
+        df,
+        p_value,
+        mean_difference: mean,
+        n,
+    })
+}
+
+/// The p-value of `stat` for `alternative` from a symmetric distribution's cdf and sf.
+fn tail_p(
+    stat: f64,
+    alternative: Alternative,
+    cdf: impl Fn(f64) -> f64,
+    sf: impl Fn(f64) -> f64,
+) -> f64 {
+    let p = match alternative {
+        Alternative::Less => cdf(stat),
+        Alternative::Greater => sf(stat),
+        Alternative::TwoSided => 2.0 * sf(stat.abs()),
+    };
+    p.clamp(0.0, 1.0)
+}
+
+/// Average ranks (1-based) of `values` and the sizes of their tie groups.
+fn average_ranks(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut ties = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && values[order[end]] == values[order[start]] {
+            end += 1;
+        }
+        // Positions start..end hold ranks start+1 ..= end.
+        let avg = (start + 1 + end) as f64 / 2.0;
+        for &i in &order[start..end] {
+            ranks[i] = avg;
+        }
+        ties.push(end - start);
+        start = end;
+    }
+    (ranks, ties)
+}
+
+/// The exact null distribution of `W+` for `n` untied ranks: the number of
+/// the 2ⁿ sign assignments giving each sum `0..=n(n+1)/2`.
+fn signed_rank_counts(n: usize) -> Vec<f64> {
+    let max = n * (n + 1) / 2;
+    let mut counts = vec![0.0f64; max + 1];
+    counts[0] = 1.0;
+    for k in 1..=n {
+        for s in (k..=max).rev() {
+            counts[s] += counts[s - k];
+        }
+    }
+    counts
+}
+
+/// The Wilcoxon signed-rank test of `a` against `b` (SciPy's `wilcoxon`
+/// with `zero_method="wilcox"`); see the module docs for the method.
+///
+/// ```
+/// use scaffold::eval::stats::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonOptions};
+/// let a = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
+/// let b = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
+/// let w = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).unwrap();
+/// assert_eq!((w.statistic, w.method), (5.0, WilcoxonMethod::Exact));
+/// assert!((w.p_value - 0.0390625).abs() < 1e-12); // 2 × 10 / 2⁹
+/// ```
+pub fn wilcoxon_signed_rank(
+    a: &[f64],
+    b: &[f64],
+    options: &WilcoxonOptions,
+) -> Result<Wilcoxon, StatsError> {
+    let d = differences(a, b)?;
+    if d.is_empty() {
+        return Err(StatsError::TooFewPairs { needed: 1, got: 0 });
+    }
+    let nonzero: Vec<f64> = d.iter().copied().filter(|x| *x != 0.0).collect();
+    let zeros = d.len() - nonzero.len();
+    let n = nonzero.len();
+    if n == 0 {
+        return Ok(Wilcoxon {
+            statistic: 0.0,
+            w_plus: 0.0,
+            w_minus: 0.0,
+            n: 0,
+            zeros,
+            ties: false,
+            z: None,
+            p_value: 1.0,
+            method: WilcoxonMethod::Exact,
+        });
+    }
+    let abs: Vec<f64> = nonzero.iter().map(|x| x.abs()).collect();
+    let (ranks, tie_groups) = average_ranks(&abs);
+    let ties = tie_groups.iter().any(|&t| t > 1);
+    // Folding from +0 (an empty f64 sum is -0).
+    let w_plus = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(x, _)| **x > 0.0)
+        .fold(0.0, |acc, (_, r)| acc + r);
+    let w_minus = nonzero
+        .iter()
+        .zip(&ranks)
+        .filter(|(x, _)| **x < 0.0)
+        .fold(0.0, |acc, (_, r)| acc + r);
+    let statistic = match options.alternative {
+        Alternative::TwoSided => w_plus.min(w_minus),
+        _ => w_plus,
+    };
+    let method = options
+        .force
+        .unwrap_or(if n <= options.exact_max_n && !ties && zeros == 0 {
+            WilcoxonMethod::Exact
+        } else {
+            WilcoxonMethod::Normal
+        });
+    let (p_value, z) = match method {
+        WilcoxonMethod::Exact => (exact_p(n, w_plus, options.alternative), None),
+        WilcoxonMethod::Normal => {
+            let nf = n as f64;
+            let mean = nf * (nf + 1.0) / 4.0;
+            let tie_correction: f64 = tie_groups
+                .iter()
+                .map(|&t| {
+                    let t = t as f64;
+                    t * t * t - t
+                })
+                .sum();
+            let se = ((nf * (nf + 1.0) * (2.0 * nf + 1.0) - tie_correction / 2.0) / 24.0).sqrt();
+            let mut z = (w_plus - mean) / se;
+            if options.correction {
+                let sign = match options.alternative {
+                    Alternative::Greater => 1.0,
+                    Alternative::Less => -1.0,
+                    Alternative::TwoSided => sign(z),
+                };
+                z -= sign * 0.5 / se;
+            }
+            let normal = Normal::standard();
+            let p = tail_p(z, options.alternative, |x| normal.cdf(x), |x| normal.sf(x));
+            (p, Some(z))
+        }
+    };
+    Ok(Wilcoxon {
+        statistic,
+        w_plus,
+        w_minus,
+        n,
+        zeros,
+        ties,
+        z,
+        p_value,
+        method,
+    })
+}
+
+/// -1, 0 or 1 (numpy's `sign`: 0 for 0).
+fn sign(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else {
+        0.0
+    }
+}
+
+/// The exact p-value of `W+ = w` for `n` pairs.
+fn exact_p(n: usize, w: f64, alternative: Alternative) -> f64 {
+    let counts = signed_rank_counts(n);
+    let total = 2f64.powi(i32::try_from(n).unwrap_or(i32::MAX));
+    let max = counts.len() - 1;
+    // P(W+ <= k) and P(W+ >= k), summing the shorter tail.
+    let cdf = |k: f64| -> f64 {
+        if k < 0.0 {
+            return 0.0;
+        }
+        let k = (k as usize).min(max);
+        counts[..=k].iter().sum::<f64>() / total
+    };
+    let sf = |k: f64| -> f64 {
+        if k > max as f64 {
+            return 0.0;
+        }
+        let k = k.max(0.0) as usize;
+        counts[k..].iter().sum::<f64>() / total
+    };
+    // With ties W+ may be fractional: round towards the conservative side.
+    let p = match alternative {
+        Alternative::Less => cdf(w.ceil()),
+        Alternative::Greater => sf(w.floor()),
+        Alternative::TwoSided => 2.0 * sf(w.floor()).min(cdf(w.ceil())),
+    };
+    p.clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_sum_to_two_to_the_n() {
+        for n in 0..=25 {
+            let total: f64 = signed_rank_counts(n).iter().sum();
+            assert_eq!(total, 2f64.powi(n as i32));
+        }
+        assert_eq!(
+            signed_rank_counts(3),
+            vec![1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+        );
+    }
+
+    #[test]
+    fn ranks_average_ties() {
+        let (r, t) = average_ranks(&[3.0, 1.0, 3.0, 2.0]);
+        assert_eq!(r, vec![3.5, 1.0, 3.5, 2.0]);
+        assert_eq!(t, vec![1, 1, 2]);
+    }
+
+    #[test]
+    fn degenerate_inputs() {
+        let t = paired_t_test(&[1.0, 2.0], &[1.0, 2.0], Alternative::TwoSided).unwrap();
+        assert_eq!((t.statistic, t.p_value), (0.0, 1.0));
+        let t = paired_t_test(&[2.0, 3.0], &[1.0, 2.0], Alternative::TwoSided).unwrap();
+        assert_eq!((t.statistic, t.p_value), (f64::INFINITY, 0.0));
+        assert!(matches!(
+            paired_t_test(&[1.0], &[1.0], Alternative::TwoSided),
+            Err(StatsError::TooFewPairs { .. })
+        ));
+        assert!(matches!(
+            paired_t_test(&[1.0, 2.0], &[1.0], Alternative::TwoSided),
+            Err(StatsError::LengthMismatch { .. })
+        ));
+        let w =
+            wilcoxon_signed_rank(&[1.0, 2.0], &[1.0, 2.0], &WilcoxonOptions::default()).unwrap();
+        assert_eq!((w.n, w.zeros, w.p_value), (0, 2, 1.0));
+        assert!(matches!(
+            wilcoxon_signed_rank(&[f64::NAN], &[1.0], &WilcoxonOptions::default()),
+            Err(StatsError::NotFinite { index: 0 })
+        ));
+    }
+}

@@ -1,0 +1,85 @@
+//! Numbers as reports show them.
+
+/// `$0`, `$0.0042`, `$0.01`, `$1.25`: two decimals, four under a cent.
+pub(crate) fn usd(x: f64) -> String {
+    if x == 0.0 {
+        return "$0".into();
+    }
+    let s = if x.abs() < 0.01 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.2}")
+    };
+    // $0.0100 (a cent, less rounding noise) reads as $0.01.
+    let s = match s.split_once('.') {
+        Some((int, frac)) if frac.len() > 2 => {
+            let kept = frac.trim_end_matches('0');
+            format!("{int}.{}", if kept.len() < 2 { &frac[..2] } else { kept })
+        }
+        _ => s,
+    };
+    format!("${s}")
+}
+
+/// A scorer's column heading: a scorer named like a metric column
+/// (`latency`, `cost`, `pass`, `tokens`) is `{name} score`.
+pub(crate) fn scorer_heading(name: &str) -> String {
+    match name {
+        "latency" | "cost" | "pass" | "tokens" => format!("{name} score"),
+        other => other.to_string(),
+    }
+}
+
+/// `850ms`, `2.1s`.
+pub(crate) fn duration(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else {
+        format!("{ms:.0}ms")
+    }
+}
+
+/// `80%`.
+pub(crate) fn pct(rate: f64) -> String {
+    format!("{:.0}%", rate * 100.0)
+}
+
+/// `+5.0 pts`, `-12.5 pts`.
+pub(crate) fn points(delta: f64) -> String {
+    format!("{:+.1} pts", delta * 100.0)
+}
+
+/// `p = 0.031`, `p < 0.001`.
+pub(crate) fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+/// A number with at most 4 decimals, no trailing zeros.
+pub(crate) fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats() {
+        assert_eq!(super::usd(0.0042), "$0.0042");
+        assert_eq!(super::usd(0.009999999999999998), "$0.01");
+        assert_eq!(super::usd(0.0105), "$0.01");
+        assert_eq!(super::usd(0.0035), "$0.0035");
+        assert_eq!(super::usd(0.00350), "$0.0035");
+        assert_eq!(super::usd(12.5), "$12.50");
+        assert_eq!(super::duration(2100.0), "2.1s");
+        assert_eq!(super::points(-0.125), "-12.5 pts");
+        assert_eq!(super::num(0.5), "0.5");
+    }
+}

@@ -1,0 +1,127 @@
+//! JUnit XML: one `<testsuite>` per eval, one `<testcase>` per cell.
+//!
+//! A cell whose run failed has an `<error>`; a cell that ran but failed
+//! assertions or scorers has a `<failure>` whose `message` is the first
+//! failure and whose text lists them all. `time` is the cell's latency in
+//! seconds; `<system-out>` holds the session id and the output (cut at 4000
+//! characters).
+
+use std::fmt::Write as _;
+
+use super::escape::xml;
+use crate::eval::EvalResults;
+use crate::eval::results::CellRecord;
+
+/// Characters of output kept in `<system-out>`.
+const MAX_OUTPUT: usize = 4000;
+
+fn seconds(ms: u64) -> String {
+    format!("{:.3}", ms as f64 / 1000.0)
+}
+
+/// Render `results` as a JUnit XML document.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// let mut ok = CellRecord::new("gpt-4o", "clean");
+/// ok.passed = true;
+/// let mut bad = CellRecord::new("gpt-4o", "xss");
+/// bad.error = Some("provider <timeout>".into());
+/// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let xml = scaffold::report::junit::render(&EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, bad]));
+/// assert!(xml.contains(r#"<testsuite name="qa" tests="2" failures="0" errors="1""#));
+/// assert!(xml.contains(r#"<error message="run failed: provider &lt;timeout&gt;" type="run">"#));
+/// ```
+pub fn render(results: &EvalResults) -> String {
+    let cells = &results.results;
+    let errors = cells.iter().filter(|c| c.error.is_some()).count();
+    let failures = cells
+        .iter()
+        .filter(|c| !c.passed && c.error.is_none())
+        .count();
+    let time = seconds(cells.iter().map(|c| c.metrics.latency_ms).sum());
+    let name = xml(&results.eval);
+    let stamp = xml(&results.timestamp);
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"scaffold\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time}\">",
+        cells.len()
+    );
+    let _ = writeln!(
+        out,
+        "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{time}\" timestamp=\"{stamp}\">",
+        cells.len()
+    );
+    out.push_str("    <properties>\n");
+    let c = &results.config;
+    let props = [
+        ("trials", c.trials.to_string()),
+        ("inputs", c.inputs.to_string()),
+        ("variants", c.variants.join(",")),
+        ("scorers", c.scorers.join(",")),
+        ("minPassRate", c.min_pass_rate.to_string()),
+        ("passRate", results.pass_rate().to_string()),
+        (
+            "gate",
+            if results.gate_passed() {
+                "passed"
+            } else {
+                "failed"
+            }
+            .to_string(),
+        ),
+    ];
+    for (k, v) in props {
+        let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", xml(&v));
+    }
+    out.push_str("    </properties>\n");
+    for cell in cells {
+        testcase(&mut out, results, cell);
+    }
+    out.push_str("  </testsuite>\n</testsuites>\n");
+    out
+}
+
+fn testcase(out: &mut String, results: &EvalResults, cell: &CellRecord) {
+    let _ = writeln!(
+        out,
+        "    <testcase name=\"{}\" classname=\"{}.{}\" time=\"{}\">",
+        xml(&cell.label(results.config.trials)),
+        xml(&results.eval),
+        xml(&cell.variant),
+        seconds(cell.metrics.latency_ms)
+    );
+    let failures = cell.failures();
+    if !cell.passed {
+        let first = failures.first().cloned().unwrap_or_else(|| "failed".into());
+        let (tag, kind) = if cell.error.is_some() {
+            ("error", "run".to_string())
+        } else if let Some(a) = cell.assertions.iter().find(|a| !a.passed) {
+            ("failure", a.type_name().to_string())
+        } else {
+            ("failure", "scorer".to_string())
+        };
+        let _ = writeln!(
+            out,
+            "      <{tag} message=\"{}\" type=\"{}\">{}</{tag}>",
+            xml(&first),
+            xml(&kind),
+            xml(&failures.join("\n"))
+        );
+    }
+    let mut system_out = format!("session: {}", cell.session_id);
+    if let Some(output) = &cell.output {
+        let text = match output {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let cut: String = text.chars().take(MAX_OUTPUT).collect();
+        let _ = write!(system_out, "\noutput:\n{cut}");
+        if cut.len() < text.len() {
+            system_out.push('…');
+        }
+    }
+    let _ = writeln!(out, "      <system-out>{}</system-out>", xml(&system_out));
+    out.push_str("    </testcase>\n");
+}

@@ -1,0 +1,362 @@
+//! Markdown, written to read well as a CI step summary
+//! (`$GITHUB_STEP_SUMMARY`): a headline with the gate's verdict, the
+//! per-variant table, the recommendation and significance, the failed cells
+//! folded in a `<details>`, and the comparison with a baseline.
+
+use std::fmt::Write as _;
+
+use super::escape::{md_cell, md_code, md_code_cell, md_text};
+use super::fmt::{duration, num, p_value, pct, points, scorer_heading, usd};
+use crate::eval::compare::{Regression, Severity};
+use crate::eval::{Comparison, EvalResults, VariantSummary};
+
+/// Failed cells listed before "and N more".
+const MAX_FAILURES: usize = 20;
+/// Regressions and improvements listed before "and N more".
+const MAX_CHANGES: usize = 20;
+
+/// Render `results` (and the comparison with a baseline, if any).
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// let mut c = CellRecord::new("gpt-4o", "sql-injection");
+/// c.error = Some("timeout | retry".into());
+/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let md = scaffold::report::markdown::render(&EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]), None);
+/// assert!(md.starts_with("## ❌ Eval `qa`: 0/1 cells passed (0%)"));
+/// assert!(md.contains("| `gpt-4o::sql-injection` | run failed: timeout \\| retry |"));
+/// ```
+pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
+    let mut out = String::new();
+    let passed = results.passed_count();
+    let total = results.cell_count();
+    let gate = results.gate_passed();
+    let _ = writeln!(
+        out,
+        "## {} Eval {}: {passed}/{total} cells passed ({})\n",
+        if gate { "✅" } else { "❌" },
+        md_code(&results.eval),
+        pct(results.pass_rate())
+    );
+    let c = &results.config;
+    let _ = writeln!(
+        out,
+        "{} input{} × {} variant{} × {} trial{} · gate: pass rate ≥ {} ({}) · {}\n",
+        c.inputs,
+        plural(c.inputs),
+        c.variants.len(),
+        plural(c.variants.len()),
+        c.trials,
+        plural(c.trials as usize),
+        pct(c.min_pass_rate),
+        if gate { "passed" } else { "**failed**" },
+        md_cell(&results.timestamp)
+    );
+    summary_table(&mut out, results);
+    highlights(&mut out, results);
+    failures(&mut out, results);
+    if let Some(cmp) = baseline {
+        comparison(&mut out, cmp);
+    }
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// The scorers in the eval's order, then any others seen.
+fn scorer_columns(results: &EvalResults) -> Vec<String> {
+    let mut names = results.config.scorers.clone();
+    for s in results.summary.values() {
+        for k in s.scores.keys() {
+            if !names.contains(k) {
+                names.push(k.clone());
+            }
+        }
+    }
+    names
+}
+
+fn summary_table(out: &mut String, results: &EvalResults) {
+    let scorers = scorer_columns(results);
+    out.push_str("| Variant | Pass | Latency avg | p50 | p95 | p99 | Cost / case | Cost total | Tokens / case |");
+    for s in &scorers {
+        let _ = write!(out, " {} |", md_cell(&scorer_heading(s)));
+    }
+    out.push_str("\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for _ in &scorers {
+        out.push_str("--:|");
+    }
+    out.push('\n');
+    for s in results.summaries() {
+        row(out, s, &scorers);
+    }
+    out.push('\n');
+}
+
+fn row(out: &mut String, s: &VariantSummary, scorers: &[String]) {
+    let _ = write!(
+        out,
+        "| {} | {}/{} ({}) | {} | {} | {} | {} | {} | {} | {} |",
+        md_cell(&s.variant),
+        s.passed,
+        s.cells,
+        pct(s.pass_rate),
+        duration(s.latency.mean),
+        duration(s.latency.p50),
+        duration(s.latency.p95),
+        duration(s.latency.p99),
+        usd(s.cost.per_case),
+        usd(s.cost.total),
+        num(s.tokens.per_case.round()),
+    );
+    for name in scorers {
+        match s.scores.get(name) {
+            Some(st) => {
+                let _ = write!(
+                    out,
+                    " {:.2} ± {:.2} ({}) |",
+                    st.mean,
+                    st.stddev,
+                    pct(st.pass_rate)
+                );
+            }
+            None => out.push_str(" – |"),
+        }
+    }
+    out.push('\n');
+}
+
+fn highlights(out: &mut String, results: &EvalResults) {
+    let Some(cmp) = &results.comparison else {
+        return;
+    };
+    let first = |v: &[String]| v.first().map(|s| md_code(s)).unwrap_or_default();
+    let summary = |name: &str| results.summary.get(name);
+    let mut line = Vec::new();
+    if let Some(s) = cmp.by_cost.first().and_then(|n| summary(n)) {
+        line.push(format!(
+            "**Cheapest:** {} ({} / case)",
+            first(&cmp.by_cost),
+            usd(s.cost.per_case)
+        ));
+    }
+    if let Some(s) = cmp.by_latency.first().and_then(|n| summary(n)) {
+        line.push(format!(
+            "**Fastest:** {} ({} avg)",
+            first(&cmp.by_latency),
+            duration(s.latency.mean)
+        ));
+    }
+    let frontier: Vec<String> = cmp.pareto_frontier.iter().map(|v| md_code(v)).collect();
+    line.push(format!("**Pareto frontier:** {}", frontier.join(", ")));
+    let _ = writeln!(out, "{}\n", line.join(" · "));
+    if let Some(r) = &cmp.recommendation {
+        let _ = writeln!(
+            out,
+            "**Recommendation:** {} (confidence: {}): {}.",
+            md_code(&r.variant),
+            r.confidence.as_str(),
+            md_text(&r.reason)
+        );
+        for t in &r.tradeoffs {
+            let _ = writeln!(out, "- Trade-off: {}", md_text(t));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "**Significance:** {} (α = {}, quality = {}).\n",
+        cmp.verdict.message(),
+        cmp.alpha,
+        if cmp.quality == "pass" {
+            "pass/fail".to_string()
+        } else {
+            md_code(&cmp.quality)
+        }
+    );
+    if !cmp.significance.is_empty() {
+        out.push_str("| Comparison | Pairs | Mean Δ | Paired t-test | Wilcoxon signed-rank | Significant |\n");
+        out.push_str("|:--|--:|--:|:--|:--|:-:|\n");
+        for t in &cmp.significance {
+            let tt = t
+                .t_test
+                .map(|t| format!("t = {:.3}, {}", t.statistic, p_value(t.p_value)))
+                .unwrap_or_else(|| "–".into());
+            let w = t
+                .wilcoxon
+                .map(|w| {
+                    format!(
+                        "W = {}, {} ({})",
+                        num(w.statistic),
+                        p_value(w.p_value),
+                        w.method.as_str()
+                    )
+                })
+                .unwrap_or_else(|| "–".into());
+            let _ = writeln!(
+                out,
+                "| {} vs {} | {} | {:+.3} | {tt} | {w} | {} |",
+                md_code_cell(&t.variant),
+                md_code_cell(&t.other),
+                t.pairs,
+                t.mean_difference,
+                if t.significant { "yes" } else { "no" }
+            );
+        }
+        out.push('\n');
+    }
+}
+
+fn failures(out: &mut String, results: &EvalResults) {
+    let failed: Vec<_> = results.results.iter().filter(|c| !c.passed).collect();
+    if failed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<details><summary>{} failed cell{}</summary>\n",
+        failed.len(),
+        plural(failed.len())
+    );
+    out.push_str("| Cell | Why |\n|:--|:--|\n");
+    for c in failed.iter().take(MAX_FAILURES) {
+        let _ = writeln!(
+            out,
+            "| {} | {} |",
+            md_code_cell(&c.label(results.config.trials)),
+            md_cell(&c.failures().join("; "))
+        );
+    }
+    if failed.len() > MAX_FAILURES {
+        let _ = writeln!(out, "| … | and {} more |", failed.len() - MAX_FAILURES);
+    }
+    out.push_str("\n</details>\n\n");
+}
+
+/// The comparison with a baseline, as a section of its own.
+///
+/// ```
+/// use scaffold::eval::{compare, CellRecord, CompareOptions, EvalResults, RunConfig};
+/// let run = |pass: bool| {
+///     let mut c = CellRecord::new("v", "case");
+///     c.passed = pass;
+///     let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+///     EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c])
+/// };
+/// let md = scaffold::report::markdown::render_comparison(&compare(&run(true), &run(false), &CompareOptions::default()));
+/// assert!(md.contains("**Verdict: worse** · ⛔ blocks"));
+/// ```
+pub fn render_comparison(cmp: &Comparison) -> String {
+    let mut out = String::new();
+    comparison(&mut out, cmp);
+    out
+}
+
+fn comparison(out: &mut String, cmp: &Comparison) {
+    let s = &cmp.summary;
+    let _ = writeln!(
+        out,
+        "### Against the baseline of {}\n",
+        md_cell(&cmp.baseline.timestamp)
+    );
+    let _ = write!(out, "**Verdict: {}**", s.verdict.as_str());
+    match (&s.should_block, &s.block_reason) {
+        (true, Some(reason)) => {
+            let _ = writeln!(out, " · ⛔ blocks: {}\n", md_text(reason));
+        }
+        _ => out.push_str(" · does not block\n\n"),
+    }
+    out.push_str("| | Baseline | Candidate | Change |\n|:--|--:|--:|--:|\n");
+    let (b, c) = (&cmp.baseline, &cmp.candidate);
+    let _ = writeln!(
+        out,
+        "| Pass rate | {} | {} | {} |",
+        pct(b.pass_rate),
+        pct(c.pass_rate),
+        points(s.pass_rate_delta)
+    );
+    let _ = writeln!(
+        out,
+        "| Latency / case | {} | {} | {:+.0}% |",
+        duration(b.avg_latency_ms),
+        duration(c.avg_latency_ms),
+        s.avg_latency_delta_pct * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "| Cost / case | {} | {} | {:+.0}% |",
+        usd(b.avg_cost_usd),
+        usd(c.avg_cost_usd),
+        s.cost_delta_pct * 100.0
+    );
+    let _ = writeln!(out, "| Cells | {} | {} | |\n", b.cells, c.cells);
+    if !cmp.regressions.is_empty() {
+        let _ = writeln!(out, "#### Regressions ({})\n", cmp.regressions.len());
+        out.push_str("| Cell | Type | Severity | What |\n|:--|:--|:--|:--|\n");
+        for r in cmp.regressions.iter().take(MAX_CHANGES) {
+            regression_row(out, r);
+        }
+        if cmp.regressions.len() > MAX_CHANGES {
+            let _ = writeln!(
+                out,
+                "| … | | | and {} more |",
+                cmp.regressions.len() - MAX_CHANGES
+            );
+        }
+        out.push('\n');
+    }
+    if !cmp.improvements.is_empty() {
+        let _ = writeln!(out, "#### Improvements ({})\n", cmp.improvements.len());
+        out.push_str("| Cell | Type | What |\n|:--|:--|:--|\n");
+        for i in cmp.improvements.iter().take(MAX_CHANGES) {
+            let kind = match i.metric.as_deref() {
+                Some(m) => m.to_string(),
+                None => "fail → pass".into(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                md_code_cell(&i.case_id),
+                md_cell(&kind),
+                md_cell(&i.description)
+            );
+        }
+        if cmp.improvements.len() > MAX_CHANGES {
+            let _ = writeln!(
+                out,
+                "| … | | and {} more |",
+                cmp.improvements.len() - MAX_CHANGES
+            );
+        }
+        out.push('\n');
+    }
+    let list = |v: &[String]| v.iter().map(|x| md_code(x)).collect::<Vec<_>>().join(", ");
+    let mut tail = vec![format!("Unchanged: {}", cmp.unchanged.len())];
+    if !cmp.new_cases.is_empty() {
+        tail.push(format!("New: {}", list(&cmp.new_cases)));
+    }
+    if !cmp.removed_cases.is_empty() {
+        tail.push(format!("Removed: {}", list(&cmp.removed_cases)));
+    }
+    let _ = writeln!(out, "{}\n", tail.join(" · "));
+}
+
+fn regression_row(out: &mut String, r: &Regression) {
+    let kind = match r.metric.as_deref() {
+        Some(m) => m.to_string(),
+        None => "pass → fail".into(),
+    };
+    let severity = match r.severity {
+        Severity::Critical => "**critical**",
+        Severity::Warning => "warning",
+    };
+    let _ = writeln!(
+        out,
+        "| {} | {} | {severity} | {} |",
+        md_code_cell(&r.case_id),
+        md_cell(&kind),
+        md_cell(&r.description)
+    );
+}

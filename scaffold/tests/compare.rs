@@ -1,0 +1,442 @@
+//! Comparison: variants against each other (rankings, frontier,
+//! significance, recommendation) and a candidate against a baseline
+//! (regressions, improvements, verdict, blocking).
+
+use scaffold::eval::compare::{
+    Confidence, ImprovementKind, RegressionKind, Severity, primary_scorer,
+};
+use scaffold::eval::results::{AssertionRecord, ScoreRecord};
+use scaffold::eval::{
+    CellRecord, CompareOptions, EvalResults, RunConfig, VariantCompareOptions, Verdict,
+    WinnerVerdict, compare, compare_variants, summarize,
+};
+use serde_json::json;
+
+fn config(variants: &[&str], scorers: &[&str]) -> RunConfig {
+    RunConfig {
+        trials: 1,
+        inputs: 0,
+        variants: variants.iter().map(|v| v.to_string()).collect(),
+        scorers: scorers.iter().map(|v| v.to_string()).collect(),
+        min_pass_rate: 1.0,
+    }
+}
+
+/// A cell of `variant` on `case` with a latency, a cost and a quality score.
+fn cell(
+    variant: &str,
+    case: &str,
+    passed: bool,
+    latency: u64,
+    cost: f64,
+    quality: f64,
+) -> CellRecord {
+    let mut c = CellRecord::new(variant, case);
+    c.dataset = "ds".into();
+    c.passed = passed;
+    c.metrics.latency_ms = latency;
+    c.metrics.cost_usd = cost;
+    c.scores.insert(
+        "quality".into(),
+        ScoreRecord {
+            pass: quality >= 0.5,
+            value: quality,
+            unit: None,
+            detail: None,
+        },
+    );
+    if !passed {
+        c.assertions.push(AssertionRecord {
+            assertion: json!({"type": "output.contains", "value": "fix"}),
+            passed: false,
+            message: "the output does not contain \"fix\"".into(),
+            expected: Some(json!("fix")),
+            actual: None,
+            trajectory: None,
+            children: Vec::new(),
+        });
+    }
+    c
+}
+
+fn results(cells: Vec<CellRecord>) -> EvalResults {
+    let mut variants: Vec<&str> = Vec::new();
+    for c in &cells {
+        if !variants.contains(&c.variant.as_str()) {
+            variants.push(&c.variant);
+        }
+    }
+    let cfg = config(&variants, &["output-valid", "quality"]);
+    EvalResults::new("code-review", "2026-01-28T12:00:00Z", cfg, cells)
+}
+
+/// Ten passing cases of one variant.
+fn baseline_cells() -> Vec<CellRecord> {
+    (0..10)
+        .map(|i| {
+            cell(
+                "gpt-4o",
+                &format!("case-{i}"),
+                true,
+                1000 + i * 10,
+                0.01,
+                0.9,
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- baseline
+
+#[test]
+fn a_planted_regression_blocks() {
+    let baseline = results(baseline_cells());
+    let mut cells = baseline_cells();
+    cells[3] = cell("gpt-4o", "case-3", false, 1030, 0.01, 0.2);
+    let candidate = results(cells);
+    let c = compare(&baseline, &candidate, &CompareOptions::default());
+    let pass_to_fail: Vec<_> = c
+        .regressions
+        .iter()
+        .filter(|r| r.kind == RegressionKind::PassToFail)
+        .collect();
+    assert_eq!(pass_to_fail.len(), 1);
+    let r = pass_to_fail[0];
+    assert_eq!(r.case_id, "gpt-4o::case-3");
+    assert_eq!(r.severity, Severity::Critical);
+    assert_eq!(r.failed_assertions.len(), 1);
+    assert!(
+        r.description.contains("does not contain"),
+        "{}",
+        r.description
+    );
+    // The quality score fell by 0.7 too: a metric regression of the same cell.
+    assert!(
+        c.regressions
+            .iter()
+            .any(|r| r.metric.as_deref() == Some("score:quality"))
+    );
+    assert_eq!(c.summary.verdict, Verdict::Worse);
+    assert!(c.summary.should_block);
+    let reason = c.summary.block_reason.as_deref().unwrap();
+    assert!(
+        reason.contains("1 cell(s) went from pass to fail: gpt-4o::case-3"),
+        "{reason}"
+    );
+    assert!(reason.contains("pass rate fell by 10.0 points"), "{reason}");
+    assert!((c.summary.pass_rate_delta + 0.1).abs() < 1e-12);
+    assert_eq!(c.unchanged.len(), 9);
+    assert_eq!(c.critical().count(), 1);
+}
+
+#[test]
+fn no_regression_does_not_block() {
+    let baseline = results(baseline_cells());
+    let candidate = results(baseline_cells());
+    let c = compare(&baseline, &candidate, &CompareOptions::default());
+    assert!(c.regressions.is_empty() && c.improvements.is_empty());
+    assert_eq!(c.unchanged.len(), 10);
+    assert_eq!(c.summary.verdict, Verdict::Equivalent);
+    assert!(!c.summary.should_block);
+    assert_eq!(c.summary.block_reason, None);
+}
+
+#[test]
+fn improvements_make_it_better() {
+    let mut cells = baseline_cells();
+    cells[0] = cell("gpt-4o", "case-0", false, 1000, 0.01, 0.3);
+    let baseline = results(cells);
+    let candidate = results(baseline_cells());
+    let c = compare(&baseline, &candidate, &CompareOptions::default());
+    assert_eq!(c.improvements[0].kind, ImprovementKind::FailToPass);
+    assert_eq!(c.summary.verdict, Verdict::Better);
+    assert!(!c.summary.should_block);
+}
+
+#[test]
+fn metric_regressions_warn_past_both_thresholds() {
+    let baseline = results(baseline_cells());
+    let mut cells = baseline_cells();
+    // +50% and +520 ms: past both the 10% and the 50 ms thresholds.
+    cells[1].metrics.latency_ms = 1560;
+    // +30 ms is +3%: noise.
+    cells[2].metrics.latency_ms = 1050;
+    cells[4].metrics.cost_usd = 0.02; // +100%: a cost regression.
+    let candidate = results(cells);
+    let c = compare(&baseline, &candidate, &CompareOptions::default());
+    let metrics: Vec<(&str, &str)> = c
+        .regressions
+        .iter()
+        .map(|r| (r.case_id.as_str(), r.metric.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        metrics,
+        [("gpt-4o::case-1", "latency"), ("gpt-4o::case-4", "cost")]
+    );
+    assert!(
+        c.regressions
+            .iter()
+            .all(|r| r.severity == Severity::Warning)
+    );
+    assert_eq!(c.regressions[0].delta, Some(550.0));
+    assert!(
+        c.regressions[0].description.contains("+54%"),
+        "{}",
+        c.regressions[0].description
+    );
+    assert_eq!(c.summary.verdict, Verdict::Worse);
+    assert!(
+        !c.summary.should_block,
+        "metric regressions only warn by default"
+    );
+    let strict = CompareOptions {
+        block_on_metric_regressions: true,
+        ..CompareOptions::default()
+    };
+    let c = compare(&baseline, &candidate, &strict);
+    assert!(c.summary.should_block);
+    assert!(
+        c.summary
+            .block_reason
+            .unwrap()
+            .contains("2 metric regression(s)")
+    );
+}
+
+#[test]
+fn thresholds_are_configurable() {
+    let baseline = results(baseline_cells());
+    let mut cells = baseline_cells();
+    cells[3] = cell("gpt-4o", "case-3", false, 1030, 0.01, 0.9);
+    let candidate = results(cells);
+    let lenient = CompareOptions {
+        critical_on_pass_to_fail: false,
+        pass_rate_threshold: 0.2,
+        ..CompareOptions::default()
+    };
+    let c = compare(&baseline, &candidate, &lenient);
+    assert_eq!(c.regressions[0].severity, Severity::Warning);
+    assert!(!c.summary.should_block, "{:?}", c.summary.block_reason);
+    // Only the pass-rate drop: blocks by the pass-rate rule alone.
+    let rate_only = CompareOptions {
+        critical_on_pass_to_fail: false,
+        ..CompareOptions::default()
+    };
+    let c = compare(&baseline, &candidate, &rate_only);
+    assert!(c.summary.should_block);
+    assert!(!c.summary.block_reason.unwrap().contains("pass to fail"));
+}
+
+#[test]
+fn new_removed_and_mixed() {
+    let mut base = baseline_cells();
+    base.push(cell("gpt-4o", "old-case", true, 1000, 0.01, 0.9));
+    base[5] = cell("gpt-4o", "case-5", false, 1000, 0.01, 0.1);
+    let mut cand = baseline_cells();
+    cand.push(cell("gpt-4o", "new-case", false, 1000, 0.01, 0.1));
+    cand[6] = cell("gpt-4o", "case-6", false, 1060, 0.01, 0.9);
+    let c = compare(&results(base), &results(cand), &CompareOptions::default());
+    assert_eq!(c.new_cases, ["gpt-4o::new-case"]);
+    assert_eq!(c.removed_cases, ["gpt-4o::old-case"]);
+    assert_eq!(c.summary.verdict, Verdict::Mixed);
+    assert!(c.summary.should_block, "case-6 went from pass to fail");
+}
+
+#[test]
+fn trials_label_cells() {
+    let mk = |trial: u32, passed: bool| {
+        let mut c = cell("v", "case", passed, 100, 0.0, 1.0);
+        c.trial = trial;
+        c
+    };
+    let mut cfg = config(&["v"], &[]);
+    cfg.trials = 2;
+    let base = EvalResults::new("e", "t", cfg.clone(), vec![mk(0, true), mk(1, true)]);
+    let cand = EvalResults::new("e", "t", cfg, vec![mk(0, true), mk(1, false)]);
+    let c = compare(&base, &cand, &CompareOptions::default());
+    assert_eq!(c.regressions[0].case_id, "v::case::t1");
+}
+
+#[test]
+fn baselines_round_trip_through_json_files() {
+    let dir = std::env::temp_dir().join(format!("scaffold-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("code-review.json");
+    std::fs::write(&path, results(baseline_cells()).to_json()).unwrap();
+    let loaded = EvalResults::load(&path).unwrap();
+    assert_eq!(loaded, results(baseline_cells()));
+    let c = compare(
+        &loaded,
+        &results(baseline_cells()),
+        &CompareOptions::default(),
+    );
+    assert!(!c.summary.should_block);
+    // A newer schema is refused; a missing file says which.
+    let newer = loaded
+        .to_json()
+        .replace("\"schemaVersion\": 1", "\"schemaVersion\": 99");
+    std::fs::write(&path, newer).unwrap();
+    let err = EvalResults::load(&path).unwrap_err().to_string();
+    assert!(err.contains("schema version 99"), "{err}");
+    let err = EvalResults::load(dir.join("missing.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("missing.json"), "{err}");
+    std::fs::write(&path, "{\"eval\": 1}").unwrap();
+    assert!(
+        EvalResults::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a scaffold results document")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------- variants
+
+/// `n` cases of three variants: `strong` (quality ~0.9, $0.05, slow),
+/// `cheap` (~0.6, $0.01, fast), `bad` (~0.5, $0.06, slow: dominated).
+fn three_variants(n: usize) -> Vec<CellRecord> {
+    let mut cells = Vec::new();
+    for i in 0..n {
+        let wobble = (i % 5) as f64 * 0.02;
+        let case = format!("case-{i:02}");
+        cells.push(cell("strong", &case, true, 3000, 0.05, 0.88 + wobble));
+        cells.push(cell(
+            "cheap",
+            &case,
+            i % 4 != 0,
+            900,
+            0.01,
+            0.55 + wobble * 2.0,
+        ));
+        cells.push(cell("bad", &case, i % 2 == 0, 3500, 0.06, 0.5 + wobble));
+    }
+    cells
+}
+
+#[test]
+fn rankings_frontier_and_a_clear_winner() {
+    let cells = three_variants(12);
+    let summaries = summarize(&cells);
+    let scorers = vec!["output-valid".to_string(), "quality".to_string()];
+    let c = compare_variants(
+        &summaries,
+        &cells,
+        &scorers,
+        &VariantCompareOptions::default(),
+    );
+    assert_eq!(c.quality, "quality");
+    assert_eq!(c.by_pass_rate, ["strong", "cheap", "bad"]);
+    assert_eq!(c.by_cost, ["cheap", "strong", "bad"]);
+    assert_eq!(c.by_latency, ["cheap", "strong", "bad"]);
+    assert_eq!(c.pareto_frontier, ["strong", "cheap"]);
+    assert_eq!(c.verdict, WinnerVerdict::ClearWinner);
+    assert_eq!(c.verdict.message(), "clear winner");
+    let rec = c.recommendation.as_ref().unwrap();
+    assert_eq!(rec.variant, "strong");
+    assert_eq!(rec.confidence, Confidence::High);
+    assert!(
+        rec.reason
+            .contains("significantly better than all 2 other variants"),
+        "{}",
+        rec.reason
+    );
+    assert_eq!(rec.tradeoffs.len(), 1);
+    assert!(
+        rec.tradeoffs[0].starts_with("cheap is cheaper ($0.01 vs $0.05 per case) and faster (900ms vs 3.0s avg) but passes less (75% vs 100%)"),
+        "{}",
+        rec.tradeoffs[0]
+    );
+    for t in &c.significance {
+        assert_eq!(t.pairs, 12);
+        assert!(t.significant && t.mean_difference > 0.0);
+        assert!(t.t_test.unwrap().p_value < 0.001);
+        assert!(t.wilcoxon.unwrap().p_value < 0.01);
+    }
+}
+
+#[test]
+fn few_trials_give_no_clear_winner() {
+    let cells = three_variants(3);
+    let c = compare_variants(
+        &summarize(&cells),
+        &cells,
+        &["quality".to_string()],
+        &VariantCompareOptions::default(),
+    );
+    assert_eq!(c.verdict, WinnerVerdict::NoClearWinner);
+    assert_eq!(c.verdict.message(), "no clear winner, run more trials");
+    let rec = c.recommendation.unwrap();
+    assert_eq!(rec.variant, "strong");
+    assert!(rec.reason.contains("run more trials"), "{}", rec.reason);
+    assert_ne!(rec.confidence, Confidence::High);
+}
+
+#[test]
+fn without_a_quality_scorer_quality_is_pass_fail() {
+    let mut cells = Vec::new();
+    for i in 0..30 {
+        let case = format!("c{i}");
+        let mut a = CellRecord::new("a", &case);
+        a.passed = true;
+        let mut b = CellRecord::new("b", &case);
+        b.passed = i % 3 == 0;
+        cells.push(a);
+        cells.push(b);
+    }
+    let c = compare_variants(
+        &summarize(&cells),
+        &cells,
+        &[],
+        &VariantCompareOptions::default(),
+    );
+    assert_eq!(c.quality, "pass");
+    assert_eq!(c.quality_by_variant["b"], 10.0 / 30.0);
+    assert_eq!(c.verdict, WinnerVerdict::ClearWinner);
+    // Every difference is 0 or 1: constant spread, Wilcoxon by the normal approximation.
+    let t = &c.significance[0];
+    assert_eq!(t.wilcoxon.unwrap().n, 20);
+    assert_eq!(t.wilcoxon.unwrap().zeros, 10);
+}
+
+#[test]
+fn the_results_document_carries_the_comparison() {
+    let r = results(three_variants(12));
+    let cmp = r
+        .comparison
+        .as_ref()
+        .expect("several variants are compared");
+    assert_eq!(cmp.recommendation.as_ref().unwrap().variant, "strong");
+    assert_eq!(r.summaries().len(), 3);
+    let single = results(baseline_cells());
+    assert!(single.comparison.is_none());
+    assert_eq!(primary_scorer(["output-valid", "latency"]), None);
+}
+
+#[test]
+fn identical_pass_fail_differences_have_an_infinite_t_that_survives_json() {
+    let mut cells = Vec::new();
+    for i in 0..8 {
+        let case = format!("c{i}");
+        let mut a = CellRecord::new("a", &case);
+        a.passed = true;
+        cells.push(a);
+        cells.push(CellRecord::new("b", &case));
+    }
+    let r = EvalResults::new("e", "2026-01-28T12:00:00Z", config(&["a", "b"], &[]), cells);
+    let t = r.comparison.as_ref().unwrap().significance[0]
+        .t_test
+        .unwrap();
+    assert_eq!((t.statistic, t.p_value), (f64::INFINITY, 0.0));
+    let json = r.to_json();
+    assert!(json.contains("\"statistic\": \"Infinity\""));
+    let back = EvalResults::from_json(&json).unwrap();
+    assert_eq!(
+        back.comparison.unwrap().significance[0]
+            .t_test
+            .unwrap()
+            .statistic,
+        f64::INFINITY
+    );
+}

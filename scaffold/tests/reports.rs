@@ -1,0 +1,427 @@
+//! Reports: golden files for every format (deterministic inputs, a fixed
+//! timestamp), the JSON against its schema, the JUnit XML well-formed, and
+//! the HTML rendered by headless Chromium with its SVG plots.
+//!
+//! Bless changed goldens with `SCAFFOLD_BLESS=1 cargo test -p scaffold --test reports`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use scaffold::eval::results::{AssertionRecord, ScoreRecord};
+use scaffold::eval::{CellRecord, CompareOptions, Comparison, EvalResults, RunConfig, compare};
+use scaffold::report::{self, Format};
+use scaffold::workflow::RunStatus;
+use serde_json::json;
+
+const TIMESTAMP: &str = "2026-01-28T12:00:00Z";
+
+fn score(pass: bool, value: f64, detail: Option<&str>) -> ScoreRecord {
+    ScoreRecord {
+        pass,
+        value,
+        unit: None,
+        detail: detail.map(str::to_string),
+    }
+}
+
+fn assertion(kind: &str, passed: bool, message: &str) -> AssertionRecord {
+    AssertionRecord {
+        assertion: json!({"type": kind, "value": "fix"}),
+        passed,
+        message: message.into(),
+        expected: Some(json!("fix")),
+        actual: None,
+        trajectory: None,
+        children: Vec::new(),
+    }
+}
+
+/// Three variants × four cases, with a failed assertion, a failed run and
+/// text that needs escaping everywhere.
+fn results() -> EvalResults {
+    let variants = [
+        ("opus-planner", 4200u64, 0.12, [0.95, 0.9, 0.92, 0.97]),
+        ("sonnet-planner", 2100, 0.04, [0.7, 0.65, 0.8, 0.72]),
+        (
+            "gpt4o <mini> | \"fast\"",
+            1300,
+            0.01,
+            [0.5, 0.3, 0.45, 0.55],
+        ),
+    ];
+    let cases = ["todo-api", "blog-graphql", "chat-ws", "auth & roles"];
+    let mut cells = Vec::new();
+    for (vi, (variant, latency, cost, quality)) in variants.iter().enumerate() {
+        for (ci, case) in cases.iter().enumerate() {
+            let mut c = CellRecord::new(*variant, *case);
+            c.dataset = "planner.v1".into();
+            c.input = json!({"goal": format!("Build {case}")});
+            c.session_id = format!("session-{vi}-{ci}");
+            c.metrics.latency_ms = latency + (ci as u64) * 150;
+            c.metrics.cost_usd = cost * (1.0 + ci as f64 * 0.1);
+            c.metrics.input_tokens = 800 + 100 * ci as u64;
+            c.metrics.output_tokens = 200 + 50 * vi as u64;
+            c.metrics.total_tokens = c.metrics.input_tokens + c.metrics.output_tokens;
+            c.metrics.provider_calls = 2;
+            c.metrics.activations = 2;
+            c.events = 12 + ci;
+            c.duration_ms = c.metrics.latency_ms;
+            let q = quality[ci];
+            c.scores
+                .insert("output-valid".into(), score(true, 1.0, None));
+            c.scores.insert(
+                "plan-quality".into(),
+                score(
+                    q >= 0.5,
+                    q,
+                    Some(&format!("{} of 4 <tasks>", (q * 4.0).round())),
+                ),
+            );
+            c.output = Some(json!(format!(
+                "Plan for {case}: 1. design 2. build 3. test"
+            )));
+            c.assertions.push(assertion(
+                "output.contains",
+                true,
+                "the output contains \"test\"",
+            ));
+            c.passed = q >= 0.5;
+            if !c.passed {
+                c.assertions.push(assertion(
+                    "output.contains",
+                    false,
+                    "the output does not contain \"auth\" | expected <auth>",
+                ));
+            }
+            cells.push(c);
+        }
+    }
+    // A run that failed outright.
+    let failed = &mut cells[5];
+    failed.passed = false;
+    failed.status = RunStatus::Failed;
+    failed.error =
+        Some("agent `planner`: openai returned HTTP 500: <overloaded> & retrying".into());
+    failed.output = None;
+    failed.scores.insert(
+        "output-valid".into(),
+        score(false, 0.0, Some("the run failed")),
+    );
+    let config = RunConfig {
+        trials: 1,
+        inputs: cases.len(),
+        variants: variants.iter().map(|v| v.0.to_string()).collect(),
+        scorers: vec!["output-valid".into(), "plan-quality".into()],
+        min_pass_rate: 0.8,
+    };
+    EvalResults::new("api-builder-planner", TIMESTAMP, config, cells)
+}
+
+/// A baseline in which everything passed and was cheaper.
+fn comparison(candidate: &EvalResults) -> Comparison {
+    let mut base = candidate.clone();
+    base.timestamp = "2026-01-27T09:30:00Z".into();
+    for c in &mut base.results {
+        c.passed = true;
+        c.error = None;
+        c.metrics.cost_usd *= 0.5;
+        c.assertions.retain(|a| a.passed);
+    }
+    let base = EvalResults::new(
+        base.eval.clone(),
+        base.timestamp.clone(),
+        base.config.clone(),
+        base.results,
+    );
+    compare(&base, candidate, &CompareOptions::default())
+}
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// Compare `actual` with `tests/golden/{name}`, or write it with `SCAFFOLD_BLESS=1`.
+fn golden(name: &str, actual: &str) {
+    let path = golden_dir().join(name);
+    if std::env::var_os("SCAFFOLD_BLESS").is_some() {
+        std::fs::create_dir_all(golden_dir()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {} ({e}); create it with SCAFFOLD_BLESS=1 cargo test -p scaffold --test reports",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the rendered report at line {}:\n  golden: {:?}\n  actual: {:?}\n\
+             (bless intended changes with SCAFFOLD_BLESS=1 cargo test -p scaffold --test reports)",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let r = results();
+    let cmp = comparison(&r);
+    for &f in report::ALL_FORMATS {
+        assert_eq!(
+            report::render(f, &r, Some(&cmp)),
+            report::render(f, &results(), Some(&comparison(&results()))),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn golden_table() {
+    let out = report::render(Format::Table, &results(), None);
+    assert!(
+        out.contains("  Best: opus-planner (pass rate 100%, plan-quality 0.94 ±0.03)"),
+        "{out}"
+    );
+    golden("report.txt", &out);
+}
+
+#[test]
+fn golden_json_follows_the_schema() {
+    let r = results();
+    let out = report::render(Format::Json, &r, None);
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    report::json::validate(&value).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(EvalResults::from_json(&out).unwrap(), r);
+    golden("report.json", &out);
+    let cmp = report::json::render_comparison(&comparison(&r));
+    golden("comparison.json", &cmp);
+}
+
+#[test]
+fn the_schema_rejects_what_readers_would_misread() {
+    let mut value = serde_json::to_value(results()).unwrap();
+    value["results"][0]["passed"] = json!("yes");
+    value["summary"]["opus-planner"]["passRate"] = json!(1.5);
+    value["schemaVersion"] = json!(2);
+    let errors = report::json::validate(&value).unwrap_err();
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    assert!(
+        errors.iter().any(|e| e.starts_with("/results/0/passed")),
+        "{errors:#?}"
+    );
+}
+
+#[test]
+fn golden_markdown() {
+    let r = results();
+    let out = report::render(Format::Markdown, &r, Some(&comparison(&r)));
+    assert!(out.starts_with("## ❌ Eval `api-builder-planner`: 9/12 cells passed (75%)"));
+    // Pipes in variant names and messages must not break the tables.
+    assert!(
+        out.contains("| gpt4o &lt;mini&gt; \\| \"fast\" | 2/4 (50%) |"),
+        "{out}"
+    );
+    assert!(out.contains("<details><summary>3 failed cells</summary>"));
+    assert!(out.contains("**Verdict: worse** · ⛔ blocks: 3 cell(s) went from pass to fail"));
+    golden("report.md", &out);
+}
+
+#[test]
+fn golden_junit_is_well_formed() {
+    let out = report::render(Format::Junit, &results(), None);
+    assert_well_formed(&out);
+    assert!(
+        out.contains(r#"<testsuite name="api-builder-planner" tests="12" failures="2" errors="1""#)
+    );
+    assert!(out.contains(
+        r#"<error message="run failed: agent `planner`: openai returned HTTP 500: &lt;overloaded&gt; &amp; retrying" type="run">"#
+    ));
+    assert_eq!(out.matches("<testcase ").count(), 12);
+    golden("report.junit.xml", &out);
+}
+
+#[test]
+fn golden_html() {
+    let r = results();
+    let out = report::render(Format::Html, &r, Some(&comparison(&r)));
+    assert!(!out.contains("<script"), "the report has no scripts");
+    // Single file: nothing is fetched.
+    for fetch in ["src=", "href=", "@import", "url("] {
+        assert!(!out.contains(fetch), "the report loads something: {fetch}");
+    }
+    golden("report.html", &out);
+}
+
+/// Tags open and close in order; attributes are quoted; no stray `<` or `&`.
+fn assert_well_formed(xml: &str) {
+    let body = xml
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+        .expect("XML declaration");
+    let mut stack: Vec<&str> = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find('<') {
+        let text = &rest[..start];
+        check_text(text);
+        let end = rest[start..].find('>').expect("unclosed tag") + start;
+        let tag = &rest[start + 1..end];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop(), Some(name), "closing </{name}>");
+        } else {
+            let self_closing = tag.ends_with('/');
+            let tag = tag.trim_end_matches('/');
+            let name = tag.split_whitespace().next().expect("tag name");
+            let attrs = &tag[name.len()..];
+            assert_eq!(attrs.matches('"').count() % 2, 0, "quotes in <{tag}>");
+            check_text(&attrs.replace('"', ""));
+            if !self_closing {
+                stack.push(name);
+            }
+        }
+        rest = &rest[end + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+    assert!(rest.trim().is_empty());
+}
+
+fn check_text(text: &str) {
+    assert!(!text.contains('<'), "raw < in {text:?}");
+    for (i, _) in text.match_indices('&') {
+        let entity = &text[i..text[i..].find(';').map_or(text.len(), |e| i + e + 1)];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&entity),
+            "bad entity {entity:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- Chromium
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Render `html` with headless Chromium and return the DOM it built; `None`
+/// (with a message) when Chromium is not installed outside CI.
+fn chromium_dom(html: &str) -> Option<String> {
+    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+    if !Path::new(CHROMIUM).exists() {
+        assert!(
+            !in_ci,
+            "{CHROMIUM} is missing in CI: .ci/run installs Debian's chromium"
+        );
+        eprintln!(
+            "SKIPPED: {CHROMIUM} is not installed (apt-get install -y chromium) and this is not CI"
+        );
+        return None;
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "scaffold-html-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    ));
+    let profile = dir.join("profile");
+    std::fs::create_dir_all(&profile).unwrap();
+    let page = dir.join("report.html");
+    std::fs::write(&page, html).unwrap();
+    let output = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    let dom = String::from_utf8_lossy(&output.stdout).into_owned();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success() && !dom.is_empty(),
+        "chromium failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(dom)
+}
+
+#[test]
+fn html_renders_in_chromium_with_its_plots() {
+    let r = results();
+    let Some(dom) = chromium_dom(&report::render(Format::Html, &r, Some(&comparison(&r)))) else {
+        return;
+    };
+    // Chromium parsed the page: the DOM it serializes has the document's parts.
+    assert!(
+        dom.contains("<title>Eval api-builder-planner · scaffold</title>"),
+        "{dom}"
+    );
+    for section in ["variants", "plots", "significance", "baseline", "cells"] {
+        assert!(
+            dom.contains(&format!("<section id=\"{section}\">")),
+            "section {section}"
+        );
+    }
+    // One distribution per scorer and one of latency, and the cost/quality scatter.
+    for id in [
+        "plot-score-output-valid",
+        "plot-score-plan-quality",
+        "plot-latency",
+        "plot-cost-quality",
+    ] {
+        assert!(dom.contains(&format!("<svg id=\"{id}\"")), "svg {id}");
+    }
+    assert_eq!(dom.matches("<svg ").count(), 4);
+    // Every cell is a dot in each distribution (3 plots × 12 cells).
+    assert_eq!(dom.matches("class=\"dot\"").count(), 36);
+    // The frontier is drawn through the variants on it.
+    assert!(dom.contains("<path class=\"frontier\" d=\"M"), "frontier");
+    assert_eq!(dom.matches("class=\"point on-frontier\"").count(), 3);
+    // Escaped text arrives as text, not markup.
+    assert!(dom.contains("gpt4o &lt;mini&gt; | \"fast\""));
+    assert!(!dom.contains("<mini>"));
+}
+
+#[test]
+fn the_schema_doc_describes_every_field() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let schema: serde_json::Value =
+        serde_json::from_str(scaffold::eval::results::RESULTS_SCHEMA).unwrap();
+    let doc = std::fs::read_to_string(root.join("docs/results-schema.md")).unwrap();
+    fn properties(v: &serde_json::Value, out: &mut Vec<String>) {
+        if let Some(obj) = v.as_object() {
+            if let Some(props) = obj.get("properties").and_then(|p| p.as_object()) {
+                out.extend(props.keys().cloned());
+            }
+            obj.values().for_each(|child| properties(child, out));
+        } else if let Some(arr) = v.as_array() {
+            arr.iter().for_each(|child| properties(child, out));
+        }
+    }
+    let mut names = Vec::new();
+    properties(&schema, &mut names);
+    names.sort();
+    names.dedup();
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !doc.contains(&format!("`{n}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/results-schema.md does not describe {missing:?}"
+    );
+    assert!(names.len() > 60, "{names:?}");
+}

@@ -1,0 +1,254 @@
+//! Statistics against reference values computed with NumPy and SciPy
+//! (`tests/vectors/gen.py` → `tests/vectors/stats.json`), plus the
+//! per-variant summaries built on them.
+
+use scaffold::eval::results::ScoreRecord;
+use scaffold::eval::stats::{
+    Alternative, LatencyStats, WilcoxonMethod, WilcoxonOptions, mean, paired_t_test, percentile,
+    sample_stddev, wilcoxon_signed_rank,
+};
+use scaffold::eval::{CellRecord, summarize};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Vectors {
+    scipy: String,
+    descriptive: Vec<Descriptive>,
+    ttest_rel: Vec<TCase>,
+    wilcoxon: Vec<WCase>,
+}
+
+#[derive(Deserialize)]
+struct Descriptive {
+    name: String,
+    values: Vec<f64>,
+    mean: f64,
+    stddev: Option<f64>,
+    min: f64,
+    max: f64,
+    percentiles: std::collections::BTreeMap<String, f64>,
+}
+
+#[derive(Deserialize)]
+struct TCase {
+    name: String,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    alternative: String,
+    statistic: f64,
+    df: f64,
+    pvalue: f64,
+}
+
+#[derive(Deserialize)]
+struct WCase {
+    name: String,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    alternative: String,
+    correction: bool,
+    method: String,
+    n: usize,
+    zeros: usize,
+    ties: bool,
+    statistic: f64,
+    pvalue: f64,
+}
+
+fn vectors() -> Vectors {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/stats.json");
+    let text = std::fs::read_to_string(path).expect("tests/vectors/stats.json (run gen.py)");
+    serde_json::from_str(&text).expect("stats.json parses")
+}
+
+fn alternative(s: &str) -> Alternative {
+    match s {
+        "two-sided" => Alternative::TwoSided,
+        "less" => Alternative::Less,
+        "greater" => Alternative::Greater,
+        other => panic!("unknown alternative {other}"),
+    }
+}
+
+/// The largest relative difference seen (printed with `--nocapture`).
+static WORST: std::sync::Mutex<f64> = std::sync::Mutex::new(0.0);
+
+/// Equal within `1e-9` relative (or absolute near zero).
+fn close(actual: f64, expected: f64, what: &str) {
+    let tol = 1e-9 * expected.abs().max(1e-3);
+    if let Ok(mut w) = WORST.lock() {
+        *w = w.max((actual - expected).abs() / expected.abs().max(1e-3));
+    }
+    assert!(
+        (actual - expected).abs() <= tol,
+        "{what}: got {actual:e}, SciPy/NumPy says {expected:e} (diff {:e})",
+        (actual - expected).abs()
+    );
+}
+
+#[test]
+fn vectors_come_from_scipy() {
+    let v = vectors();
+    assert!(!v.scipy.is_empty());
+    assert!(v.descriptive.len() >= 5 && v.ttest_rel.len() >= 10 && v.wilcoxon.len() >= 30);
+}
+
+#[test]
+fn descriptive_statistics_match_numpy() {
+    for case in vectors().descriptive {
+        let name = &case.name;
+        close(
+            mean(&case.values).unwrap(),
+            case.mean,
+            &format!("{name} mean"),
+        );
+        match case.stddev {
+            Some(sd) => close(
+                sample_stddev(&case.values).unwrap(),
+                sd,
+                &format!("{name} stddev"),
+            ),
+            None => assert_eq!(sample_stddev(&case.values), None, "{name}"),
+        }
+        for (q, expected) in &case.percentiles {
+            let q: f64 = q.parse().unwrap();
+            close(
+                percentile(&case.values, q).unwrap(),
+                *expected,
+                &format!("{name} p{q}"),
+            );
+        }
+        let l = LatencyStats::of(&case.values);
+        close(l.min, case.min, &format!("{name} min"));
+        close(l.max, case.max, &format!("{name} max"));
+        close(
+            l.p50,
+            case.percentiles["50"],
+            &format!("{name} latency p50"),
+        );
+        close(
+            l.p95,
+            case.percentiles["95"],
+            &format!("{name} latency p95"),
+        );
+        close(
+            l.p99,
+            case.percentiles["99"],
+            &format!("{name} latency p99"),
+        );
+    }
+}
+
+#[test]
+fn paired_t_test_matches_scipy_ttest_rel() {
+    for case in vectors().ttest_rel {
+        let t = paired_t_test(&case.a, &case.b, alternative(&case.alternative))
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        close(t.statistic, case.statistic, &format!("{} t", case.name));
+        close(t.df, case.df, &format!("{} df", case.name));
+        close(t.p_value, case.pvalue, &format!("{} p", case.name));
+        assert_eq!(t.n, case.a.len());
+    }
+}
+
+#[test]
+fn wilcoxon_matches_scipy_wilcoxon() {
+    let mut exact = 0;
+    let mut normal = 0;
+    for case in vectors().wilcoxon {
+        let name = &case.name;
+        let force = name
+            .starts_with("forced-exact")
+            .then_some(WilcoxonMethod::Exact);
+        let options = WilcoxonOptions {
+            alternative: alternative(&case.alternative),
+            correction: case.correction,
+            force,
+            ..WilcoxonOptions::default()
+        };
+        let w = wilcoxon_signed_rank(&case.a, &case.b, &options)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let method = match w.method {
+            WilcoxonMethod::Exact => "exact",
+            WilcoxonMethod::Normal => "normal",
+        };
+        assert_eq!(method, case.method, "{name}: method chosen");
+        assert_eq!(
+            (w.n, w.zeros, w.ties),
+            (case.n, case.zeros, case.ties),
+            "{name}"
+        );
+        close(w.statistic, case.statistic, &format!("{name} statistic"));
+        close(w.p_value, case.pvalue, &format!("{name} p"));
+        match w.method {
+            WilcoxonMethod::Exact => exact += 1,
+            WilcoxonMethod::Normal => normal += 1,
+        }
+    }
+    assert!(
+        exact >= 15 && normal >= 15,
+        "exact {exact}, normal {normal}"
+    );
+    println!(
+        "Wilcoxon: {exact} exact and {normal} normal-approximation vectors; largest relative difference so far {:e}",
+        WORST.lock().map(|w| *w).unwrap_or(f64::NAN)
+    );
+}
+
+#[test]
+fn wilcoxon_exact_distribution_small_n_by_hand() {
+    // n = 3 untied, all positive: W+ = 6, P(W+ >= 6) = 1/8, two-sided 1/4.
+    let w = wilcoxon_signed_rank(&[1.0, 2.0, 3.0], &[0.0; 3], &WilcoxonOptions::default()).unwrap();
+    assert_eq!((w.w_plus, w.w_minus, w.statistic), (6.0, 0.0, 0.0));
+    assert_eq!(w.p_value, 0.25);
+    let greater = WilcoxonOptions::default().alternative(Alternative::Greater);
+    let w = wilcoxon_signed_rank(&[1.0, 2.0, 3.0], &[0.0; 3], &greater).unwrap();
+    assert_eq!((w.statistic, w.p_value), (6.0, 0.125));
+}
+
+#[test]
+fn summaries_use_the_same_definitions() {
+    let mut cells = Vec::new();
+    for (i, (latency, cost, quality)) in [(100, 0.01, 0.5), (300, 0.03, 1.0), (200, 0.02, 0.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut c = CellRecord::new("v", format!("case-{i}"));
+        c.passed = quality > 0.0;
+        c.metrics.latency_ms = latency;
+        c.metrics.cost_usd = cost;
+        c.metrics.input_tokens = 100;
+        c.metrics.output_tokens = 20;
+        c.metrics.total_tokens = 120;
+        c.scores.insert(
+            "quality".into(),
+            ScoreRecord {
+                pass: quality >= 0.5,
+                value: quality,
+                unit: None,
+                detail: None,
+            },
+        );
+        cells.push(c);
+    }
+    let s = &summarize(&cells)[0];
+    assert_eq!((s.cells, s.passed), (3, 2));
+    assert!((s.pass_rate - 2.0 / 3.0).abs() < 1e-15);
+    assert_eq!(
+        (s.latency.p50, s.latency.min, s.latency.max),
+        (200.0, 100.0, 300.0)
+    );
+    assert!((s.latency.p95 - 290.0).abs() < 1e-9);
+    assert!((s.cost.total - 0.06).abs() < 1e-15 && (s.cost.per_case - 0.02).abs() < 1e-15);
+    assert_eq!(
+        (s.tokens.input, s.tokens.output, s.tokens.total),
+        (300, 60, 360)
+    );
+    assert_eq!(s.tokens.per_case, 120.0);
+    let q = s.scores["quality"];
+    assert_eq!(
+        (q.mean, q.stddev, q.min, q.max, q.count),
+        (0.5, 0.5, 0.0, 1.0, 3)
+    );
+    assert!((q.pass_rate - 2.0 / 3.0).abs() < 1e-15);
+}
