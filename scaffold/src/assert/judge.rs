@@ -230,6 +230,12 @@ impl Judge {
     }
 
     /// Keep verdicts in `cache` (share one between judges to share verdicts).
+    ///
+    /// A verdict found in the cache makes no provider call, so no recording
+    /// is written for it in record mode. A cache shared between cells that
+    /// run in a different order in playback can then miss a recording; share
+    /// one only where that order is fixed, or through a persistent cache
+    /// that travels with the recordings.
     pub fn cache(mut self, cache: Arc<dyn JudgeCache>) -> Self {
         self.cache = cache;
         self

@@ -294,11 +294,11 @@ pub(crate) fn matches(a: &OutputMatches, ctx: &EvalContext<'_>) -> Outcome {
 /// Strip one surrounding Markdown code fence (```json … ```), if any.
 fn unfence(s: &str) -> &str {
     let t = s.trim();
-    if let Some(rest) = t.strip_prefix("```") {
-        if let Some(body) = rest.strip_suffix("```") {
-            // Drop the info string (`json`) on the first line.
-            return body.split_once('\n').map(|(_, b)| b).unwrap_or(body).trim();
-        }
+    if let Some(rest) = t.strip_prefix("```")
+        && let Some(body) = rest.strip_suffix("```")
+    {
+        // Drop the info string (`json`) on the first line.
+        return body.split_once('\n').map(|(_, b)| b).unwrap_or(body).trim();
     }
     t
 }

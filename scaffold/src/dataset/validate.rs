@@ -213,41 +213,41 @@ impl<'f> Validator<'f> {
     }
 
     fn glob(&mut self, node: &Node, field: &str) {
-        if let Some(s) = self.string(node, field) {
-            if let Err(e) = Glob::new(s) {
-                self.error(
-                    DiagnosticKind::BadGlob,
-                    node.pos,
-                    format!("invalid glob `{s}` in `{field}`: {e}"),
-                );
-            }
+        if let Some(s) = self.string(node, field)
+            && let Err(e) = Glob::new(s)
+        {
+            self.error(
+                DiagnosticKind::BadGlob,
+                node.pos,
+                format!("invalid glob `{s}` in `{field}`: {e}"),
+            );
         }
     }
 
     fn path(&mut self, node: &Node, field: &str) {
-        if let Some(s) = self.string(node, field) {
-            if let Err(e) = Path::parse(s) {
-                self.error(
-                    DiagnosticKind::BadPath,
-                    node.pos,
-                    format!(
-                        "invalid path `{s}`: {} at character {}",
-                        e.message, e.position
-                    ),
-                );
-            }
+        if let Some(s) = self.string(node, field)
+            && let Err(e) = Path::parse(s)
+        {
+            self.error(
+                DiagnosticKind::BadPath,
+                node.pos,
+                format!(
+                    "invalid path `{s}`: {} at character {}",
+                    e.message, e.position
+                ),
+            );
         }
     }
 
     fn regex(&mut self, node: &Node, field: &str, flags: Option<&str>) {
-        if let Some(s) = self.string(node, field) {
-            if let Err(e) = build_regex(s, flags) {
-                self.error(
-                    DiagnosticKind::BadRegex,
-                    node.pos,
-                    format!("invalid regex `{s}`: {}", regex_error(&e)),
-                );
-            }
+        if let Some(s) = self.string(node, field)
+            && let Err(e) = build_regex(s, flags)
+        {
+            self.error(
+                DiagnosticKind::BadRegex,
+                node.pos,
+                format!("invalid regex `{s}`: {}", regex_error(&e)),
+            );
         }
     }
 
@@ -280,18 +280,18 @@ impl<'f> Validator<'f> {
                         ),
                         Some("put matchers in a mapping of their own".into()),
                     );
-                } else if let [(k, _)] = entries.as_slice() {
-                    if let Some(s) = matcher_typo(&k.name) {
-                        self.warn(
-                            DiagnosticKind::MatcherLike,
-                            k.pos,
-                            format!(
-                                "`{}` is not a value matcher, so this expects a field named `{}`",
-                                k.name, k.name
-                            ),
-                            Some(format!("did you mean `{s}`?")),
-                        );
-                    }
+                } else if let [(k, _)] = entries.as_slice()
+                    && let Some(s) = matcher_typo(&k.name)
+                {
+                    self.warn(
+                        DiagnosticKind::MatcherLike,
+                        k.pos,
+                        format!(
+                            "`{}` is not a value matcher, so this expects a field named `{}`",
+                            k.name, k.name
+                        ),
+                        Some(format!("did you mean `{s}`?")),
+                    );
                 }
                 for (_, v) in entries {
                     self.expected(v);
@@ -354,10 +354,10 @@ impl<'f> Validator<'f> {
                 self.regex(node, name, if flags_ok { flags } else { None });
             }
             FieldKind::Flags => {
-                if let Some(f) = self.string(node, name) {
-                    if let Err(e) = build_regex("", Some(f)) {
-                        self.error(DiagnosticKind::BadRegex, node.pos, e);
-                    }
+                if let Some(f) = self.string(node, name)
+                    && let Err(e) = build_regex("", Some(f))
+                {
+                    self.error(DiagnosticKind::BadRegex, node.pos, e);
                 }
             }
             FieldKind::Path => self.path(node, name),
@@ -549,26 +549,25 @@ impl<'f> Validator<'f> {
                 _ => None,
             })
         };
-        if let (Some(min), Some(max)) = (num("min"), num("max")) {
-            if min > max {
-                if let Some((_, v)) = node.get("min") {
-                    self.error(
-                        DiagnosticKind::BadValue,
-                        v.pos,
-                        format!("`min` ({min}) is greater than `max` ({max})"),
-                    );
-                }
-            }
+        if let (Some(min), Some(max)) = (num("min"), num("max"))
+            && min > max
+            && let Some((_, v)) = node.get("min")
+        {
+            self.error(
+                DiagnosticKind::BadValue,
+                v.pos,
+                format!("`min` ({min}) is greater than `max` ({max})"),
+            );
         }
-        if let (Some((_, e)), Some(_)) = (node.get("exists"), node.get("value")) {
-            if e.kind == Kind::Bool(false) {
-                self.warn(
-                    DiagnosticKind::Ignored,
-                    e.pos,
-                    "`value` is ignored when `exists` is false".into(),
-                    None,
-                );
-            }
+        if let (Some((_, e)), Some(_)) = (node.get("exists"), node.get("value"))
+            && e.kind == Kind::Bool(false)
+        {
+            self.warn(
+                DiagnosticKind::Ignored,
+                e.pos,
+                "`value` is ignored when `exists` is false".into(),
+                None,
+            );
         }
     }
 
@@ -621,15 +620,15 @@ impl<'f> Validator<'f> {
                 self.string(v, key);
             }
         }
-        if let Some((_, v)) = root.get("version") {
-            if !matches!(v.kind, Kind::Str(_) | Kind::Number(_)) {
-                self.wrong(v, "version", "a string");
-            }
+        if let Some((_, v)) = root.get("version")
+            && !matches!(v.kind, Kind::Str(_) | Kind::Number(_))
+        {
+            self.wrong(v, "version", "a string");
         }
-        if let Some((_, v)) = root.get("metadata") {
-            if !matches!(v.kind, Kind::Map(_)) {
-                self.wrong(v, "metadata", "a mapping");
-            }
+        if let Some((_, v)) = root.get("metadata")
+            && !matches!(v.kind, Kind::Map(_))
+        {
+            self.wrong(v, "metadata", "a mapping");
         }
         if let Some((_, v)) = root.get("defaultTimeout") {
             self.count(v, "defaultTimeout");

@@ -159,22 +159,16 @@ fn open_store(manifest_dir: &Path) -> Result<Option<Store>, String> {
     match std::env::var(DATABASE_ENV) {
         Ok(v) if v == ":memory:" => Store::in_memory().map(Some).map_err(|e| e.to_string()),
         Ok(v) if !v.is_empty() => Store::open(&v).map(Some).map_err(|e| e.to_string()),
-        _ => {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| manifest_dir.join("target"));
-            Store::open(target.join("scaffold").join("scaffold.db"))
-                .map(Some)
-                .map_err(|e| e.to_string())
-        }
+        _ => Store::open(Store::default_path_from(manifest_dir))
+            .map(Some)
+            .map_err(|e| e.to_string()),
     }
 }
 
+/// `target/scaffold/` of the workspace: beside the session database.
 fn results_dir(manifest_dir: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir.join("target"))
-        .join("scaffold")
+    let db = Store::default_path_from(manifest_dir);
+    db.parent().map(Path::to_path_buf).unwrap_or(db)
 }
 
 fn wanted_tags() -> Option<Vec<String>> {
@@ -269,10 +263,10 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
             }
         })
         .collect();
-    if args.test_threads.is_none() {
-        if let Some(n) = evals.iter().filter_map(|e| e.concurrency()).max() {
-            args.test_threads = Some(n);
-        }
+    if args.test_threads.is_none()
+        && let Some(n) = evals.iter().filter_map(|e| e.concurrency()).max()
+    {
+        args.test_threads = Some(n);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -282,10 +276,10 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
     let mut cells = Vec::new();
     for (e, eval) in evals.iter().enumerate() {
         for cell in eval.cells() {
-            if let Some(tags) = &tags {
-                if !cell.tags.iter().any(|t| tags.contains(t)) {
-                    continue;
-                }
+            if let Some(tags) = &tags
+                && !cell.tags.iter().any(|t| tags.contains(t))
+            {
+                continue;
             }
             cells.push((e, cell));
         }
@@ -328,11 +322,11 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
     if list {
         return Ok(conclusion.exit_code());
     }
-    if let Some(store) = &store {
-        if let Err(e) = store.flush() {
-            eprintln!("error: the session store could not be written: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
+    if let Some(store) = &store
+        && let Err(e) = store.flush()
+    {
+        eprintln!("error: the session store could not be written: {e}");
+        return Ok(ExitCode::FAILURE);
     }
     if under_nextest() {
         // One cell per process: the cell's own verdict is the result.
@@ -524,23 +518,20 @@ impl Harness {
                 Err(e) => eprintln!("  warning: cannot write {}: {e}", path.display()),
             }
         }
-        if self.formats.contains(&Format::Markdown) {
-            if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty())
-            {
-                let md = reports::markdown::render(results, comparison);
-                let appended = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&summary)
-                    .and_then(|mut f| {
-                        std::io::Write::write_all(&mut f, format!("{md}\n").as_bytes())
-                    });
-                if let Err(e) = appended {
-                    eprintln!(
-                        "  warning: cannot append to GITHUB_STEP_SUMMARY {}: {e}",
-                        PathBuf::from(summary).display()
-                    );
-                }
+        if self.formats.contains(&Format::Markdown)
+            && let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty())
+        {
+            let md = reports::markdown::render(results, comparison);
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&summary)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{md}\n").as_bytes()));
+            if let Err(e) = appended {
+                eprintln!(
+                    "  warning: cannot append to GITHUB_STEP_SUMMARY {}: {e}",
+                    PathBuf::from(summary).display()
+                );
             }
         }
     }

@@ -96,10 +96,10 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
     );
     let inner: usize = widths.iter().map(|w| w + 1).sum::<usize>() - 1;
     let min_inner = title_left.chars().count() + title_right.chars().count() + 4;
-    if inner < min_inner {
-        if let Some(last) = widths.last_mut() {
-            *last += min_inner - inner;
-        }
+    if inner < min_inner
+        && let Some(last) = widths.last_mut()
+    {
+        *last += min_inner - inner;
     }
     let inner: usize = widths.iter().map(|w| w + 1).sum::<usize>() - 1;
 

@@ -592,16 +592,20 @@ impl Store {
     /// nearest `Cargo.lock` above the current directory (the workspace root
     /// when run by `cargo test`), else `target/` in the current directory.
     pub fn default_path() -> PathBuf {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Self::default_path_from(&cwd)
+    }
+
+    /// Like [`Store::default_path`], looking for the workspace from `dir`
+    /// instead of the current directory (the harness passes its package).
+    pub fn default_path_from(dir: &Path) -> PathBuf {
         let target = match std::env::var_os("CARGO_TARGET_DIR") {
-            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-            _ => std::env::current_dir()
-                .ok()
-                .and_then(|cwd| {
-                    cwd.ancestors()
-                        .find(|d| d.join("Cargo.lock").is_file())
-                        .map(|d| d.join("target"))
-                })
-                .unwrap_or_else(|| PathBuf::from("target")),
+            Some(target) if !target.is_empty() => PathBuf::from(target),
+            _ => dir
+                .ancestors()
+                .find(|d| d.join("Cargo.lock").is_file())
+                .map(|d| d.join("target"))
+                .unwrap_or_else(|| dir.join("target")),
         };
         target.join("scaffold").join("scaffold.db")
     }
@@ -731,13 +735,10 @@ impl Store {
         if signals.is_empty() {
             return self.check();
         }
-        let rows = Rows::new(signals).ctx(self.path(), || {
+        let rows = Rows::new(session_id, signals).ctx(self.path(), || {
             format!("serializing signals of session {session_id}")
         })?;
-        self.send_reporting(Command::Append {
-            session: session_id.to_owned(),
-            rows,
-        })
+        self.send_reporting(Command::Append(rows))
     }
 
     /// Queue the end of a session. The signals stay; a failed run keeps its error.
@@ -751,6 +752,10 @@ impl Store {
     /// Wait until every write queued before this call is committed. Returns
     /// the failure of any queued write not reported yet.
     pub fn flush(&self) -> Result<(), StoreError> {
+        if self.inner.queue.is_idle() {
+            // Nothing queued is unfinished: no round trip through the writer.
+            return self.check();
+        }
         let (reply, done) = mpsc::channel();
         self.send(Command::Flush(reply))?;
         done.recv().map_err(|_| self.gone())?;

@@ -8,6 +8,7 @@
 //! again: a pair of context switches per signal when appends are small.
 //! Wake-ups are only issued when someone is actually waiting.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use super::writer::Command;
@@ -20,6 +21,10 @@ pub(crate) struct Queue {
     /// Producers wait here for room.
     not_full: Condvar,
     capacity: usize,
+    /// Commands ever pushed.
+    pushed: AtomicU64,
+    /// Commands the writer has finished (written and committed, or failed and recorded).
+    completed: AtomicU64,
 }
 
 struct State {
@@ -46,6 +51,8 @@ impl Queue {
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             capacity: capacity.max(1),
+            pushed: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
         }
     }
 
@@ -67,6 +74,7 @@ impl Queue {
             return Err(Closed);
         }
         st.items.push(command);
+        self.pushed.fetch_add(1, Ordering::SeqCst);
         if st.writer_waiting {
             st.writer_waiting = false;
             self.not_empty.notify_one();
@@ -90,6 +98,18 @@ impl Queue {
             self.not_full.notify_all();
         }
         true
+    }
+
+    /// The writer has finished `n` more commands (after committing them and
+    /// recording their failures).
+    pub(crate) fn completed(&self, n: usize) {
+        self.completed.fetch_add(n as u64, Ordering::SeqCst);
+    }
+
+    /// Whether every command pushed so far is finished, so that a flush has
+    /// nothing to wait for.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.completed.load(Ordering::SeqCst) == self.pushed.load(Ordering::SeqCst)
     }
 
     /// Accept no more commands; the writer finishes what is queued. Wakes everyone.

@@ -27,11 +27,12 @@ use super::{SessionEnd, SessionMeta};
 use crate::signal::{Signal, names};
 
 /// The signals of one append, serialized by the caller into one buffer so
-/// that the writer only binds slices (and frees three allocations, not a
-/// tree of JSON values per signal).
+/// that the writer only binds slices (and frees two allocations, not a tree
+/// of JSON values per signal).
 pub(crate) struct Rows {
-    /// Names, payload JSON and agents, one after the other.
+    /// The session id, then names, payload JSON and agents, one after the other.
     text: String,
+    session: Range<usize>,
     rows: Vec<RowMeta>,
     /// For each state-change row, in order: the new value, or `None` for a removal.
     changes: Vec<Option<Value>>,
@@ -46,9 +47,9 @@ struct RowMeta {
 }
 
 impl Rows {
-    /// Serialize `signals`.
-    pub(crate) fn new(signals: &[Signal]) -> Result<Rows, serde_json::Error> {
-        let mut bytes: Vec<u8> = Vec::with_capacity(signals.len() * 96);
+    /// Serialize `signals` of `session`.
+    pub(crate) fn new(session: &str, signals: &[Signal]) -> Result<Rows, serde_json::Error> {
+        let mut bytes: Vec<u8> = Vec::with_capacity(session.len() + signals.len() * 96);
         let mut rows = Vec::with_capacity(signals.len());
         let mut changes = Vec::new();
         let push = |bytes: &mut Vec<u8>, s: &str| {
@@ -56,6 +57,7 @@ impl Rows {
             bytes.extend_from_slice(s.as_bytes());
             start..bytes.len()
         };
+        let session = push(&mut bytes, session);
         for s in signals {
             let name = push(&mut bytes, &s.name);
             let start = bytes.len();
@@ -77,6 +79,7 @@ impl Rows {
         let text = String::from_utf8(bytes).map_err(serde::ser::Error::custom)?;
         Ok(Rows {
             text,
+            session,
             rows,
             changes,
         })
@@ -84,6 +87,10 @@ impl Rows {
 
     fn len(&self) -> usize {
         self.rows.len()
+    }
+
+    fn session(&self) -> &str {
+        self.text.get(self.session.clone()).unwrap_or_default()
     }
 }
 
@@ -98,13 +105,8 @@ pub(crate) type ReadFn = Box<dyn FnOnce(&Connection, &str) + Send>;
 pub(crate) enum Command {
     /// Insert a session row and its tags.
     Begin(Box<SessionMeta>),
-    /// Insert signals of one session.
-    Append {
-        /// The session.
-        session: String,
-        /// Its new signals, in index order.
-        rows: Rows,
-    },
+    /// Insert signals of one session, in index order.
+    Append(Rows),
     /// Record how a session ended.
     Finish {
         /// The session.
@@ -129,7 +131,7 @@ impl Command {
     /// How much of a batch the command uses.
     fn weight(&self) -> usize {
         match self {
-            Command::Append { rows, .. } => rows.len().max(1),
+            Command::Append(rows) => rows.len().max(1),
             _ => 1,
         }
     }
@@ -145,7 +147,7 @@ impl Command {
     fn session(&self) -> Option<&str> {
         match self {
             Command::Begin(m) => Some(&m.id),
-            Command::Append { session, .. } => Some(session),
+            Command::Append(rows) => Some(rows.session()),
             Command::Finish { id, .. } | Command::Delete { id, .. } => Some(id),
             Command::Flush(_) | Command::Read(_) => None,
         }
@@ -268,6 +270,7 @@ impl Writer {
         let mut taken: Vec<Command> = Vec::new();
         let mut batch: Vec<Command> = Vec::new();
         while queue.take_all(&mut taken) {
+            let n = taken.len();
             let mut weight = 0;
             for c in taken.drain(..) {
                 if c.is_barrier() {
@@ -284,6 +287,7 @@ impl Writer {
                 }
             }
             self.write(&mut batch);
+            queue.completed(n);
         }
     }
 
@@ -377,15 +381,16 @@ impl Writer {
                         },
                     );
                 }
-                Command::Append { session, rows } => {
+                Command::Append(rows) => {
                     if rows.len() == 0 {
                         continue;
                     }
-                    if !running.contains_key(session.as_str()) {
+                    let session = rows.session();
+                    if !running.contains_key(session) {
                         let (state, last) =
                             load_running(&tx, path, session).map_err(BatchError::Write)?;
                         running.insert(
-                            session.clone(),
+                            session.to_owned(),
                             Running {
                                 state,
                                 last,
@@ -394,15 +399,15 @@ impl Writer {
                             },
                         );
                     }
-                    let Some(run) = running.get_mut(session.as_str()) else {
+                    let Some(run) = running.get_mut(session) else {
                         continue;
                     };
                     append(&tx, &mut insert, path, config, session, run, rows)
                         .map_err(BatchError::Write)?;
                     let n = rows.len() as u64;
-                    match counts.iter_mut().find(|(s, _)| *s == session.as_str()) {
+                    match counts.iter_mut().find(|(s, _)| *s == session) {
                         Some((_, total)) => *total += n,
-                        None => counts.push((session.as_str(), n)),
+                        None => counts.push((session, n)),
                     }
                 }
                 Command::Finish { id, end } => {

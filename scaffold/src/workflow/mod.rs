@@ -239,10 +239,10 @@ impl<S: State> Workflow<S> {
     pub fn agents(&self) -> Vec<&Agent<S>> {
         let mut seen: Vec<&Agent<S>> = Vec::new();
         for (_, phase) in &self.phases {
-            if let Some(agent) = &phase.agent {
-                if !seen.iter().any(|a| a.name == agent.name) {
-                    seen.push(agent);
-                }
+            if let Some(agent) = &phase.agent
+                && !seen.iter().any(|a| a.name == agent.name)
+            {
+                seen.push(agent);
             }
         }
         seen
@@ -289,18 +289,18 @@ impl<S: State> Workflow<S> {
             errors.push(format!("workflow `{}` has no phases", self.name));
         }
         for (name, phase) in &self.phases {
-            if let Next::Fixed(target) = &phase.next {
-                if !self.phases.iter().any(|(n, _)| n == target) {
-                    errors.push(format!(
-                        "phase `{name}` goes to `{target}`, which is not a phase of `{}`",
-                        self.name
-                    ));
-                }
+            if let Next::Fixed(target) = &phase.next
+                && !self.phases.iter().any(|(n, _)| n == target)
+            {
+                errors.push(format!(
+                    "phase `{name}` goes to `{target}`, which is not a phase of `{}`",
+                    self.name
+                ));
             }
-            if let Some(agent) = &phase.agent {
-                if agent.provider.is_none() {
-                    errors.push(format!("agent `{}` has no provider", agent.name));
-                }
+            if let Some(agent) = &phase.agent
+                && agent.provider.is_none()
+            {
+                errors.push(format!("agent `{}` has no provider", agent.name));
             }
         }
         if errors.is_empty() {

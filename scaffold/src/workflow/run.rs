@@ -355,13 +355,13 @@ impl Execution {
 
     /// Hand the signals not yet stored to the store (batched by its writer).
     fn persist(&mut self) {
-        if let Some(store) = &self.store {
-            if self.stored < self.signals.len() {
-                if let Err(e) = store.append(&self.session_id, &self.signals[self.stored..]) {
-                    self.store_error.get_or_insert(e.to_string());
-                }
-                self.stored = self.signals.len();
+        if let Some(store) = &self.store
+            && self.stored < self.signals.len()
+        {
+            if let Err(e) = store.append(&self.session_id, &self.signals[self.stored..]) {
+                self.store_error.get_or_insert(e.to_string());
             }
+            self.stored = self.signals.len();
         }
     }
 
