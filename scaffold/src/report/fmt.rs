@@ -68,6 +68,27 @@ pub(crate) fn num(v: f64) -> String {
     }
 }
 
+/// The paired t-test of a comparison as a table cell: `t = 2.345, p = 0.031`.
+pub(crate) fn t_test_cell(t: &crate::eval::compare::PairwiseTest) -> String {
+    t.t_test
+        .map(|t| format!("t = {:.3}, {}", t.statistic, p_value(t.p_value)))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// The Wilcoxon test of a comparison as a table cell: `W = 3, p = 0.25 (exact)`.
+pub(crate) fn wilcoxon_cell(t: &crate::eval::compare::PairwiseTest) -> String {
+    t.wilcoxon
+        .map(|w| {
+            format!(
+                "W = {}, {} ({})",
+                num(w.statistic),
+                p_value(w.p_value),
+                w.method.as_str()
+            )
+        })
+        .unwrap_or_else(|| "–".into())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

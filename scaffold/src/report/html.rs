@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use super::escape::xml;
-use super::fmt::{duration, num, p_value, pct, points, scorer_heading, usd};
+use super::fmt::{duration, num, pct, points, scorer_heading, t_test_cell, usd, wilcoxon_cell};
 use super::plot::{self, Series};
 use crate::eval::compare::Severity;
 use crate::eval::{Comparison, EvalResults};
@@ -334,21 +334,8 @@ fn significance(out: &mut String, results: &EvalResults) {
     );
     out.push_str("<table>\n<thead><tr><th>Comparison</th><th class=\"num\">Pairs</th><th class=\"num\">Mean Δ</th><th>Paired t-test</th><th>Wilcoxon signed-rank</th><th>Significant</th></tr></thead>\n<tbody>\n");
     for t in &cmp.significance {
-        let tt = t
-            .t_test
-            .map(|t| format!("t = {:.3}, {}", t.statistic, p_value(t.p_value)))
-            .unwrap_or_else(|| "–".into());
-        let w = t
-            .wilcoxon
-            .map(|w| {
-                format!(
-                    "W = {}, {} ({})",
-                    num(w.statistic),
-                    p_value(w.p_value),
-                    w.method.as_str()
-                )
-            })
-            .unwrap_or_else(|| "–".into());
+        let tt = t_test_cell(t);
+        let w = wilcoxon_cell(t);
         let _ = writeln!(
             out,
             "<tr><td>{}{} vs {}{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.3}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

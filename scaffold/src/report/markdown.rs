@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::escape::{md_cell, md_code, md_code_cell, md_text};
-use super::fmt::{duration, num, p_value, pct, points, scorer_heading, usd};
+use super::fmt::{duration, num, pct, points, scorer_heading, t_test_cell, usd, wilcoxon_cell};
 use crate::eval::compare::{Regression, Severity};
 use crate::eval::{Comparison, EvalResults, VariantSummary};
 
@@ -180,21 +180,8 @@ fn highlights(out: &mut String, results: &EvalResults) {
         out.push_str("| Comparison | Pairs | Mean Δ | Paired t-test | Wilcoxon signed-rank | Significant |\n");
         out.push_str("|:--|--:|--:|:--|:--|:-:|\n");
         for t in &cmp.significance {
-            let tt = t
-                .t_test
-                .map(|t| format!("t = {:.3}, {}", t.statistic, p_value(t.p_value)))
-                .unwrap_or_else(|| "–".into());
-            let w = t
-                .wilcoxon
-                .map(|w| {
-                    format!(
-                        "W = {}, {} ({})",
-                        num(w.statistic),
-                        p_value(w.p_value),
-                        w.method.as_str()
-                    )
-                })
-                .unwrap_or_else(|| "–".into());
+            let tt = t_test_cell(t);
+            let w = wilcoxon_cell(t);
             let _ = writeln!(
                 out,
                 "| {} vs {} | {} | {:+.3} | {tt} | {w} | {} |",
