@@ -326,6 +326,20 @@ impl From<&CellResult> for CellRecord {
 }
 
 impl EvalResults {
+    /// The scorers as report columns: the eval's order, then any other
+    /// scorer seen in a variant's summary.
+    pub fn scorer_columns(&self) -> Vec<String> {
+        let mut names = self.config.scorers.clone();
+        for summary in self.summary.values() {
+            for name in summary.scores.keys() {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+            }
+        }
+        names
+    }
+
     /// The results of `cells`: sorted, summarized per variant and compared.
     ///
     /// `config.variants` gives the variant order; variants that ran but are

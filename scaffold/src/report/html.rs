@@ -132,20 +132,8 @@ fn header(out: &mut String, results: &EvalResults) {
     out.push_str("</header>\n");
 }
 
-fn scorer_names(results: &EvalResults) -> Vec<String> {
-    let mut names = results.config.scorers.clone();
-    for s in results.summary.values() {
-        for k in s.scores.keys() {
-            if !names.contains(k) {
-                names.push(k.clone());
-            }
-        }
-    }
-    names
-}
-
 fn variants(out: &mut String, results: &EvalResults) {
-    let scorers = scorer_names(results);
+    let scorers = results.scorer_columns();
     out.push_str("<section id=\"variants\">\n<h2>Variants</h2>\n<table>\n<thead><tr><th>Variant</th><th class=\"num\">Pass</th><th class=\"num\">Latency avg</th><th class=\"num\">p50</th><th class=\"num\">p95</th><th class=\"num\">p99</th><th class=\"num\">Cost / case</th><th class=\"num\">Cost total</th><th class=\"num\">Tokens / case</th>");
     for s in &scorers {
         let _ = write!(out, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));
@@ -262,7 +250,7 @@ fn plots(out: &mut String, results: &EvalResults) {
             })
             .collect()
     };
-    for scorer in scorer_names(results) {
+    for scorer in results.scorer_columns() {
         let series = series_of(&|c| c.scores.get(&scorer).map(|s| s.value));
         let unit = results
             .results
@@ -436,7 +424,7 @@ fn comparison(out: &mut String, cmp: &Comparison) {
 }
 
 fn cells(out: &mut String, results: &EvalResults) {
-    let scorers = scorer_names(results);
+    let scorers = results.scorer_columns();
     out.push_str("<section id=\"cells\">\n<h2>Cells</h2>\n<table>\n<thead><tr><th>Cell</th><th>Result</th><th class=\"num\">Latency</th><th class=\"num\">Cost</th><th class=\"num\">Tokens</th>");
     for s in &scorers {
         let _ = write!(out, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));

@@ -65,21 +65,8 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// The scorers in the eval's order, then any others seen.
-fn scorer_columns(results: &EvalResults) -> Vec<String> {
-    let mut names = results.config.scorers.clone();
-    for s in results.summary.values() {
-        for k in s.scores.keys() {
-            if !names.contains(k) {
-                names.push(k.clone());
-            }
-        }
-    }
-    names
-}
-
 fn summary_table(out: &mut String, results: &EvalResults) {
-    let scorers = scorer_columns(results);
+    let scorers = results.scorer_columns();
     out.push_str("| Variant | Pass | Latency avg | p50 | p95 | p99 | Cost / case | Cost total | Tokens / case |");
     for s in &scorers {
         let _ = write!(out, " {} |", md_cell(&scorer_heading(s)));
