@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod provider;
 pub mod report;
 pub mod scorer;
+pub mod session;
 pub mod signal;
 pub mod store;
 pub mod testing;
@@ -34,6 +35,9 @@ pub mod prelude {
     pub use crate::metrics::Metrics;
     pub use crate::provider::{
         Pricing, Provider, ProviderError, ProviderOptions, ScriptedProvider, ScriptedReply, Usage,
+    };
+    pub use crate::session::{
+        ForkFrom, ForkOptions, ForkPoint, ForkSource, ReplayOptions, ScoreOptions, SessionExport,
     };
     pub use crate::signal::Signal;
     pub use crate::store::Store;

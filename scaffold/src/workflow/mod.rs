@@ -31,6 +31,7 @@ mod run;
 
 pub use agent::{Agent, DEFAULT_MAX_TOOL_ROUNDS, Tool};
 pub use run::{RecordingScope, RunError, RunOptions, RunResult, RunStatus, run, run_with};
+pub(crate) use run::{Resume, run_from};
 
 use std::fmt;
 use std::sync::Arc;

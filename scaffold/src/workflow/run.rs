@@ -227,6 +227,23 @@ pub struct RunResult<S> {
     pub error: Option<RunError>,
 }
 
+impl<S> RunResult<S> {
+    /// A run that could not start (its session was never begun): failed
+    /// with `error`, in state `state`, without signals.
+    pub(crate) fn not_started(state: S, error: RunError) -> Self {
+        RunResult {
+            session_id: String::new(),
+            status: RunStatus::Failed,
+            state,
+            output: None,
+            signals: Vec::new(),
+            duration: Duration::ZERO,
+            metrics: Metrics::default(),
+            error: Some(error),
+        }
+    }
+}
+
 /// Run `workflow` on `input` with default options.
 pub async fn run<S: State>(workflow: &Workflow<S>, input: Value) -> RunResult<S> {
     run_with(workflow, input, &RunOptions::default()).await
@@ -239,6 +256,27 @@ pub async fn run_with<S: State>(
     input: Value,
     options: &RunOptions,
 ) -> RunResult<S> {
+    run_from(workflow, input, options, None).await
+}
+
+/// Where a run begins when it does not begin at the workflow's start: a
+/// phase and the state it is entered with (a fork).
+pub(crate) struct Resume<S> {
+    /// The phase entered first.
+    pub phase: String,
+    /// The state it is entered with.
+    pub state: S,
+}
+
+/// [`run_with`], optionally resuming at a phase with a given state: then the
+/// workflow's `start` hook does not run, the stored initial state is that
+/// state, and phase occurrences count from the resumed phase.
+pub(crate) async fn run_from<S: State>(
+    workflow: &Workflow<S>,
+    input: Value,
+    options: &RunOptions,
+    resume: Option<Resume<S>>,
+) -> RunResult<S> {
     let session_id = options
         .session_id
         .clone()
@@ -247,7 +285,10 @@ pub async fn run_with<S: State>(
         .pricing
         .clone()
         .unwrap_or_else(|| Arc::new(Pricing::builtin()));
-    let state = workflow.initial_state.clone();
+    let (state, resume_phase) = match resume {
+        Some(Resume { phase, state }) => (state, Some(phase)),
+        None => (workflow.initial_state.clone(), None),
+    };
     let mut exec = Execution {
         session_id: session_id.clone(),
         started: Instant::now(),
@@ -264,7 +305,16 @@ pub async fn run_with<S: State>(
     };
     let initial_json = serde_json::to_value(&state).unwrap_or(Value::Null);
     exec.begin(workflow, options, &input, &initial_json);
-    let (state, outcome) = exec.execute(workflow, &input, state, initial_json).await;
+    let (state, outcome) = exec
+        .execute(
+            workflow,
+            &input,
+            state,
+            initial_json,
+            options,
+            resume_phase.as_deref(),
+        )
+        .await;
 
     let status = match &outcome {
         Ok(()) => RunStatus::Completed,
@@ -478,15 +528,20 @@ impl Execution {
         input: &Value,
         mut state: S,
         initial: Value,
+        options: &RunOptions,
+        resume_phase: Option<&str>,
     ) -> (S, Result<(), RunError>) {
         let agents: Vec<&str> = workflow.agents().iter().map(|a| a.name()).collect();
-        self.emit(
-            names::HARNESS_START,
-            json!({"workflow": workflow.name, "agents": agents, "input": input, "state": initial}),
-            None,
-        );
+        let mut start =
+            json!({"workflow": workflow.name, "agents": agents, "input": input, "state": initial});
+        if let Some((parent, point)) = &options.parent {
+            start["forkedFrom"] = json!({"sessionId": parent, "forkPoint": point});
+        }
+        self.emit(names::HARNESS_START, start, None);
         self.last_state = initial;
-        let outcome = self.execute_phases(workflow, input, &mut state).await;
+        let outcome = self
+            .execute_phases(workflow, input, &mut state, resume_phase)
+            .await;
         let outcome = outcome.map_err(|e| self.fail(e));
         self.persist();
         (state, outcome)
@@ -497,11 +552,13 @@ impl Execution {
         workflow: &Workflow<S>,
         input: &Value,
         state: &mut S,
+        resume_phase: Option<&str>,
     ) -> Result<(), RunError> {
         if let Err(errors) = workflow.validate() {
             return Err(RunError::Workflow(errors.join("; ")));
         }
-        if let Some(start) = &workflow.start {
+        // A resumed run continues from its state: `start` already ran in the parent.
+        if let (Some(start), None) = (&workflow.start, resume_phase) {
             start(input, state);
         }
         self.diff_state(state, None)?;
@@ -509,7 +566,7 @@ impl Execution {
         let mut occurrences: HashMap<&str, u32> = HashMap::new();
         let mut activations = 0u32;
         let mut trigger = names::PHASE_ENTERED.to_string();
-        let mut current = workflow.phases[0].0.as_str();
+        let mut current = resume_phase.unwrap_or(workflow.phases[0].0.as_str());
         loop {
             let Some((name, phase)) = workflow.phases.iter().find(|(n, _)| n == current) else {
                 return Err(RunError::Workflow(format!(
