@@ -1,6 +1,7 @@
 //! One cell: a variant run on a case, once, then graded.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,13 +9,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Cell, Eval};
-use crate::assert::{AssertionResult, EvalContext, Judge, evaluate_all};
+use crate::assert::{AssertionResult, EvalContext, Judge};
 use crate::metrics::Metrics;
 use crate::provider::RecordingId;
 use crate::provider::transport::{Transport, with_transport};
 use crate::scorer::{Score, ScorerContext};
+use crate::session::{ForkFrom, Grader, SessionError, fork_at, scope_tags};
 use crate::store::Store;
-use crate::workflow::{RecordingScope, RunOptions, RunResult, RunStatus, State, run_with};
+use crate::workflow::{
+    RecordingScope, RunError, RunOptions, RunResult, RunStatus, State, run_with,
+};
 
 /// Which cell: `{eval}::{variant}::{case}` plus `::t{n}` when there are several trials.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -139,6 +143,11 @@ impl CellResult {
 impl<S: State> Eval<S> {
     /// Run one cell and grade it. Returns the graded result and the run
     /// itself (for snapshots).
+    ///
+    /// With [`Eval::fork_from`] the cell forks from the parent session
+    /// instead of running from the start; a fork that cannot be made (the
+    /// parent is missing, the point does not resolve, the case's input is
+    /// not the parent's) fails the cell with that error.
     pub async fn run_cell(&self, cell: &Cell<'_, S>, env: &CellEnv) -> (CellResult, RunResult<S>) {
         let Cell {
             id,
@@ -146,19 +155,23 @@ impl<S: State> Eval<S> {
             case,
             workflow,
         } = cell;
+        let scope = RecordingScope {
+            dataset: dataset.key().to_string(),
+            case: case.id.clone(),
+            variant: id.variant.clone(),
+            trial: id.trial,
+        };
         let mut options = RunOptions::new()
             .variant(id.variant.clone())
-            .tag(format!("eval:{}", id.eval))
-            .tag(format!("case:{}", case.id))
-            .recording(RecordingScope {
-                dataset: dataset.key().to_string(),
-                case: case.id.clone(),
-                variant: id.variant.clone(),
-                trial: id.trial,
-            });
-        for tag in &case.tags {
-            options = options.tag(tag.clone());
+            .tag(format!("eval:{}", id.eval));
+        // The scope in tags too, so the session can be replayed and scored as this cell.
+        for tag in scope_tags(&scope)
+            .into_iter()
+            .chain(case.tags.iter().cloned())
+        {
+            options = options.tag(tag);
         }
+        options = options.recording(scope);
         if let Some(store) = &env.store {
             options = options.store(store.clone());
         }
@@ -166,29 +179,35 @@ impl<S: State> Eval<S> {
         if let Some(timeout) = timeout {
             options = options.timeout(timeout);
         }
-        let run = run_with(workflow, case.input.clone(), &options);
-        let result = match &env.transport {
-            Some(transport) => with_transport(transport.clone(), run).await,
-            None => run.await,
+        let result = match &self.fork_from {
+            None => in_env(env, run_with(workflow, case.input.clone(), &options)).await,
+            Some(from) => match fork_cell(from, cell, options, env).await {
+                Ok(result) => result,
+                Err(e) => {
+                    let message = format!("fork from {} at {}: {e}", from.origin(), from.point());
+                    return unrunnable(cell, message);
+                }
+            },
         };
+        self.grade_cell(cell, env, result).await
+    }
 
-        let initial = serde_json::to_value(workflow.initial_state()).unwrap_or(Value::Null);
+    /// Grade a cell's run with the case's assertions and the eval's scorers.
+    async fn grade_cell(
+        &self,
+        cell: &Cell<'_, S>,
+        env: &CellEnv,
+        result: RunResult<S>,
+    ) -> (CellResult, RunResult<S>) {
+        let Cell {
+            id, dataset, case, ..
+        } = cell;
         let judge = self.judge.as_ref().map(|provider| {
             Judge::from_arc(provider.clone()).recording_id(
                 RecordingId::new(dataset.key(), &case.id, &id.variant, "judge", 0)
                     .with_trial(id.trial),
             )
         });
-        let mut ctx = EvalContext::from_run(&result).initial_state(initial);
-        if let Some(judge) = &judge {
-            ctx = ctx.judge(judge);
-        }
-        let grade = evaluate_all(&case.assertions, &ctx);
-        let assertion_results = match &env.transport {
-            Some(transport) => with_transport(transport.clone(), grade).await,
-            None => grade.await,
-        };
-
         let error = result.error.as_ref().map(|e| e.to_string());
         let scorer_ctx = ScorerContext {
             state: &result.state,
@@ -204,21 +223,17 @@ impl<S: State> Eval<S> {
             trial: id.trial,
             store: env.store.as_ref(),
         };
-        // Scorers that call models (judge, embeddings) go through the recorder too.
-        let grade_scores = async {
-            let mut scores = Vec::with_capacity(self.scorers.len());
-            for scorer in &self.scorers {
-                scores.push(scorer.score(&scorer_ctx).await);
-            }
-            scores
+        let grader = Grader {
+            assertions: &case.assertions,
+            scorers: &self.scorers,
+            judge: judge.as_ref(),
+            transport: env.transport.as_ref(),
         };
-        let scores = match &env.transport {
-            Some(transport) => with_transport(transport.clone(), grade_scores).await,
-            None => grade_scores.await,
-        };
-        let passed = error.is_none()
-            && assertion_results.iter().all(|a| a.passed)
-            && scores.iter().all(|s| s.pass);
+        // The initial state is `harness:start`'s: the workflow's, or a fork's copied state.
+        let grades = grader
+            .grade(EvalContext::from_run(&result), &scorer_ctx)
+            .await;
+        let passed = grades.passed(error.as_deref());
         let cell = CellResult {
             id: id.clone(),
             dataset: dataset.key().to_string(),
@@ -228,11 +243,50 @@ impl<S: State> Eval<S> {
             error,
             input: case.input.clone(),
             output: result.output.clone(),
-            assertions: assertion_results,
-            scores,
+            assertions: grades.assertions,
+            scores: grades.scores,
             metrics: result.metrics,
             signal_count: result.signals.len(),
         };
         (cell, result)
     }
+}
+
+/// Run `future` with the cell's transport, if it has one.
+async fn in_env<F: Future>(env: &CellEnv, future: F) -> F::Output {
+    match &env.transport {
+        Some(transport) => with_transport(transport.clone(), future).await,
+        None => future.await,
+    }
+}
+
+/// Fork the cell's variant from the eval's parent point.
+async fn fork_cell<S: State>(
+    from: &ForkFrom,
+    cell: &Cell<'_, S>,
+    options: RunOptions,
+    env: &CellEnv,
+) -> Result<RunResult<S>, SessionError> {
+    let parent = from.source(env.store.as_ref())?.resolve(from.point())?;
+    if parent.input != cell.case.input {
+        return Err(SessionError::InputMismatch {
+            session: parent.parent_id,
+            case: cell.case.id.clone(),
+            case_input: cell.case.input.clone(),
+            parent_input: parent.input,
+        });
+    }
+    in_env(env, fork_at(&parent, cell.workflow, &options.into())).await
+}
+
+/// A cell that could not run: failed with `message`, ungraded.
+fn unrunnable<S: State>(cell: &Cell<'_, S>, message: String) -> (CellResult, RunResult<S>) {
+    let mut result = CellResult::failed(cell.id.clone(), message.clone());
+    result.dataset = cell.dataset.key().to_string();
+    result.input = cell.case.input.clone();
+    let run = RunResult::not_started(
+        cell.workflow.initial_state().clone(),
+        RunError::Workflow(message),
+    );
+    (result, run)
 }

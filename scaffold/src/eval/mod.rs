@@ -2,6 +2,8 @@
 //!
 //! An [`Eval`] is a builder; the harness expands it into cells (one per
 //! variant, case and trial) and runs each cell with [`Eval::run_cell`].
+//! With [`Eval::fork_from`] every cell forks from one point of one parent
+//! session instead of running from the start.
 
 mod cell;
 pub mod compare;
@@ -24,6 +26,7 @@ use std::time::Duration;
 use crate::dataset::{Case, Dataset};
 use crate::provider::Provider;
 use crate::scorer::Scorer;
+use crate::session::ForkFrom;
 use crate::workflow::{State, Workflow};
 
 /// An eval: what to run (variants), on what (datasets), how often (trials),
@@ -55,6 +58,7 @@ pub struct Eval<S> {
     pub(crate) recordings: Option<PathBuf>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) judge: Option<Arc<dyn Provider>>,
+    pub(crate) fork_from: Option<ForkFrom>,
 }
 
 impl<S> fmt::Debug for Eval<S> {
@@ -69,6 +73,7 @@ impl<S> fmt::Debug for Eval<S> {
             .field("trials", &self.trials)
             .field("scorers", &self.scorers.len())
             .field("min_pass_rate", &self.min_pass_rate)
+            .field("fork_from", &self.fork_from)
             .finish_non_exhaustive()
     }
 }
@@ -93,6 +98,7 @@ impl<S: State> Eval<S> {
             recordings: None,
             timeout: None,
             judge: None,
+            fork_from: None,
         }
     }
 
@@ -160,6 +166,35 @@ impl<S: State> Eval<S> {
     pub fn judge(mut self, provider: impl Provider + 'static) -> Self {
         self.judge = Some(Arc::new(provider));
         self
+    }
+
+    /// Fork every cell from one point of one session instead of running it
+    /// from the start, so all variants continue from identical state
+    /// (isolating, say, the coder from the planner). Each case's input must
+    /// be the parent session's input, else its cells fail saying both.
+    ///
+    /// ```
+    /// use scaffold::prelude::*;
+    /// use scaffold::eval::Eval;
+    /// #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+    /// struct State { plan: String, code: String }
+    /// let eval = Eval::<State>::new()
+    ///     .name("coder-comparison")
+    ///     .fork_from(ForkFrom::session("abc-123").at(ForkPoint::phase("coding").first()));
+    /// assert!(eval.forks_from().is_some());
+    /// ```
+    pub fn fork_from(mut self, from: ForkFrom) -> Self {
+        self.fork_from = Some(from);
+        self
+    }
+
+    /// Where the cells fork from, if they do.
+    pub fn forks_from(&self) -> Option<&ForkFrom> {
+        self.fork_from.as_ref()
+    }
+
+    pub(crate) fn set_fork_from(&mut self, from: ForkFrom) {
+        self.fork_from = Some(from);
     }
 
     /// The variants' names, in order.

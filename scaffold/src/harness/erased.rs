@@ -11,6 +11,7 @@ use super::snapshot::session_summary;
 use crate::dataset::Dataset;
 use crate::eval::{CellEnv, CellId, CellResult, Eval};
 use crate::scorer::Scorer;
+use crate::session::ForkFrom;
 use crate::workflow::{State, Workflow};
 
 /// One cell as the harness lists it.
@@ -83,6 +84,11 @@ pub trait ErasedEval: Send + Sync {
     fn variant_names(&self) -> Vec<String>;
     /// Scorer names, in order.
     fn scorer_names(&self) -> Vec<String>;
+    /// Where the cells fork from, if they do.
+    fn forks_from(&self) -> Option<&ForkFrom>;
+    /// Fork every cell from `from` (e.g. [`ForkFrom::from_env`]), replacing
+    /// the eval's own `fork_from`.
+    fn set_fork_from(&mut self, from: ForkFrom);
 }
 
 /// Erase an eval's state type (the `#[eval]` macro calls this).
@@ -194,5 +200,13 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn scorer_names(&self) -> Vec<String> {
         Eval::scorer_names(self)
+    }
+
+    fn forks_from(&self) -> Option<&ForkFrom> {
+        Eval::forks_from(self)
+    }
+
+    fn set_fork_from(&mut self, from: ForkFrom) {
+        Eval::set_fork_from(self, from);
     }
 }
