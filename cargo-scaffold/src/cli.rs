@@ -1,0 +1,356 @@
+//! The command line, as clap derives it. Values that the library knows how
+//! to parse (formats, modes, rates) stay strings here and are checked by the
+//! subcommands, so that a bad value is one line naming the flag and the fix.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run scaffold evals and work with their results and sessions.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo-scaffold",
+    bin_name = "cargo scaffold",
+    version,
+    about = "Run scaffold evals and work with their stored results and sessions",
+    long_about = "Run scaffold evals and work with their stored results and sessions.\n\n\
+        The evals themselves are a Cargo test target (`cargo test --test evals`);\n\
+        `run` wraps it, and the other commands read what it left in\n\
+        target/scaffold/: the results JSON ({eval}.json) and the session\n\
+        database (scaffold.db).",
+    after_help = "Exit status: 0 when everything passed, 1 when a run, a gate or a comparison\n\
+        failed, 2 when the input was wrong (a bad flag, a missing file).",
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the eval suite (`cargo test --test evals`) with scaffold's settings as flags.
+    #[command(
+        long_about = "Run the eval suite: `cargo test --test evals` in the current directory, with\n\
+            the flags below passed to the harness as SCAFFOLD_* environment variables.\n\
+            Arguments after `--` go to the harness (libtest flags: a name filter,\n\
+            --exact, --skip, --list, --nocapture). The exit status is cargo's.",
+        after_help = "Examples:\n  \
+            cargo scaffold run\n  \
+            cargo scaffold run --filter 'gpt-*' --tags security --format table,json,markdown --output eval-results\n  \
+            cargo scaffold run --parallel 4 --baseline main-results/ -- sql-injection\n  \
+            cargo scaffold run --mode record      # call the real APIs and record them (needs API keys)"
+    )]
+    Run(RunArgs),
+    /// Render stored results again, as a table or report files.
+    #[command(
+        long_about = "Render stored results again: the table on stdout, and with --output the\n\
+            report files {eval}.json, {eval}.md, {eval}.junit.xml, {eval}.html.\n\
+            Without --output every selected format is printed on stdout.",
+        after_help = "Examples:\n  \
+            cargo scaffold report\n  \
+            cargo scaffold report --results eval-results/code-review.json --format markdown\n  \
+            cargo scaffold report --format table,html --output site/ --baseline main-results/"
+    )]
+    Report(ReportArgs),
+    /// Compare two runs' results: regressions, improvements, verdict.
+    #[command(
+        long_about = "Compare a candidate run with a baseline run, cell by cell (variant, case,\n\
+            trial): pass → fail regressions, fail → pass improvements, latency, cost\n\
+            and scorer changes past their thresholds, new and removed cells, and a\n\
+            verdict. Exits with 1 when the comparison blocks (a critical regression,\n\
+            or the pass rate dropped by 5 points or more).",
+        after_help = "Examples:\n  \
+            cargo scaffold compare main-results/code-review.json target/scaffold/code-review.json\n  \
+            cargo scaffold compare main-results/ target/scaffold/ --format markdown >> \"$GITHUB_STEP_SUMMARY\""
+    )]
+    Compare(CompareArgs),
+    /// Pass or fail stored results on a pass rate and a baseline (for CI).
+    #[command(
+        long_about = "Pass or fail stored results, one line per eval: the pass rate against the\n\
+            minimum (each eval's own min_pass_rate unless --min-pass-rate is given),\n\
+            and with --baseline the comparison with an earlier run. Exits with 1 when\n\
+            any eval fails.",
+        after_help = "Examples:\n  \
+            cargo scaffold gate\n  \
+            cargo scaffold gate --results shard-results/ --min-pass-rate 0.9\n  \
+            cargo scaffold gate --min-pass-rate 95% --baseline main-results/"
+    )]
+    Gate(GateArgs),
+    /// List, show, export and import stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Re-run the eval's variants from a point of a stored session [not available yet].
+    #[command(
+        long_about = "Fork every variant of the eval suite from a point of a stored session:\n\
+            each variant starts from the parent's state at that point, with the\n\
+            parent's input, so only what comes after differs. Runs the suite like\n\
+            `run` (same flags), with SCAFFOLD_FORK_FROM and SCAFFOLD_FORK_AT set.",
+        after_help = "The fork point must be explicit: a signal index, or a phase with its\n\
+            occurrence (first, last or a number), since phases can repeat.\n\n\
+            Example:\n  \
+            cargo scaffold fork --from 3f2a9c1e --at 47 --filter 'opus-*'"
+    )]
+    Fork(ForkArgs),
+    /// Grade stored sessions with a dataset's assertions [not available yet].
+    #[command(
+        long_about = "Grade stored sessions with the assertions of a dataset: no workflow runs,\n\
+            the sessions' signals are loaded from the database and checked. Each\n\
+            session is matched to its case by its `case:<id>` tag. Exits with 1 when\n\
+            an assertion fails.",
+        after_help = "Example:\n  \
+            cargo scaffold score --dataset evals/code-review.yaml --tag eval:code-review --variant gpt-4o"
+    )]
+    Score(ScoreArgs),
+    /// Merge the results of shards (e.g. nextest partitions) into one run [not available yet].
+    #[command(
+        long_about = "Merge the results of shards of one run (e.g. `cargo nextest run --partition\n\
+            hash:k/n` on several CI runners, each writing its results) into one\n\
+            results document per eval, recomputing summaries and comparisons, so\n\
+            that `report` and `gate` judge the whole run.",
+        after_help = "Example:\n  \
+            cargo scaffold merge shard-1/ shard-2/ shard-3/ --output merged/ && cargo scaffold gate --results merged/"
+    )]
+    Merge(MergeArgs),
+}
+
+/// `cargo scaffold run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Trials per variant × case, overriding the evals' own count
+    #[arg(long, value_name = "N")]
+    pub trials: Option<u32>,
+    /// Cells run at once (libtest's --test-threads)
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
+    /// Only variants whose name matches one of these globs (`opus-*`; repeat or comma-separate)
+    #[arg(long, value_name = "GLOB", value_delimiter = ',')]
+    pub filter: Vec<String>,
+    /// Only cases with one of these tags (repeat or comma-separate)
+    #[arg(long, value_name = "TAG", value_delimiter = ',')]
+    pub tags: Vec<String>,
+    /// Report formats: table, json, markdown, junit, html (comma-separated) [default: table,json]
+    #[arg(long, value_name = "LIST")]
+    pub format: Option<String>,
+    /// Directory for the report files [default: target/scaffold/]
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// How providers are reached: playback (recordings), record or live [default: playback]
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
+    /// Session database: a file or `:memory:` [default: target/scaffold/scaffold.db]
+    #[arg(long, value_name = "PATH")]
+    pub database: Option<String>,
+    /// Results of an earlier run ({eval}.json or a directory of them): blocking regressions fail the run
+    #[arg(long, value_name = "FILE|DIR")]
+    pub baseline: Option<PathBuf>,
+    /// Resume an interrupted run without redoing finished cells (the last run, or RUN_ID)
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "1")]
+    pub resume: Option<String>,
+    /// Package holding the eval test target (cargo's -p)
+    #[arg(short = 'p', long, value_name = "SPEC")]
+    pub package: Option<String>,
+    /// Name of the eval test target
+    #[arg(long = "test", value_name = "NAME", default_value = "evals")]
+    pub test_target: String,
+    /// Arguments for the harness (libtest flags), after `--`
+    #[arg(last = true, value_name = "HARNESS ARGS")]
+    pub harness_args: Vec<String>,
+}
+
+/// `cargo scaffold report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Results JSON ({eval}.json) or a directory of them [default: target/scaffold/]
+    #[arg(long, value_name = "FILE|DIR")]
+    pub results: Option<PathBuf>,
+    /// Formats: table, json, markdown, junit, html (comma-separated)
+    #[arg(long, value_name = "LIST", default_value = "table")]
+    pub format: String,
+    /// Write the report files into this directory (the table still goes to stdout)
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Baseline results to compare with, shown in the Markdown and HTML reports
+    #[arg(long, value_name = "FILE|DIR")]
+    pub baseline: Option<PathBuf>,
+}
+
+/// `cargo scaffold compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: results JSON or a directory of {eval}.json
+    #[arg(value_name = "BASELINE")]
+    pub baseline: PathBuf,
+    /// The candidate: results JSON or a directory of {eval}.json
+    #[arg(value_name = "CANDIDATE")]
+    pub candidate: PathBuf,
+    /// Output: text, json or markdown
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub format: String,
+    /// Block on latency, cost and scorer regressions too (by default they only warn)
+    #[arg(long)]
+    pub block_on_metrics: bool,
+}
+
+/// `cargo scaffold gate`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Results JSON ({eval}.json) or a directory of them [default: target/scaffold/]
+    #[arg(long, value_name = "FILE|DIR")]
+    pub results: Option<PathBuf>,
+    /// Minimum pass rate, a fraction (0.9) or a percentage (90%) [default: each eval's own]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub min_pass_rate: Option<String>,
+    /// Baseline results (file or directory): fail on blocking regressions against it
+    #[arg(long, value_name = "FILE|DIR")]
+    pub baseline: Option<PathBuf>,
+    /// Block on latency, cost and scorer regressions against the baseline too
+    #[arg(long)]
+    pub block_on_metrics: bool,
+}
+
+/// Where the sessions are.
+#[derive(Debug, Args)]
+pub struct DatabaseArg {
+    /// Session database file [default: $SCAFFOLD_DATABASE, else target/scaffold/scaffold.db]
+    #[arg(long, value_name = "PATH")]
+    pub database: Option<PathBuf>,
+}
+
+/// `cargo scaffold sessions …`.
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List stored sessions, newest first
+    #[command(after_help = "Examples:\n  \
+        cargo scaffold sessions list\n  \
+        cargo scaffold sessions list --tag eval:code-review --variant gpt-4o --status failed\n  \
+        cargo scaffold sessions list --limit 0 --json")]
+    List(SessionsListArgs),
+    /// Show one session: metadata, lineage and signals
+    #[command(
+        after_help = "ID may be a unique prefix of the session id (as `sessions list` shows it)."
+    )]
+    Show(SessionsShowArgs),
+    /// Write a session (metadata and signals) to a JSON file [not available yet]
+    Export(SessionsExportArgs),
+    /// Load sessions exported with `sessions export` into the database [not available yet]
+    Import(SessionsImportArgs),
+}
+
+/// `cargo scaffold sessions list`.
+#[derive(Debug, Args)]
+pub struct SessionsListArgs {
+    #[command(flatten)]
+    pub db: DatabaseArg,
+    /// Only sessions with this tag (repeat: all of them), e.g. eval:code-review
+    #[arg(long, value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// Only sessions of this variant
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    /// Only sessions with this status: running, completed, failed, terminated
+    #[arg(long, value_name = "STATUS")]
+    pub status: Option<String>,
+    /// Only sessions of this workflow
+    #[arg(long, value_name = "NAME")]
+    pub workflow: Option<String>,
+    /// Only sessions forked from this one
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
+    /// At most this many, the newest (0: all)
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// Print JSON (one object per session) instead of the table
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cargo scaffold sessions show`.
+#[derive(Debug, Args)]
+pub struct SessionsShowArgs {
+    /// The session id, or a unique prefix of it
+    #[arg(value_name = "ID")]
+    pub id: String,
+    #[command(flatten)]
+    pub db: DatabaseArg,
+    /// Print JSON (session, lineage, children, signals) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Print signal payloads in full instead of cut to one line
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// `cargo scaffold sessions export`.
+#[derive(Debug, Args)]
+pub struct SessionsExportArgs {
+    /// The session id, or a unique prefix of it
+    #[arg(value_name = "ID")]
+    pub id: String,
+    #[command(flatten)]
+    pub db: DatabaseArg,
+    /// The JSON file to write [default: stdout]
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `cargo scaffold sessions import`.
+#[derive(Debug, Args)]
+pub struct SessionsImportArgs {
+    /// Files written by `sessions export`
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub db: DatabaseArg,
+}
+
+/// `cargo scaffold fork`.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The parent session (id or unique prefix)
+    #[arg(long, value_name = "ID")]
+    pub from: String,
+    /// Where to fork: a signal index or a phase occurrence
+    #[arg(long, value_name = "POINT")]
+    pub at: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `cargo scaffold score`.
+#[derive(Debug, Args)]
+pub struct ScoreArgs {
+    /// The dataset (YAML or JSON) whose assertions to apply
+    #[arg(long, value_name = "FILE")]
+    pub dataset: PathBuf,
+    /// These sessions (ids or unique prefixes; repeat or comma-separate)
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub sessions: Vec<String>,
+    /// Or the sessions with this tag (repeat: all of them)
+    #[arg(long, value_name = "TAG")]
+    pub tag: Vec<String>,
+    /// Only sessions of this variant
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
+    #[command(flatten)]
+    pub db: DatabaseArg,
+    /// Print JSON instead of the table
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cargo scaffold merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard results: {eval}.json files or directories of them
+    #[arg(value_name = "SHARD", required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Directory to write the merged {eval}.json (and other formats) into
+    #[arg(long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Formats to write besides json: table, markdown, junit, html
+    #[arg(long, value_name = "LIST", default_value = "table,json")]
+    pub format: String,
+}

@@ -1,0 +1,32 @@
+//! One module per subcommand.
+
+pub mod compare;
+pub mod fork;
+pub mod gate;
+pub mod merge;
+pub mod report;
+pub mod run;
+pub mod score;
+pub mod sessions;
+
+use scaffold::report::Format;
+
+use crate::error::CliError;
+
+/// A `--format` list of report formats, through the library's parser.
+pub fn report_formats(list: &str, flag: &str) -> Result<Vec<Format>, CliError> {
+    let formats = Format::parse_list(list).map_err(|e| CliError::input(format!("{flag}: {e}")))?;
+    if formats.is_empty() {
+        return Err(CliError::input(format!(
+            "{flag}: no format given (use e.g. {flag} table,json)"
+        )));
+    }
+    Ok(formats)
+}
+
+/// The error of a subcommand that comes with the library's next stage.
+pub fn not_yet(command: &str, needs: &str) -> CliError {
+    CliError::input(format!(
+        "`cargo scaffold {command}` is not available in this version yet: it needs {needs} from the scaffold library"
+    ))
+}

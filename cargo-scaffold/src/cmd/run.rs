@@ -1,0 +1,456 @@
+//! `cargo scaffold run`: `cargo test --test evals` with scaffold's settings
+//! as environment variables (the harness reads nothing else: nextest and
+//! `cargo insta test` pass no custom flags).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use scaffold::assert::Glob;
+use scaffold::eval::EvalResults;
+use scaffold::harness::{BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, TAGS_ENV};
+use scaffold::provider::recorder::{MODE_ENV, RecorderMode};
+
+use crate::cli::RunArgs;
+use crate::cmd::report_formats;
+use crate::error::{CliError, CmdResult, Exit};
+use crate::paths;
+use crate::results::Baseline;
+
+// Read by the harness once the library's run-control work lands; set now so
+// that `run` needs no change then.
+/// Trials per variant × case.
+pub const TRIALS_ENV: &str = "SCAFFOLD_TRIALS";
+/// Comma-separated variant globs.
+pub const VARIANTS_ENV: &str = "SCAFFOLD_VARIANTS";
+/// The report directory.
+pub const OUTPUT_ENV: &str = "SCAFFOLD_OUTPUT";
+/// `1` (the last run) or a run id.
+pub const RESUME_ENV: &str = "SCAFFOLD_RESUME";
+
+/// The cargo command a `run` spawns, checked and ready.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// `cargo` (`$CARGO` when cargo runs us).
+    pub program: OsString,
+    /// `test --test evals [-p …] [-- …]`.
+    pub args: Vec<OsString>,
+    /// The `SCAFFOLD_*` variables to set.
+    pub envs: Vec<(&'static str, OsString)>,
+    /// `--output`, absolute.
+    pub output: Option<PathBuf>,
+    /// `--trials`, to check that the harness honoured it.
+    pub trials: Option<u32>,
+    /// `--filter`, to check that the harness honoured it.
+    pub filter: Vec<Glob>,
+}
+
+/// Check `args` and turn them into the cargo command. `extra` variables
+/// (e.g. a fork's) are added as they are.
+pub fn plan(args: &RunArgs, extra: &[(&'static str, String)]) -> Result<Plan, CliError> {
+    let mut envs: Vec<(&'static str, OsString)> = Vec::new();
+    if args.trials == Some(0) {
+        return Err(CliError::input(
+            "--trials 0: every case needs at least one trial (use --trials 1 or more)",
+        ));
+    }
+    if let Some(n) = args.trials {
+        envs.push((TRIALS_ENV, n.to_string().into()));
+    }
+    if args.parallel == Some(0) {
+        return Err(CliError::input(
+            "--parallel 0: at least one cell must run at a time (use --parallel 1 or more)",
+        ));
+    }
+    if args.parallel.is_some()
+        && args
+            .harness_args
+            .iter()
+            .any(|a| a == "--test-threads" || a.starts_with("--test-threads="))
+    {
+        return Err(CliError::input(
+            "--parallel and --test-threads after `--` both set how many cells run at once: keep one",
+        ));
+    }
+    let mut filter = Vec::new();
+    for pattern in &args.filter {
+        let glob = Glob::new(pattern.trim())
+            .map_err(|e| CliError::input(format!("--filter `{pattern}`: {e}")))?;
+        filter.push(glob);
+    }
+    if !filter.is_empty() {
+        let list: Vec<&str> = filter.iter().map(Glob::as_str).collect();
+        envs.push((VARIANTS_ENV, list.join(",").into()));
+    }
+    let tags: Vec<&str> = args
+        .tags
+        .iter()
+        .map(|t| t.trim())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if !args.tags.is_empty() && tags.is_empty() {
+        return Err(CliError::input(
+            "--tags: no tag given (use e.g. --tags security,smoke)",
+        ));
+    }
+    if !tags.is_empty() {
+        envs.push((TAGS_ENV, tags.join(",").into()));
+    }
+    if let Some(list) = &args.format {
+        let formats = report_formats(list, "--format")?;
+        let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+        envs.push((FORMAT_ENV, names.join(",").into()));
+    }
+    let output = match &args.output {
+        Some(dir) => {
+            let dir = paths::absolute(dir)?;
+            if dir.exists() && !dir.is_dir() {
+                return Err(CliError::input(format!(
+                    "--output {}: this is a file; give a directory for the reports",
+                    dir.display()
+                )));
+            }
+            envs.push((OUTPUT_ENV, dir.clone().into()));
+            Some(dir)
+        }
+        None => None,
+    };
+    if let Some(mode) = &args.mode {
+        let mode: RecorderMode = mode.parse().map_err(|_| {
+            CliError::input(format!(
+                "--mode `{mode}`: not a recorder mode (use playback, record or live)"
+            ))
+        })?;
+        envs.push((MODE_ENV, mode.as_str().into()));
+    }
+    if let Some(db) = &args.database {
+        if db == ":memory:" {
+            if args.resume.is_some() {
+                return Err(CliError::input(
+                    "--resume with --database :memory:: an in-memory database forgets the run, so there is nothing to resume (pass a database file)",
+                ));
+            }
+            envs.push((DATABASE_ENV, db.into()));
+        } else if db.trim().is_empty() {
+            return Err(CliError::input(
+                "--database: empty path (give a file, or `:memory:`)",
+            ));
+        } else {
+            let path = paths::absolute(Path::new(db))?;
+            if path.is_dir() {
+                return Err(CliError::input(format!(
+                    "--database {}: this is a directory; give a database file (e.g. {}/scaffold.db)",
+                    path.display(),
+                    path.display()
+                )));
+            }
+            envs.push((DATABASE_ENV, path.into()));
+        }
+    }
+    if let Some(baseline) = &args.baseline {
+        let path = paths::absolute(baseline)?;
+        // Fails now, before the suite builds, when the baseline is unreadable.
+        Baseline::open(&path, "--baseline")?;
+        envs.push((BASELINE_ENV, path.into()));
+    }
+    if let Some(resume) = &args.resume {
+        let resume = resume.trim();
+        if resume.is_empty() {
+            return Err(CliError::input(
+                "--resume: empty run id (use --resume alone for the last run)",
+            ));
+        }
+        envs.push((RESUME_ENV, resume.into()));
+    }
+    for (k, v) in extra {
+        envs.push((k, v.into()));
+    }
+
+    let mut cargo_args: Vec<OsString> = vec!["test".into(), "--test".into()];
+    cargo_args.push(args.test_target.clone().into());
+    if let Some(p) = &args.package {
+        cargo_args.push("-p".into());
+        cargo_args.push(p.into());
+    }
+    let mut harness: Vec<OsString> = Vec::new();
+    if let Some(n) = args.parallel {
+        harness.push("--test-threads".into());
+        harness.push(n.to_string().into());
+    }
+    harness.extend(args.harness_args.iter().map(OsString::from));
+    if !harness.is_empty() {
+        cargo_args.push("--".into());
+        cargo_args.extend(harness);
+    }
+    Ok(Plan {
+        program: std::env::var_os("CARGO")
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| "cargo".into()),
+        args: cargo_args,
+        envs,
+        output,
+        trials: args.trials,
+        filter,
+    })
+}
+
+/// `cargo scaffold run`.
+pub fn run(args: &RunArgs) -> CmdResult {
+    let plan = plan(args, &[])?;
+    execute(&plan)
+}
+
+/// Spawn the plan's cargo, wait, and pass its exit status through.
+pub fn execute(plan: &Plan) -> CmdResult {
+    if let Some(dir) = &plan.output {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            CliError::input(format!("--output {}: cannot create it: {e}", dir.display()))
+        })?;
+    }
+    // Files older than this (less a second for coarse clocks) are not this run's.
+    let started = SystemTime::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let status = Command::new(&plan.program)
+        .args(&plan.args)
+        .envs(plan.envs.iter().map(|(k, v)| (k, v)))
+        .status()
+        .map_err(|e| {
+            CliError::failed(format!(
+                "cannot start `{}`: {e} (is cargo on PATH? set CARGO to its path)",
+                plan.program.to_string_lossy()
+            ))
+        })?;
+    let fresh = after_run(plan, started);
+    check_honoured(plan, &fresh);
+    match status.code() {
+        Some(0) => Ok(Exit::Success),
+        Some(code) => Ok(Exit::Code(u8::try_from(code).unwrap_or(1).max(1))),
+        None => {
+            eprintln!("error: `cargo test` was stopped by a signal");
+            Ok(Exit::Failed)
+        }
+    }
+}
+
+/// The results documents this run wrote. When `--output` was given but the
+/// harness wrote its reports to the default directory (a harness that does
+/// not read `SCAFFOLD_OUTPUT` yet), they are copied into `--output`.
+fn after_run(plan: &Plan, started: SystemTime) -> Vec<EvalResults> {
+    let default = paths::default_results_dir();
+    let fresh_in = |dir: &Path| -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| is_report(p) && modified_since(p, started))
+            .collect();
+        files.sort();
+        files
+    };
+    let mut dir = default.clone();
+    if let Some(out) = &plan.output {
+        let written_there = fresh_in(out);
+        let same = std::fs::canonicalize(out).ok() == std::fs::canonicalize(&default).ok();
+        if written_there.is_empty() && !same {
+            let mut copied = Vec::new();
+            for file in fresh_in(&default) {
+                let Some(name) = file.file_name() else {
+                    continue;
+                };
+                let to = out.join(name);
+                match std::fs::copy(&file, &to) {
+                    Ok(_) => copied.push(name.to_string_lossy().into_owned()),
+                    Err(e) => eprintln!(
+                        "warning: cannot copy {} to {}: {e}",
+                        file.display(),
+                        to.display()
+                    ),
+                }
+            }
+            if !copied.is_empty() {
+                eprintln!(
+                    "  Reports copied to {}: {}",
+                    out.display(),
+                    copied.join(", ")
+                );
+            }
+        }
+        dir = out.clone();
+    }
+    fresh_in(&dir)
+        .into_iter()
+        .filter(|p| is_results(p))
+        .filter_map(|p| EvalResults::load(&p).ok())
+        .collect()
+}
+
+/// Warn when the harness ran without a setting this CLI passed (a scaffold
+/// older than the CLI).
+fn check_honoured(plan: &Plan, fresh: &[EvalResults]) {
+    if let Some(n) = plan.trials
+        && fresh.iter().any(|r| r.config.trials != n)
+    {
+        eprintln!(
+            "warning: the eval harness did not apply --trials {n} ({TRIALS_ENV}): it needs a scaffold library that reads it"
+        );
+    }
+    if !plan.filter.is_empty()
+        && let Some(cell) = fresh
+            .iter()
+            .flat_map(|r| &r.results)
+            .find(|c| !plan.filter.iter().any(|g| g.matches(&c.variant)))
+    {
+        eprintln!(
+            "warning: the eval harness did not apply --filter ({VARIANTS_ENV}): variant `{}` ran; it needs a scaffold library that reads it",
+            cell.variant
+        );
+    }
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+}
+
+/// A report file the harness writes (`{eval}.json`, `.md`, `.junit.xml`,
+/// `.html`, `.comparison.json`).
+fn is_report(path: &Path) -> bool {
+    let name = file_name(path);
+    path.is_file()
+        && [".json", ".md", ".junit.xml", ".html"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+}
+
+fn is_results(path: &Path) -> bool {
+    let name = file_name(path);
+    name.ends_with(".json") && !name.ends_with(".comparison.json")
+}
+
+fn modified_since(path: &Path, since: SystemTime) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= since)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn run_args(list: &[&str]) -> RunArgs {
+        let mut argv = vec!["cargo-scaffold", "run"];
+        argv.extend_from_slice(list);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Run(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    fn env<'a>(plan: &'a Plan, key: &str) -> Option<&'a str> {
+        plan.envs
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.to_str())
+    }
+
+    fn err(list: &[&str]) -> String {
+        plan(&run_args(list), &[]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn flags_become_environment_variables() {
+        let p = plan(
+            &run_args(&[
+                "--trials",
+                "3",
+                "--filter",
+                "gpt-*",
+                "--filter",
+                "opus-*",
+                "--tags",
+                "a, b",
+                "--format",
+                "json,md",
+                "--mode",
+                "RECORD",
+                "--database",
+                "/tmp/s.db",
+                "--resume",
+                "run-7",
+            ]),
+            &[("SCAFFOLD_FORK_FROM", "abc".into())],
+        )
+        .unwrap();
+        assert_eq!(env(&p, "SCAFFOLD_TRIALS"), Some("3"));
+        assert_eq!(env(&p, "SCAFFOLD_VARIANTS"), Some("gpt-*,opus-*"));
+        assert_eq!(env(&p, "SCAFFOLD_TAGS"), Some("a,b"));
+        assert_eq!(env(&p, "SCAFFOLD_FORMAT"), Some("json,markdown"));
+        assert_eq!(env(&p, "SCAFFOLD_MODE"), Some("record"));
+        assert_eq!(env(&p, "SCAFFOLD_DATABASE"), Some("/tmp/s.db"));
+        assert_eq!(env(&p, "SCAFFOLD_RESUME"), Some("run-7"));
+        assert_eq!(env(&p, "SCAFFOLD_FORK_FROM"), Some("abc"));
+        assert_eq!(p.args, ["test", "--test", "evals"]);
+    }
+
+    #[test]
+    fn paths_are_made_absolute_and_threads_go_after_the_double_dash() {
+        let p = plan(
+            &run_args(&[
+                "--database",
+                "x/s.db",
+                "--output",
+                "out",
+                "--parallel",
+                "4",
+                "-p",
+                "app",
+                "--test",
+                "my-evals",
+                "--",
+                "--exact",
+                "e::v::c",
+            ]),
+            &[],
+        )
+        .unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(env(&p, "SCAFFOLD_DATABASE"), cwd.join("x/s.db").to_str());
+        assert_eq!(env(&p, "SCAFFOLD_OUTPUT"), cwd.join("out").to_str());
+        assert_eq!(
+            p.args,
+            [
+                "test",
+                "--test",
+                "my-evals",
+                "-p",
+                "app",
+                "--",
+                "--test-threads",
+                "4",
+                "--exact",
+                "e::v::c"
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_one_line_with_the_fix() {
+        assert!(err(&["--trials", "0"]).contains("--trials 1 or more"));
+        assert!(err(&["--parallel", "0"]).contains("--parallel 1 or more"));
+        assert!(err(&["--format", "table,pdf"]).contains("unknown report format `pdf`"));
+        assert!(err(&["--format", ","]).contains("no format given"));
+        assert!(err(&["--mode", "replay"]).contains("use playback, record or live"));
+        assert!(err(&["--filter", "a:**b"]).starts_with("--filter `a:**b`"));
+        assert!(err(&["--parallel", "2", "--", "--test-threads", "3"]).contains("keep one"));
+        assert!(err(&["--database", ":memory:", "--resume"]).contains("nothing to resume"));
+        assert!(err(&["--baseline", "no/such/file.json"]).contains("no such file or directory"));
+        for e in [err(&["--trials", "0"]), err(&["--format", "pdf"])] {
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}
