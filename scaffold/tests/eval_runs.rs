@@ -361,3 +361,35 @@ fn merging_refuses_what_does_not_fit() {
         "{err}"
     );
 }
+
+#[test]
+fn processes_opening_a_fresh_file_at_once_share_one_run() {
+    // As nextest does: every cell's process opens the same new database,
+    // begins the same run and records its cell.
+    for round in 0..5 {
+        let dir = TempDir::new();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (db, barrier) = (dir.db(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let store = Store::open(&db)?;
+                    store.begin_eval_run(
+                        &EvalRunMeta::new("shared", "nextest").eval("qa", config()),
+                    )?;
+                    store.record_cell("shared", &cell("qa", "a", &format!("c{i}"), true))
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        let store = Store::open(dir.db()).unwrap();
+        let runs = store.eval_runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].cells, 8);
+    }
+}

@@ -547,9 +547,13 @@ fn configure(
     conn.busy_timeout(busy_timeout)
         .ctx(path, || "setting the busy timeout".into())?;
     if file {
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .ctx(path, || "switching to WAL journal mode".into())?;
+        // Switching a fresh file to WAL while another process creates it
+        // fails at once with SQLITE_BUSY (the busy handler is not called for
+        // it): several nextest processes opening a new database hit this.
+        let mode: String = retry_while_busy(busy_timeout, || {
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        })
+        .ctx(path, || "switching to WAL journal mode".into())?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt {
                 path: path.to_owned(),
@@ -563,6 +567,28 @@ fn configure(
     conn.pragma_update(None, "foreign_keys", true)
         .ctx(path, || "enabling foreign keys".into())?;
     Ok(())
+}
+
+/// Run `f` again while it fails with SQLITE_BUSY or SQLITE_LOCKED, for at
+/// most `timeout`.
+fn retry_while_busy<T>(
+    timeout: Duration,
+    mut f: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && start.elapsed() < timeout =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 const SESSION_COLUMNS: &str = "id, workflow, variant, parent_id, fork_point, input, initial_state, \
