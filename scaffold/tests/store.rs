@@ -366,7 +366,15 @@ fn a_fresh_file_is_migrated_and_reopening_keeps_version_and_data() {
         .unwrap();
     assert_eq!(
         tables,
-        ["checkpoints", "session_tags", "sessions", "signals"]
+        [
+            "cell_results",
+            "checkpoints",
+            "eval_run_evals",
+            "eval_runs",
+            "session_tags",
+            "sessions",
+            "signals"
+        ]
     );
     drop(raw);
 

@@ -64,6 +64,53 @@ pub enum ResultsError {
     },
 }
 
+/// Why [`EvalResults::merge`] refused its parts.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no results to merge")]
+    Empty,
+    /// The parts are results of different evals.
+    #[error("cannot merge results of different evals: `{first}` and `{other}`")]
+    EvalMismatch {
+        /// The first part's eval.
+        first: String,
+        /// The eval of a part that differs.
+        other: String,
+    },
+    /// The parts were run with different settings.
+    #[error(
+        "cannot merge results of eval `{eval}` run with different {field}: {first} and {other}"
+    )]
+    ConfigMismatch {
+        /// The eval.
+        eval: String,
+        /// The setting (`trials`, `variants`, `scorers`, `min_pass_rate`).
+        field: &'static str,
+        /// Its value in the first part.
+        first: String,
+        /// Its value in the part that differs.
+        other: String,
+    },
+    /// A cell is in two parts (the same shard merged twice, or overlapping shards).
+    #[error("cell {cell} is in more than one of the results merged (was a shard given twice?)")]
+    DuplicateCell {
+        /// The cell, as the harness names its test (`{eval}::{variant}::{case}[::t{n}]`).
+        cell: String,
+    },
+}
+
+/// A setting that differs between two [`RunConfig`]s (see [`RunConfig::difference`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigDifference {
+    /// `trials`, `variants`, `scorers` or `min_pass_rate`.
+    pub field: &'static str,
+    /// The value in the first config.
+    pub first: String,
+    /// The value in the other.
+    pub other: String,
+}
+
 /// One eval run's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -105,6 +152,39 @@ pub struct RunConfig {
 
 fn one() -> f64 {
     1.0
+}
+
+impl RunConfig {
+    /// The first setting that makes results of `self` and `other` impossible
+    /// to combine: `trials`, `variants` (names and order), `scorers` or
+    /// `min_pass_rate`. `inputs` is not compared: it follows from the cells.
+    pub fn difference(&self, other: &RunConfig) -> Option<ConfigDifference> {
+        let list = |v: &[String]| format!("[{}]", v.join(", "));
+        let diff = |field, first: String, other: String| {
+            Some(ConfigDifference {
+                field,
+                first,
+                other,
+            })
+        };
+        if self.trials != other.trials {
+            return diff("trials", self.trials.to_string(), other.trials.to_string());
+        }
+        if self.variants != other.variants {
+            return diff("variants", list(&self.variants), list(&other.variants));
+        }
+        if self.scorers != other.scorers {
+            return diff("scorers", list(&self.scorers), list(&other.scorers));
+        }
+        if (self.min_pass_rate - other.min_pass_rate).abs() > 1e-12 {
+            return diff(
+                "min_pass_rate",
+                self.min_pass_rate.to_string(),
+                other.min_pass_rate.to_string(),
+            );
+        }
+        None
+    }
 }
 
 /// One scorer's grade of one cell (seed 000's `{pass, value, unit}`).
@@ -262,6 +342,12 @@ impl CellRecord {
         }
     }
 
+    /// The cell's test name, `{eval}::{variant}::{case}` plus `::t{n}` when
+    /// the eval ran `trials > 1` (what the harness calls the cell).
+    pub fn test_name(&self, eval: &str, trials: u32) -> String {
+        format!("{eval}::{}", self.label(trials))
+    }
+
     /// The cell's key within its variant: dataset, case, trial.
     pub fn case_key(&self) -> (String, String, u32) {
         (self.dataset.clone(), self.case.clone(), self.trial)
@@ -415,6 +501,72 @@ impl EvalResults {
         )
     }
 
+    /// Merge the results of parts of one run of an eval (the shards of a
+    /// nextest `--partition`, or runs over disjoint variants or cases) into
+    /// the results of the whole: every cell once, `inputs`, the per-variant
+    /// summaries and the comparison recomputed. The timestamp is the latest
+    /// of the parts'.
+    ///
+    /// The parts must be of the same eval, run with the same `trials`,
+    /// `variants`, `scorers` and `min_pass_rate`, and share no cell.
+    ///
+    /// ```
+    /// use scaffold::eval::results::MergeError;
+    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+    /// let part = |case: &str| {
+    ///     let mut cell = CellRecord::new("v", case);
+    ///     cell.passed = true;
+    ///     EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell])
+    /// };
+    /// let whole = EvalResults::merge(vec![part("a"), part("b")]).unwrap();
+    /// assert_eq!((whole.cell_count(), whole.config.inputs), (2, 2));
+    /// let twice = EvalResults::merge(vec![part("a"), part("a")]).unwrap_err();
+    /// assert_eq!(twice, MergeError::DuplicateCell { cell: "qa::v::a".into() });
+    /// ```
+    pub fn merge(parts: Vec<EvalResults>) -> Result<EvalResults, MergeError> {
+        let mut parts = parts.into_iter();
+        let first = parts.next().ok_or(MergeError::Empty)?;
+        let EvalResults {
+            eval,
+            mut timestamp,
+            mut config,
+            results,
+            ..
+        } = first;
+        let mut cells = results;
+        for part in parts {
+            if part.eval != eval {
+                return Err(MergeError::EvalMismatch {
+                    first: eval,
+                    other: part.eval,
+                });
+            }
+            if let Some(d) = config.difference(&part.config) {
+                return Err(MergeError::ConfigMismatch {
+                    eval,
+                    field: d.field,
+                    first: d.first,
+                    other: d.other,
+                });
+            }
+            if part.timestamp > timestamp {
+                timestamp = part.timestamp;
+            }
+            cells.extend(part.results);
+        }
+        let mut seen = std::collections::HashSet::new();
+        for c in &cells {
+            if !seen.insert((&c.variant, &c.dataset, &c.case, c.trial)) {
+                return Err(MergeError::DuplicateCell {
+                    cell: c.test_name(&eval, config.trials),
+                });
+            }
+        }
+        config.inputs = distinct_inputs(&cells);
+        Ok(EvalResults::new(eval, timestamp, config, cells))
+    }
+
     /// The summaries in the order of `config.variants`.
     pub fn summaries(&self) -> Vec<&VariantSummary> {
         self.config
@@ -468,6 +620,17 @@ impl EvalResults {
         })?;
         parse(&text, path)
     }
+}
+
+/// How many distinct cases (dataset and case id) `cells` ran.
+pub(crate) fn distinct_inputs(cells: &[CellRecord]) -> usize {
+    let mut cases: Vec<(&str, &str)> = cells
+        .iter()
+        .map(|c| (c.dataset.as_str(), c.case.as_str()))
+        .collect();
+    cases.sort_unstable();
+    cases.dedup();
+    cases.len()
 }
 
 fn parse(text: &str, path: &Path) -> Result<EvalResults, ResultsError> {

@@ -74,6 +74,8 @@ pub trait ErasedEval: Send + Sync {
     fn run_cell<'a>(&'a self, index: usize, env: &'a CellEnv) -> CellFuture<'a>;
     /// Trials per variant × case.
     fn trials(&self) -> u32;
+    /// Run every variant × case this many times (at least 1; `SCAFFOLD_TRIALS`).
+    fn set_trials(&mut self, trials: u32);
     /// The pass-rate gate.
     fn min_pass_rate(&self) -> f64;
     /// Concurrency asked for.
@@ -180,6 +182,10 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn trials(&self) -> u32 {
         self.trials
+    }
+
+    fn set_trials(&mut self, trials: u32) {
+        self.trials = trials.max(1);
     }
 
     fn min_pass_rate(&self) -> f64 {

@@ -16,7 +16,34 @@
 //! `target/scaffold/`: any of `table,json,markdown,junit,html`; default
 //! `table,json`), `SCAFFOLD_BASELINE` (a results JSON of an earlier run, or
 //! a directory of them named `{eval}.json`: blocking regressions against it
-//! fail the run) and `SCAFFOLD_PROGRESS=0` (no progress bar).
+//! fail the run), `SCAFFOLD_PROGRESS=0` (no progress bar), and:
+//!
+//! - `SCAFFOLD_TRIALS` (a whole number ≥ 1): run every eval with this many
+//!   trials instead of its own.
+//! - `SCAFFOLD_VARIANTS` (comma-separated globs on variant names, `*` any
+//!   characters, `?` one): only the cells of matching variants are tests; a
+//!   glob that matches no variant is an error naming the variants.
+//! - `SCAFFOLD_OUTPUT` (a directory): write the reports there instead of
+//!   `target/scaffold/`.
+//! - `SCAFFOLD_SNAPSHOTS` (a directory, or `off`): check the sessions'
+//!   snapshots in that directory instead of the package's `snapshots/`, or
+//!   not at all.
+//! - `SCAFFOLD_RESUME` (`1` or `latest`: the newest unfinished run; or a run
+//!   id): resume an interrupted run. Cells already finished in that run are
+//!   not run again: their tests report the stored verdict and the summary
+//!   includes them. Needs a database file (not `:memory:`).
+//!
+//! Relative paths are taken from the package's directory. A value that does
+//! not parse is an error naming the variable and what it expects.
+//!
+//! Every run is an eval run in the session store (see
+//! [`Store::begin_eval_run`]): a new UUID, or under nextest `NEXTEST_RUN_ID`,
+//! which every per-cell process of one `cargo nextest run` shares. Each
+//! finished cell is recorded, durably, before its test reports, so a run
+//! killed at any point can be resumed; the run is marked finished after its
+//! summary, which prints `Run: <id>`. A nextest run is never marked finished
+//! (no process sees all of it): resume it with `SCAFFOLD_RESUME=<id>` to get
+//! its summary, or merge its results with `cargo scaffold merge`.
 //!
 //! After the cells, for each eval the harness prints the table (format
 //! `table`), applies the `min_pass_rate` gate, compares with the baseline,
@@ -27,6 +54,7 @@
 
 mod erased;
 mod registry;
+mod settings;
 mod snapshot;
 
 pub use erased::{ErasedEval, HarnessCell, erase};
@@ -34,20 +62,23 @@ pub use registry::{
     Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,
     ScorerRegistration, VariantRegistration,
 };
+pub use settings::{OUTPUT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TRIALS_ENV, VARIANTS_ENV};
 pub use snapshot::session_summary;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
-use crate::eval::{CellEnv, CellResult, CompareOptions, EvalResults, RunConfig, compare};
+use crate::eval::results::distinct_inputs;
+use crate::eval::{CellEnv, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
-use crate::store::Store;
+use crate::store::{EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, Store, StoreError};
+use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
 
 /// Environment variable: comma-separated tags; only cases with one of them run.
 pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
@@ -71,8 +102,23 @@ macro_rules! main {
 /// What one finished cell left for the summary.
 #[derive(Debug, Clone)]
 struct Finished {
-    result: CellResult,
+    eval: String,
+    /// The test name (`{eval}::{variant}::{case}[::t{n}]`).
+    cell: String,
+    record: CellRecord,
     snapshot_ok: bool,
+}
+
+/// The eval run this process takes part in.
+struct RunState {
+    id: String,
+    /// Cells finished in the run before this process started, by test
+    /// name (empty unless resuming).
+    done: HashMap<String, RecordedCell>,
+    /// Whether this process resumes the run.
+    resuming: bool,
+    /// The test names of every cell this process may run.
+    planned: HashSet<String>,
 }
 
 /// The harness's shared state.
@@ -80,10 +126,24 @@ struct Harness {
     evals: Vec<Box<dyn ErasedEval>>,
     runtime: tokio::runtime::Runtime,
     envs: Vec<CellEnv>,
-    snapshots: PathBuf,
+    manifest_dir: PathBuf,
+    snapshots: Snapshots,
+    output: Option<PathBuf>,
+    store: Option<Store>,
+    run: Option<RunState>,
     finished: Mutex<Vec<Finished>>,
+    /// Cells whose record could not be written to the store.
+    store_errors: Mutex<Vec<String>>,
     formats: Vec<Format>,
     progress: Option<Progress>,
+}
+
+/// Why the suite could not start.
+enum SetupError {
+    /// A setting (an environment variable, the store): one line.
+    Line(String),
+    /// The suite's definitions: one line each.
+    Suite(Vec<String>),
 }
 
 fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<String>> {
@@ -155,12 +215,17 @@ fn with_current_dir<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
     out
 }
 
-fn open_store(manifest_dir: &Path) -> Result<Option<Store>, String> {
+/// The session store, and whether it is in memory.
+fn open_store(manifest_dir: &Path) -> Result<(Store, bool), String> {
     match std::env::var(DATABASE_ENV) {
-        Ok(v) if v == ":memory:" => Store::in_memory().map(Some).map_err(|e| e.to_string()),
-        Ok(v) if !v.is_empty() => Store::open(&v).map(Some).map_err(|e| e.to_string()),
+        Ok(v) if v == ":memory:" => Store::in_memory()
+            .map(|s| (s, true))
+            .map_err(|e| e.to_string()),
+        Ok(v) if !v.is_empty() => Store::open(&v)
+            .map(|s| (s, false))
+            .map_err(|e| e.to_string()),
         _ => Store::open(Store::default_path_from(manifest_dir))
-            .map(Some)
+            .map(|s| (s, false))
             .map_err(|e| e.to_string()),
     }
 }
@@ -192,7 +257,11 @@ pub fn main_in(manifest_dir: &str) -> ExitCode {
     let mut args = Arguments::from_args();
     match run_harness(&manifest_dir, &mut args) {
         Ok(code) => code,
-        Err(errors) => {
+        Err(SetupError::Line(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+        Err(SetupError::Suite(errors)) => {
             eprintln!("error: the eval suite could not be set up:");
             for e in errors {
                 eprintln!("  {e}");
@@ -236,14 +305,156 @@ fn progress_bar(args: &Arguments, trials: &[Trial]) -> Option<Progress> {
     ))
 }
 
-fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Vec<String>> {
-    let mode = RecorderMode::from_env().map_err(|e| vec![e.to_string()])?;
-    let formats = wanted_formats().map_err(|e| vec![e])?;
-    let evals = build_evals(manifest_dir)?;
-    let store = if args.list {
-        None
+/// The configuration of `eval` as a run records it; `inputs` is the
+/// number of distinct cases among `cells`.
+fn run_config(eval: &dyn ErasedEval, cells: &[&HarnessCell]) -> RunConfig {
+    let mut cases: Vec<&str> = cells.iter().map(|c| c.id.case.as_str()).collect();
+    cases.sort_unstable();
+    cases.dedup();
+    RunConfig {
+        trials: eval.trials(),
+        inputs: cases.len(),
+        variants: eval.variant_names(),
+        scorers: eval.scorer_names(),
+        min_pass_rate: eval.min_pass_rate(),
+    }
+}
+
+/// Begin (or join, or resume) the eval run of this process.
+fn start_run(
+    store: &Store,
+    in_memory: bool,
+    resume: Option<&Resume>,
+    evals: &[Box<dyn ErasedEval>],
+    cells: &[(usize, HarnessCell)],
+) -> Result<RunState, String> {
+    let configs: Vec<(String, RunConfig)> = evals
+        .iter()
+        .enumerate()
+        .map(|(e, eval)| {
+            let mine: Vec<&HarnessCell> = cells
+                .iter()
+                .filter(|(i, _)| *i == e)
+                .map(|(_, c)| c)
+                .collect();
+            (eval.name().to_string(), run_config(eval.as_ref(), &mine))
+        })
+        .collect();
+    let (meta, done) = match resume {
+        None => {
+            let meta = match std::env::var("NEXTEST_RUN_ID") {
+                // Every process of one nextest run records into the same run.
+                Ok(id) if !id.trim().is_empty() => EvalRunMeta::new(id.trim(), ORIGIN_NEXTEST),
+                _ => EvalRunMeta::generate(ORIGIN_HARNESS),
+            };
+            (meta, HashMap::new())
+        }
+        Some(resume) => {
+            if in_memory {
+                return Err(format!(
+                    "{RESUME_ENV}: cannot resume with {DATABASE_ENV}=:memory: (an in-memory \
+                     database is gone when its run ends); use a database file (unset \
+                     {DATABASE_ENV} for the default) or unset {RESUME_ENV}"
+                ));
+            }
+            let run = match resume {
+                Resume::Latest => store
+                    .latest_unfinished_eval_run()
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| {
+                        format!(
+                            "{RESUME_ENV}: there is no unfinished eval run to resume in {}; \
+                             unset {RESUME_ENV} to start a fresh run",
+                            store.path()
+                        )
+                    })?,
+                Resume::Id(id) => match store.eval_run(id).map_err(|e| e.to_string())? {
+                    None => {
+                        return Err(format!(
+                            "{}: there is no eval run {id} in {}; unset {RESUME_ENV} to start \
+                             a fresh run",
+                            resume.as_written(),
+                            store.path()
+                        ));
+                    }
+                    Some(run) if run.finished => {
+                        return Err(format!(
+                            "{}: eval run {id} already finished, there is nothing to resume; \
+                             unset {RESUME_ENV} to start a fresh run",
+                            resume.as_written()
+                        ));
+                    }
+                    Some(run) => run,
+                },
+            };
+            let stored = store.eval_run_configs(&run.id).map_err(|e| e.to_string())?;
+            for (name, config) in &configs {
+                if let Some(d) = stored.get(name).and_then(|old| old.difference(config)) {
+                    return Err(format!(
+                        "{RESUME_ENV}: eval `{name}` ran with {} {} in run {}, and would run \
+                         with {} now, so its finished cells cannot be reused; resume with the \
+                         same settings, or unset {RESUME_ENV} to start a fresh run",
+                        d.field, d.first, run.id, d.other
+                    ));
+                }
+            }
+            let done: HashMap<String, RecordedCell> = store
+                .recorded_cells(&run.id)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|c| (c.cell.clone(), c))
+                .collect();
+            (EvalRunMeta::new(run.id, run.origin), done)
+        }
+    };
+    let meta = configs
+        .into_iter()
+        .fold(meta, |meta, (name, config)| meta.eval(name, config));
+    // Idempotent: joins the run when another process (or an earlier one) began it.
+    store
+        .begin_eval_run(&meta)
+        .map_err(|e| format!("cannot begin the eval run: {e}"))?;
+    Ok(RunState {
+        id: meta.id,
+        done,
+        resuming: resume.is_some(),
+        planned: if resume.is_some() {
+            cells.iter().map(|(_, c)| c.id.to_string()).collect()
+        } else {
+            HashSet::new()
+        },
+    })
+}
+
+fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, SetupError> {
+    let line = SetupError::Line;
+    let mode = RecorderMode::from_env().map_err(|e| line(e.to_string()))?;
+    let formats = wanted_formats().map_err(line)?;
+    let settings = Settings::from_env(manifest_dir).map_err(line)?;
+    let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
+    if let Some(trials) = settings.trials {
+        for eval in &mut evals {
+            eval.set_trials(trials);
+        }
+    }
+    if let Some(globs) = &settings.variants {
+        let all: Vec<(String, String)> = evals
+            .iter()
+            .flat_map(|e| {
+                let eval = e.name().to_string();
+                e.variant_names()
+                    .into_iter()
+                    .map(move |v| (eval.clone(), v))
+            })
+            .collect();
+        check_variant_globs(globs, &all).map_err(line)?;
+    }
+    let (store, in_memory) = if args.list {
+        (None, false)
     } else {
-        open_store(manifest_dir).map_err(|e| vec![format!("session store: {e}")])?
+        let (store, in_memory) =
+            open_store(manifest_dir).map_err(|e| line(format!("session store: {e}")))?;
+        (Some(store), in_memory)
     };
     // insta looks for pending snapshots from the workspace root; ours is the user's package.
     if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
@@ -271,7 +482,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| vec![format!("cannot start the tokio runtime: {e}")])?;
+        .map_err(|e| line(format!("cannot start the tokio runtime: {e}")))?;
     let tags = wanted_tags();
     let mut cells = Vec::new();
     for (e, eval) in evals.iter().enumerate() {
@@ -281,9 +492,20 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
             {
                 continue;
             }
+            if let Some(globs) = &settings.variants
+                && !globs.iter().any(|g| glob_matches(g, &cell.id.variant))
+            {
+                continue;
+            }
             cells.push((e, cell));
         }
     }
+    let run = match &store {
+        Some(store) => Some(
+            start_run(store, in_memory, settings.resume.as_ref(), &evals, &cells).map_err(line)?,
+        ),
+        None => None,
+    };
     // The bar's size depends on the trials; the trials need the harness.
     let names: Vec<Trial> = cells
         .iter()
@@ -294,13 +516,33 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
         })
         .collect();
     let progress = progress_bar(args, &names);
+    if let Some(run) = run.as_ref().filter(|r| r.resuming) {
+        let selected: Vec<&Trial> = names
+            .iter()
+            .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
+            .collect();
+        let done = selected
+            .iter()
+            .filter(|t| run.done.contains_key(t.name()))
+            .count();
+        eprintln!(
+            "resuming run {}: {done} of {} cells already finished",
+            run.id,
+            selected.len()
+        );
+    }
     drop(names);
     let harness = Arc::new(Harness {
         evals,
         runtime,
         envs,
-        snapshots: manifest_dir.join("snapshots"),
+        manifest_dir: manifest_dir.to_path_buf(),
+        snapshots: settings.snapshots,
+        output: settings.output,
+        store,
+        run,
         finished: Mutex::new(Vec::new()),
+        store_errors: Mutex::new(Vec::new()),
         formats,
         progress,
     });
@@ -309,7 +551,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
         .map(|(e, cell)| {
             let h = harness.clone();
             let index = cell.index;
-            Trial::test(cell.id.to_string(), move || h.run_trial(e, index))
+            let name = cell.id.to_string();
+            Trial::test(name.clone(), move || h.run_trial(e, index, &name))
                 .with_kind("eval")
                 .with_ignored_flag(cell.ignored)
         })
@@ -322,10 +565,13 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
     if list {
         return Ok(conclusion.exit_code());
     }
-    if let Some(store) = &store
+    if let Some(store) = &harness.store
         && let Err(e) = store.flush()
     {
         eprintln!("error: the session store could not be written: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    if harness.report_store_errors() {
         return Ok(ExitCode::FAILURE);
     }
     if under_nextest() {
@@ -336,35 +582,123 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Ve
 }
 
 impl Harness {
-    fn run_trial(&self, eval: usize, cell: usize) -> Result<(), Failed> {
+    /// Print the cells that could not be recorded; returns whether there were any.
+    fn report_store_errors(&self) -> bool {
+        let errors = match self.store_errors.lock() {
+            Ok(e) => e.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        for e in &errors {
+            eprintln!("error: the session store could not be written: {e}");
+        }
+        !errors.is_empty()
+    }
+
+    fn push_finished(&self, finished: Finished) {
+        match self.finished.lock() {
+            Ok(mut list) => list.push(finished),
+            Err(poisoned) => poisoned.into_inner().push(finished),
+        }
+    }
+
+    /// A cell finished in the run before it was interrupted: its stored verdict.
+    fn report_done(&self, run: &str, done: &RecordedCell) -> Result<(), Failed> {
+        self.push_finished(Finished {
+            eval: done.eval.clone(),
+            cell: done.cell.clone(),
+            record: done.record.clone(),
+            snapshot_ok: done.snapshot_ok,
+        });
+        let ok = done.record.passed && done.snapshot_ok;
+        if let Some(p) = &self.progress {
+            p.tick(!ok);
+        }
+        if ok {
+            return Ok(());
+        }
+        let mut failures = if done.record.passed {
+            Vec::new()
+        } else {
+            done.record.failures()
+        };
+        if !done.snapshot_ok {
+            failures.push(format!(
+                "the session differed from its snapshot {} (review with `cargo insta review`)",
+                self.snapshot_file(&done.cell.replace("::", "__"))
+            ));
+        }
+        failures.push(format!(
+            "(finished in run {run} before the interruption; not run again)"
+        ));
+        Err(failures.join("\n").into())
+    }
+
+    /// Where the snapshot `name` lives, for messages.
+    fn snapshot_file(&self, name: &str) -> String {
+        match &self.snapshots {
+            Snapshots::Dir(dir) if *dir == self.manifest_dir.join("snapshots") => {
+                format!("snapshots/{name}.snap")
+            }
+            Snapshots::Dir(dir) => dir.join(format!("{name}.snap")).display().to_string(),
+            Snapshots::Off => format!("{name}.snap"),
+        }
+    }
+
+    fn run_trial(&self, eval: usize, cell: usize, name: &str) -> Result<(), Failed> {
+        if let Some(run) = &self.run
+            && let Some(done) = run.done.get(name)
+        {
+            return self.report_done(&run.id, done);
+        }
         let erased = &self.evals[eval];
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
         let snapshot_name = outcome.result.id.snapshot_name();
-        let summary = outcome.summary;
-        let snapshots = self.snapshots.clone();
-        let snapshot = std::panic::catch_unwind(|| {
-            let mut settings = insta::Settings::clone_current();
-            settings.set_snapshot_path(&snapshots);
-            settings.set_prepend_module_to_snapshot(false);
-            settings.set_omit_expression(true);
-            settings.set_description(outcome.result.id.to_string());
-            settings.bind(|| insta::assert_yaml_snapshot!(snapshot_name.as_str(), &summary));
-        });
-        let snapshot_ok = snapshot.is_ok();
+        let snapshot_ok = match &self.snapshots {
+            Snapshots::Off => true,
+            Snapshots::Dir(snapshots) => {
+                let summary = &outcome.summary;
+                let description = outcome.result.id.to_string();
+                std::panic::catch_unwind(|| {
+                    let mut settings = insta::Settings::clone_current();
+                    settings.set_snapshot_path(snapshots);
+                    settings.set_prepend_module_to_snapshot(false);
+                    settings.set_omit_expression(true);
+                    settings.set_description(description);
+                    settings.bind(|| insta::assert_yaml_snapshot!(snapshot_name.as_str(), summary));
+                })
+                .is_ok()
+            }
+        };
         let mut failures = outcome.result.failures();
         if !snapshot_ok {
             failures.push(format!(
-                "the session differs from snapshots/{}.snap (review with `cargo insta review`)",
-                outcome.result.id.snapshot_name()
+                "the session differs from {} (review with `cargo insta review`)",
+                self.snapshot_file(&snapshot_name)
             ));
         }
-        if let Ok(mut finished) = self.finished.lock() {
-            finished.push(Finished {
-                result: outcome.result,
-                snapshot_ok,
-            });
+        let eval_name = outcome.result.id.eval.clone();
+        let recorded = RecordedCell::new(
+            eval_name,
+            name,
+            CellRecord::from(&outcome.result),
+            snapshot_ok,
+        );
+        drop(outcome);
+        if let (Some(store), Some(run)) = (&self.store, &self.run) {
+            // Durable before the test reports: a run killed after this resumes past the cell.
+            match store.record_cell(&run.id, &recorded) {
+                Ok(()) => {}
+                Err(e @ StoreError::QueuedWrites { .. }) => self.store_error(e.to_string()),
+                Err(e) => self.store_error(format!("cell {name} was not recorded: {e}")),
+            }
         }
+        self.push_finished(Finished {
+            eval: recorded.eval,
+            cell: recorded.cell,
+            record: recorded.record,
+            snapshot_ok,
+        });
         if let Some(p) = &self.progress {
             p.tick(!failures.is_empty());
         }
@@ -375,23 +709,52 @@ impl Harness {
         }
     }
 
+    fn store_error(&self, e: String) {
+        match self.store_errors.lock() {
+            Ok(mut list) => list.push(e),
+            Err(poisoned) => poisoned.into_inner().push(e),
+        }
+    }
+
     /// Per eval: print the table, apply the gate, compare with the
-    /// baseline, write the reports.
+    /// baseline, write the reports; then mark the run finished.
     fn summarize(&self, manifest_dir: &Path, num_failed: u64) -> ExitCode {
-        let finished = match self.finished.lock() {
+        let mut finished = match self.finished.lock() {
             Ok(f) => f.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
-        let mut by_eval: BTreeMap<String, Vec<CellResult>> = BTreeMap::new();
+        let mut resumed = 0;
+        if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
+            // Cells finished before the interruption that this process did
+            // not report (left out by a filter) belong to the run's results too.
+            let reported: HashSet<&str> = finished.iter().map(|f| f.cell.as_str()).collect();
+            let extra: Vec<Finished> = run
+                .done
+                .values()
+                .filter(|d| run.planned.contains(&d.cell) && !reported.contains(d.cell.as_str()))
+                .map(|d| Finished {
+                    eval: d.eval.clone(),
+                    cell: d.cell.clone(),
+                    record: d.record.clone(),
+                    snapshot_ok: d.snapshot_ok,
+                })
+                .collect();
+            finished.extend(extra);
+            resumed = finished
+                .iter()
+                .filter(|f| run.done.contains_key(&f.cell))
+                .count();
+        }
+        let mut by_eval: BTreeMap<String, Vec<CellRecord>> = BTreeMap::new();
         let mut drift = 0;
         for f in finished {
             drift += usize::from(!f.snapshot_ok);
-            by_eval
-                .entry(f.result.id.eval.clone())
-                .or_default()
-                .push(f.result);
+            by_eval.entry(f.eval).or_default().push(f.record);
         }
-        let dir = results_dir(manifest_dir);
+        let dir = self
+            .output
+            .clone()
+            .unwrap_or_else(|| results_dir(manifest_dir));
         let baseline = Baseline::from_env();
         let mut gate_failed = false;
         let mut blocked = false;
@@ -400,28 +763,21 @@ impl Harness {
             blocked = true;
         }
         let timestamp = crate::util::now_rfc3339();
+        let mut explained = 0;
         for eval in &self.evals {
             let name = eval.name();
-            let Some(cells) = by_eval.get(name) else {
+            let Some(cells) = by_eval.remove(name) else {
                 continue;
             };
-            let inputs = {
-                let mut cases: Vec<(&str, &str)> = cells
-                    .iter()
-                    .map(|c| (c.dataset.as_str(), c.id.case.as_str()))
-                    .collect();
-                cases.sort();
-                cases.dedup();
-                cases.len()
-            };
+            explained += cells.iter().filter(|c| !c.passed).count();
             let config = RunConfig {
                 trials: eval.trials(),
-                inputs,
+                inputs: distinct_inputs(&cells),
                 variants: eval.variant_names(),
                 scorers: eval.scorer_names(),
                 min_pass_rate: eval.min_pass_rate(),
             };
-            let results = EvalResults::from_cells(name, timestamp.clone(), config, cells);
+            let results = EvalResults::new(name, timestamp.clone(), config, cells);
             if self.formats.contains(&Format::Table) {
                 eprintln!("\n{}", reports::table::render_results(&results));
             } else {
@@ -458,6 +814,18 @@ impl Harness {
             };
             self.write_reports(&dir, &results, comparison.as_ref());
         }
+        let mut store_failed = false;
+        if let (Some(store), Some(run)) = (&self.store, &self.run) {
+            let resumed = match resumed {
+                0 => String::new(),
+                n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
+            };
+            eprintln!("\nRun: {}{resumed}", run.id);
+            if let Err(e) = store.finish_eval_run(&run.id) {
+                eprintln!("error: the session store could not be written: {e}");
+                store_failed = true;
+            }
+        }
         if drift > 0 {
             eprintln!(
                 "\n{drift} session snapshot(s) changed: review them with `cargo insta review`."
@@ -465,12 +833,11 @@ impl Harness {
         }
         // Cells that fail only their checks are judged by the gate; anything
         // else that failed (snapshot drift, a crashed cell) fails the run.
-        let explained: usize = by_eval.values().flatten().filter(|c| !c.passed).count();
         let unexplained_failures = num_failed as usize > explained.max(drift);
         if unexplained_failures {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
-        if gate_failed || blocked || drift > 0 || unexplained_failures {
+        if gate_failed || blocked || drift > 0 || unexplained_failures || store_failed {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS

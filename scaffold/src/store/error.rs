@@ -60,6 +60,14 @@ pub enum StoreError {
         /// The session id asked for.
         id: String,
     },
+    /// The eval run does not exist in the store.
+    #[error("session store {path}: no eval run {id}")]
+    EvalRunNotFound {
+        /// The database.
+        path: String,
+        /// The run id asked for.
+        id: String,
+    },
     /// A session with this id was already begun.
     #[error("session store {path}: session {id} already exists")]
     SessionExists {

@@ -21,6 +21,11 @@
 //! serialize them and a busy timeout (5 s by default) makes them wait for
 //! each other.
 //!
+//! Eval runs (the cells each run finished, for resuming and merging) are
+//! kept beside the sessions: see [`EvalRunMeta`], [`Store::record_cell`] and
+//! [`Store::eval_results`]. Their writes go through the same writer but the
+//! call waits until they are committed.
+//!
 //! The state of a session can be read at any index with [`Store::state_at`]:
 //! the writer folds `state:<key>:changed` signals as it stores them (see
 //! [`apply_state_change`]) and writes a checkpoint every
@@ -62,6 +67,7 @@
 
 mod error;
 mod queue;
+mod runs;
 mod schema;
 mod state;
 mod writer;
@@ -80,6 +86,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::{StoreError, UnknownStatus};
+pub use runs::{EvalRunMeta, EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell};
 pub use schema::SCHEMA_VERSION;
 pub use state::{apply_state_change, fold_state};
 
@@ -87,6 +94,7 @@ use error::{Context, to_i64, to_u64};
 use queue::Queue;
 use writer::{Command, Rows, Shared, Writer, WriterConfig};
 
+use crate::eval::{EvalResults, RunConfig};
 use crate::signal::Signal;
 
 /// Milliseconds since the Unix epoch, now.
@@ -539,9 +547,13 @@ fn configure(
     conn.busy_timeout(busy_timeout)
         .ctx(path, || "setting the busy timeout".into())?;
     if file {
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .ctx(path, || "switching to WAL journal mode".into())?;
+        // Switching a fresh file to WAL while another process creates it
+        // fails at once with SQLITE_BUSY (the busy handler is not called for
+        // it): several nextest processes opening a new database hit this.
+        let mode: String = retry_while_busy(busy_timeout, || {
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        })
+        .ctx(path, || "switching to WAL journal mode".into())?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Corrupt {
                 path: path.to_owned(),
@@ -555,6 +567,28 @@ fn configure(
     conn.pragma_update(None, "foreign_keys", true)
         .ctx(path, || "enabling foreign keys".into())?;
     Ok(())
+}
+
+/// Run `f` again while it fails with SQLITE_BUSY or SQLITE_LOCKED, for at
+/// most `timeout`.
+fn retry_while_busy<T>(
+    timeout: Duration,
+    mut f: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && start.elapsed() < timeout =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 const SESSION_COLUMNS: &str = "id, workflow, variant, parent_id, fork_point, input, initial_state, \
@@ -925,6 +959,86 @@ impl Store {
     pub fn state_at_without_checkpoints(&self, id: &str, index: u64) -> Result<Value, StoreError> {
         let id = id.to_owned();
         self.read(move |conn, path| state::state_at(conn, path, &id, index, false))
+    }
+
+    /// Queue an eval-run write and wait until it is committed.
+    fn write_run(&self, op: runs::RunOp) -> Result<(), StoreError> {
+        let (reply, answer) = mpsc::channel();
+        self.send(Command::Run {
+            op: Box::new(op),
+            reply,
+        })?;
+        answer.recv().map_err(|_| self.gone())??;
+        self.check()
+    }
+
+    /// Begin an eval run, or join it: beginning an id already stored keeps
+    /// its start and adds the configs of evals it did not have yet (every
+    /// process of a nextest run begins the run it shares). Returns once committed.
+    pub fn begin_eval_run(&self, run: &EvalRunMeta) -> Result<(), StoreError> {
+        let op = runs::RunOp::begin(self.path(), run)?;
+        self.write_run(op)
+    }
+
+    /// Record a finished cell of run `run_id` (again: the latest record
+    /// wins). Durable when it returns: the cell is committed (in WAL, so a
+    /// process killed right after does not lose it). The cell's signals
+    /// appended before it are committed with it or before it.
+    /// [`StoreError::EvalRunNotFound`] if the run was never begun.
+    pub fn record_cell(&self, run_id: &str, cell: &RecordedCell) -> Result<(), StoreError> {
+        let op = runs::RunOp::record(self.path(), run_id, cell)?;
+        self.write_run(op)
+    }
+
+    /// Mark run `id` finished, now. [`StoreError::EvalRunNotFound`] if it was never begun.
+    pub fn finish_eval_run(&self, id: &str) -> Result<(), StoreError> {
+        let finished_at = to_i64(self.path(), "eval run finishedAtMs", now_ms())?;
+        self.write_run(runs::RunOp::Finish {
+            run_id: id.to_owned(),
+            finished_at,
+        })
+    }
+
+    /// Every eval run, newest first.
+    pub fn eval_runs(&self) -> Result<Vec<EvalRunRecord>, StoreError> {
+        self.read(|conn, path| runs::runs(conn, path, None))
+    }
+
+    /// The eval run `id`, or `None` if it is not stored.
+    pub fn eval_run(&self, id: &str) -> Result<Option<EvalRunRecord>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| runs::run(conn, path, &id))
+    }
+
+    /// The newest eval run that is not finished (what `SCAFFOLD_RESUME=1` resumes).
+    pub fn latest_unfinished_eval_run(&self) -> Result<Option<EvalRunRecord>, StoreError> {
+        Ok(self.eval_runs()?.into_iter().find(|r| !r.finished))
+    }
+
+    /// The cells recorded in run `run_id`, by eval and cell (empty for a run
+    /// without cells or not stored).
+    pub fn recorded_cells(&self, run_id: &str) -> Result<Vec<RecordedCell>, StoreError> {
+        let id = run_id.to_owned();
+        self.read(move |conn, path| runs::cells(conn, path, &id))
+    }
+
+    /// The configuration of each eval of run `run_id`, by eval name.
+    pub fn eval_run_configs(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::BTreeMap<String, RunConfig>, StoreError> {
+        let id = run_id.to_owned();
+        self.read(move |conn, path| runs::configs(conn, path, &id))
+    }
+
+    /// The results of run `run_id`, one document per eval with recorded
+    /// cells (sorted by eval name), rebuilt from the stored configs and cell
+    /// records: `inputs`, summaries and comparison are recomputed; the
+    /// timestamp is when the run finished (else its last cell).
+    /// [`StoreError::EvalRunNotFound`] if the run is not stored.
+    pub fn eval_results(&self, run_id: &str) -> Result<Vec<EvalResults>, StoreError> {
+        let id = run_id.to_owned();
+        self.read(move |conn, path| runs::results(conn, path, &id))
     }
 
     /// The schema version of the database (`PRAGMA user_version`).

@@ -2,8 +2,9 @@
 //!
 //! The version lives in `PRAGMA user_version`. [`MIGRATIONS`] is an ordered
 //! list: step `n` (1-based) takes a database from version `n - 1` to `n`. A
-//! later version appends a step (for example the `eval_runs` and
-//! `cell_results` tables); steps already released are never edited.
+//! later version appends a step (version 2 added the `eval_runs`,
+//! `eval_run_evals` and `cell_results` tables); steps already released are
+//! never edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
 //! error ([`StoreError::NewerSchema`]): this build would not know what the
@@ -25,11 +26,18 @@ pub struct Migration {
 }
 
 /// The steps, oldest first. Append only.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "sessions, session tags, signals and state checkpoints",
-    sql: V1,
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "sessions, session tags, signals and state checkpoints",
+        sql: V1,
+    },
+    Migration {
+        version: 2,
+        description: "eval runs, their evals' configs and cell results",
+        sql: V2,
+    },
+];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
@@ -95,6 +103,47 @@ CREATE TABLE checkpoints (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: eval runs, so that an interrupted run can be resumed and
+/// shards can be merged.
+///
+/// * `eval_runs` is one harness run (or one nextest run, whose processes
+///   share its id): `status` is `running` until the summary is written, then
+///   `finished`. It keeps its rowid so runs begun in the same millisecond
+///   still list in order.
+/// * `eval_run_evals` is the configuration of each eval of a run (the
+///   results document's `RunConfig` as JSON).
+/// * `cell_results` is one finished cell of a run: its id as the test names
+///   it (`{eval}::{variant}::{case}[::t{n}]`), its `CellRecord` as JSON, and
+///   the verdicts a resumed run reports without running it again.
+const V2: &str = "
+CREATE TABLE eval_runs (
+    id          TEXT PRIMARY KEY NOT NULL,
+    origin      TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished')),
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER
+);
+CREATE INDEX eval_runs_started ON eval_runs (started_at);
+
+CREATE TABLE eval_run_evals (
+    run_id TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+    eval   TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (run_id, eval)
+) WITHOUT ROWID;
+
+CREATE TABLE cell_results (
+    run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+    eval        TEXT NOT NULL,
+    cell        TEXT NOT NULL,
+    record      TEXT NOT NULL,
+    passed      INTEGER NOT NULL,
+    snapshot_ok INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, eval, cell)
+) WITHOUT ROWID;
+";
+
 /// The version recorded in the database.
 pub(crate) fn user_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
@@ -152,6 +201,29 @@ mod tests {
         assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 0);
         assert_eq!(user_version(&conn, ":memory:").unwrap(), SCHEMA_VERSION);
         assert_eq!(migrate(&mut conn, ":memory:").unwrap(), SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_version_1_database_keeps_its_data_when_migrated() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(V1).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute(
+            "INSERT INTO sessions (id, workflow, input, initial_state, started_at) \
+             VALUES ('s', 'w', 'null', '{}', 1)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 1);
+        assert_eq!(user_version(&conn, ":memory:").unwrap(), SCHEMA_VERSION);
+        let n: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+        let runs: i64 = conn
+            .query_row("SELECT COUNT(*) FROM eval_runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(runs, 0);
     }
 
     #[test]

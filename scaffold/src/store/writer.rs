@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::error::{Context, StoreError, to_i64};
 use super::queue::{CloseOnDrop, Queue};
+use super::runs::RunOp;
 use super::state::{change_of, load_running, set_key};
 use super::{SessionEnd, SessionMeta};
 use crate::signal::{Signal, names};
@@ -121,6 +122,15 @@ pub(crate) enum Command {
         /// Where the answer goes.
         reply: Sender<Result<bool, StoreError>>,
     },
+    /// An eval-run write (begin, record a cell, finish), written in the batch
+    /// like the others; the reply is sent once it is committed (or failed),
+    /// so the caller knows it is durable.
+    Run {
+        /// What to write.
+        op: Box<RunOp>,
+        /// Where the outcome goes.
+        reply: Sender<Result<(), StoreError>>,
+    },
     /// Commit everything before this and reply.
     Flush(Sender<()>),
     /// Commit everything before this, then run the read on the writer's connection.
@@ -149,8 +159,25 @@ impl Command {
             Command::Begin(m) => Some(&m.id),
             Command::Append(rows) => Some(rows.session()),
             Command::Finish { id, .. } | Command::Delete { id, .. } => Some(id),
-            Command::Flush(_) | Command::Read(_) => None,
+            Command::Flush(_) | Command::Read(_) | Command::Run { .. } => None,
         }
+    }
+
+    /// Tell the caller waiting for this command how it went. Returns the
+    /// error back when nobody waits for it (it is then reported later).
+    fn settle(&self, outcome: Result<(), StoreError>) -> Result<(), StoreError> {
+        match self {
+            Command::Run { reply, .. } => {
+                // The caller may have given up waiting; nothing to do then.
+                let _ = reply.send(outcome);
+                Ok(())
+            }
+            _ => outcome,
+        }
+    }
+
+    fn waited_for(&self) -> bool {
+        matches!(self, Command::Run { .. })
     }
 }
 
@@ -309,35 +336,60 @@ impl Writer {
         }
     }
 
-    /// Write a batch; on failure write its commands one by one so only the bad ones are lost.
+    /// Write a batch; on failure write its commands one by one so only the
+    /// bad ones are lost. Callers waiting for a command of the batch are
+    /// told once it is committed (or how it failed).
     fn write(&mut self, batch: &mut Vec<Command>) {
         if batch.is_empty() {
             return;
         }
         match self.try_write(batch) {
-            Ok(()) => {}
+            Ok(()) => {
+                for c in batch.iter() {
+                    let _ = c.settle(Ok(()));
+                }
+            }
             Err(BatchError::Begin(e)) => {
                 self.forget(batch);
-                self.shared.record(e, batch.len());
+                // Those waiting get their own answer: their writes are tried
+                // again alone; the others are reported by a later call.
+                let unanswered = batch.iter().filter(|c| !c.waited_for()).count();
+                if unanswered > 0 {
+                    self.shared.record(e, unanswered);
+                }
+                for c in batch.iter().filter(|c| c.waited_for()) {
+                    self.write_one(c);
+                }
             }
             Err(BatchError::Write(e)) => {
                 self.forget(batch);
                 if batch.len() == 1 {
-                    self.shared.record(e, 1);
+                    if let Err(e) = batch[0].settle(Err(e)) {
+                        self.shared.record(e, 1);
+                    }
                 } else {
                     for c in batch.iter() {
-                        let one = std::slice::from_ref(c);
-                        if let Err(BatchError::Begin(e) | BatchError::Write(e)) =
-                            self.try_write(one)
-                        {
-                            self.forget(one);
-                            self.shared.record(e, 1);
-                        }
+                        self.write_one(c);
                     }
                 }
             }
         }
         batch.clear();
+    }
+
+    /// Write one command in its own transaction.
+    fn write_one(&mut self, command: &Command) {
+        let one = std::slice::from_ref(command);
+        let outcome = match self.try_write(one) {
+            Ok(()) => Ok(()),
+            Err(BatchError::Begin(e) | BatchError::Write(e)) => {
+                self.forget(one);
+                Err(e)
+            }
+        };
+        if let Err(e) = command.settle(outcome) {
+            self.shared.record(e, 1);
+        }
     }
 
     /// Drop the running state of the sessions a failed batch touched: it was
@@ -422,6 +474,7 @@ impl Writer {
                     }
                     finish(&tx, path, id, end).map_err(BatchError::Write)?;
                 }
+                Command::Run { op, .. } => op.write(&tx, path).map_err(BatchError::Write)?,
                 Command::Delete { .. } | Command::Flush(_) | Command::Read(_) => {}
             }
         }

@@ -1,0 +1,489 @@
+//! Eval runs: which cells of a run have finished, with their records, so
+//! that an interrupted run can be resumed and the shards of a run merged.
+//!
+//! A run is begun once per harness process ([`Store::begin_eval_run`], which
+//! is idempotent so that every process of one nextest run can begin the
+//! same id), each finished cell is recorded durably
+//! ([`Store::record_cell`] returns once the cell is committed) and the run
+//! is marked finished after its summary ([`Store::finish_eval_run`]).
+//!
+//! ```
+//! use scaffold::eval::{CellRecord, RunConfig};
+//! use scaffold::store::{EvalRunMeta, RecordedCell, Store};
+//!
+//! # fn main() -> Result<(), scaffold::store::StoreError> {
+//! let store = Store::in_memory()?;
+//! let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+//! store.begin_eval_run(&EvalRunMeta::new("run-1", "harness").eval("qa", config))?;
+//! let mut record = CellRecord::new("v", "case-1");
+//! record.passed = true;
+//! store.record_cell("run-1", &RecordedCell::new("qa", "qa::v::case-1", record, true))?;
+//! assert!(!store.eval_run("run-1")?.unwrap().finished);
+//! store.finish_eval_run("run-1")?;
+//! let run = store.eval_run("run-1")?.unwrap();
+//! assert!(run.finished);
+//! assert_eq!((run.cells, run.passed, run.evals.clone()), (1, 1, vec!["qa".to_string()]));
+//! let results = store.eval_results("run-1")?;
+//! assert_eq!(results[0].pass_rate(), 1.0);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+
+use rusqlite::{Connection, ErrorCode, Row, params};
+use serde::{Deserialize, Serialize};
+
+use super::error::{Context, StoreError, to_i64, to_u64};
+use super::now_ms;
+use crate::eval::results::distinct_inputs;
+use crate::eval::{CellRecord, EvalResults, RunConfig};
+
+/// `origin` of a run started by `cargo test` (one process runs every cell).
+pub const ORIGIN_HARNESS: &str = "harness";
+/// `origin` of a run of `cargo nextest run` (one process per cell, sharing
+/// the run id `NEXTEST_RUN_ID`).
+pub const ORIGIN_NEXTEST: &str = "nextest";
+
+/// An eval run as it begins: its id, who runs it, and the configuration of
+/// each of its evals.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunMeta {
+    /// Unique id (a UUID, or nextest's run id).
+    pub id: String,
+    /// Who runs it: [`ORIGIN_HARNESS`], [`ORIGIN_NEXTEST`] or anything else.
+    pub origin: String,
+    /// Unix milliseconds.
+    pub started_at_ms: u64,
+    /// Each eval's name and configuration.
+    pub evals: Vec<(String, RunConfig)>,
+}
+
+impl EvalRunMeta {
+    /// A run with this id starting now, without evals.
+    pub fn new(id: impl Into<String>, origin: impl Into<String>) -> Self {
+        EvalRunMeta {
+            id: id.into(),
+            origin: origin.into(),
+            started_at_ms: now_ms(),
+            evals: Vec::new(),
+        }
+    }
+
+    /// Like [`EvalRunMeta::new`] with a fresh UUID v4 as id.
+    pub fn generate(origin: impl Into<String>) -> Self {
+        EvalRunMeta::new(uuid::Uuid::new_v4().to_string(), origin)
+    }
+
+    /// Add an eval and its configuration.
+    pub fn eval(mut self, name: impl Into<String>, config: RunConfig) -> Self {
+        self.evals.push((name.into(), config));
+        self
+    }
+
+    /// Set the start time (Unix milliseconds).
+    pub fn started_at_ms(mut self, ms: u64) -> Self {
+        self.started_at_ms = ms;
+        self
+    }
+}
+
+/// One finished cell of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedCell {
+    /// The eval.
+    pub eval: String,
+    /// The cell as the harness names its test: `{eval}::{variant}::{case}[::t{n}]`.
+    pub cell: String,
+    /// Its record, as in the results document.
+    pub record: CellRecord,
+    /// Whether its session matched its snapshot (true when not checked).
+    pub snapshot_ok: bool,
+    /// Unix milliseconds.
+    pub finished_at_ms: u64,
+}
+
+impl RecordedCell {
+    /// A cell finished now.
+    pub fn new(
+        eval: impl Into<String>,
+        cell: impl Into<String>,
+        record: CellRecord,
+        snapshot_ok: bool,
+    ) -> Self {
+        RecordedCell {
+            eval: eval.into(),
+            cell: cell.into(),
+            record,
+            snapshot_ok,
+            finished_at_ms: now_ms(),
+        }
+    }
+
+    /// Whether the cell passed its checks (the snapshot aside).
+    pub fn passed(&self) -> bool {
+        self.record.passed
+    }
+}
+
+/// A stored eval run, as listed by [`Store::eval_runs`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunRecord {
+    /// The run id.
+    pub id: String,
+    /// Who ran it ([`ORIGIN_HARNESS`], [`ORIGIN_NEXTEST`], …).
+    pub origin: String,
+    /// Unix milliseconds.
+    pub started_at_ms: u64,
+    /// Unix milliseconds, once finished.
+    pub finished_at_ms: Option<u64>,
+    /// Whether the run's summary was written. A run that is not finished
+    /// was interrupted (or is still going, or is a nextest run, whose
+    /// processes never see the whole run).
+    pub finished: bool,
+    /// Its evals, by name.
+    pub evals: Vec<String>,
+    /// Cells recorded.
+    pub cells: usize,
+    /// Cells recorded that passed.
+    pub passed: usize,
+}
+
+/// An eval-run write, serialized by the handle; the writer runs it in its
+/// batch and replies once it is committed.
+pub(crate) enum RunOp {
+    Begin {
+        id: String,
+        origin: String,
+        started_at: i64,
+        /// Eval name and config JSON.
+        evals: Vec<(String, String)>,
+    },
+    Record {
+        run_id: String,
+        eval: String,
+        cell: String,
+        record: String,
+        passed: bool,
+        snapshot_ok: bool,
+        finished_at: i64,
+    },
+    Finish {
+        run_id: String,
+        finished_at: i64,
+    },
+}
+
+impl RunOp {
+    pub(crate) fn begin(path: &str, meta: &EvalRunMeta) -> Result<RunOp, StoreError> {
+        let evals = meta
+            .evals
+            .iter()
+            .map(|(name, config)| {
+                serde_json::to_string(config)
+                    .ctx(path, || format!("serializing the config of eval {name}"))
+                    .map(|json| (name.clone(), json))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(RunOp::Begin {
+            id: meta.id.clone(),
+            origin: meta.origin.clone(),
+            started_at: to_i64(path, "eval run startedAtMs", meta.started_at_ms)?,
+            evals,
+        })
+    }
+
+    pub(crate) fn record(
+        path: &str,
+        run_id: &str,
+        cell: &RecordedCell,
+    ) -> Result<RunOp, StoreError> {
+        let record = serde_json::to_string(&cell.record).ctx(path, || {
+            format!("serializing the record of cell {}", cell.cell)
+        })?;
+        Ok(RunOp::Record {
+            run_id: run_id.to_owned(),
+            eval: cell.eval.clone(),
+            cell: cell.cell.clone(),
+            record,
+            passed: cell.record.passed,
+            snapshot_ok: cell.snapshot_ok,
+            finished_at: to_i64(path, "cell finishedAtMs", cell.finished_at_ms)?,
+        })
+    }
+
+    /// Run the write on the writer's transaction.
+    pub(crate) fn write(&self, conn: &Connection, path: &str) -> Result<(), StoreError> {
+        match self {
+            RunOp::Begin {
+                id,
+                origin,
+                started_at,
+                evals,
+            } => {
+                let what = || format!("beginning eval run {id}");
+                conn.prepare_cached(
+                    "INSERT OR IGNORE INTO eval_runs (id, origin, status, started_at) \
+                     VALUES (?1, ?2, 'running', ?3)",
+                )
+                .and_then(|mut st| st.execute(params![id, origin, started_at]))
+                .ctx(path, what)?;
+                let mut st = conn
+                    .prepare_cached(
+                        "INSERT OR IGNORE INTO eval_run_evals (run_id, eval, config) \
+                         VALUES (?1, ?2, ?3)",
+                    )
+                    .ctx(path, what)?;
+                for (eval, config) in evals {
+                    st.execute(params![id, eval, config]).ctx(path, what)?;
+                }
+                Ok(())
+            }
+            RunOp::Record {
+                run_id,
+                eval,
+                cell,
+                record,
+                passed,
+                snapshot_ok,
+                finished_at,
+            } => {
+                // A cell recorded again (a retried test) keeps its latest result.
+                let inserted = conn
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO cell_results \
+                         (run_id, eval, cell, record, passed, snapshot_ok, finished_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    )
+                    .and_then(|mut st| {
+                        st.execute(params![
+                            run_id,
+                            eval,
+                            cell,
+                            record,
+                            passed,
+                            snapshot_ok,
+                            finished_at
+                        ])
+                    });
+                match inserted {
+                    Ok(_) => Ok(()),
+                    Err(rusqlite::Error::SqliteFailure(e, _))
+                        if e.code == ErrorCode::ConstraintViolation =>
+                    {
+                        Err(StoreError::EvalRunNotFound {
+                            path: path.to_owned(),
+                            id: run_id.clone(),
+                        })
+                    }
+                    Err(e) => Err(e).ctx(path, || format!("recording cell {cell} of run {run_id}")),
+                }
+            }
+            RunOp::Finish {
+                run_id,
+                finished_at,
+            } => {
+                let n = conn
+                    .prepare_cached(
+                        "UPDATE eval_runs SET status = 'finished', finished_at = ?2 WHERE id = ?1",
+                    )
+                    .and_then(|mut st| st.execute(params![run_id, finished_at]))
+                    .ctx(path, || format!("finishing eval run {run_id}"))?;
+                if n == 0 {
+                    return Err(StoreError::EvalRunNotFound {
+                        path: path.to_owned(),
+                        id: run_id.clone(),
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+const RUN_COLUMNS: &str = "r.id, r.origin, r.status, r.started_at, r.finished_at, \
+     (SELECT COUNT(*) FROM cell_results c WHERE c.run_id = r.id), \
+     (SELECT COUNT(*) FROM cell_results c WHERE c.run_id = r.id AND c.passed), \
+     (SELECT json_group_array(eval) FROM \
+        (SELECT eval FROM eval_run_evals e WHERE e.run_id = r.id \
+         UNION SELECT eval FROM cell_results c WHERE c.run_id = r.id))";
+
+fn run_from_row(path: &str, row: &Row<'_>) -> Result<EvalRunRecord, StoreError> {
+    let what = || "reading an eval run".to_string();
+    let id: String = row.get(0).ctx(path, what)?;
+    let status: String = row.get(2).ctx(path, what)?;
+    let finished = match status.as_str() {
+        "running" => false,
+        "finished" => true,
+        other => {
+            return Err(StoreError::Corrupt {
+                path: path.to_owned(),
+                what: format!("eval_runs.status of {id}"),
+                detail: format!("unknown status {other:?} (expected running or finished)"),
+            });
+        }
+    };
+    let started: i64 = row.get(3).ctx(path, what)?;
+    let finished_at: Option<i64> = row.get(4).ctx(path, what)?;
+    let cells: i64 = row.get(5).ctx(path, what)?;
+    let passed: i64 = row.get(6).ctx(path, what)?;
+    let evals: String = row.get(7).ctx(path, what)?;
+    let mut evals: Vec<String> =
+        serde_json::from_str(&evals).ctx(path, || format!("reading the evals of run {id}"))?;
+    evals.sort();
+    evals.dedup();
+    Ok(EvalRunRecord {
+        origin: row.get(1).ctx(path, what)?,
+        started_at_ms: to_u64(path, "eval_runs.started_at", started)?,
+        finished_at_ms: finished_at
+            .map(|v| to_u64(path, "eval_runs.finished_at", v))
+            .transpose()?,
+        finished,
+        evals,
+        cells: to_u64(path, "cell count", cells)? as usize,
+        passed: to_u64(path, "passed cell count", passed)? as usize,
+        id,
+    })
+}
+
+/// Every run, newest first; or the one run `only`.
+pub(crate) fn runs(
+    conn: &Connection,
+    path: &str,
+    only: Option<&str>,
+) -> Result<Vec<EvalRunRecord>, StoreError> {
+    let what = || "listing eval runs".to_string();
+    let sql = match only {
+        Some(_) => format!("SELECT {RUN_COLUMNS} FROM eval_runs r WHERE r.id = ?1"),
+        None => format!(
+            "SELECT {RUN_COLUMNS} FROM eval_runs r ORDER BY r.started_at DESC, r.rowid DESC"
+        ),
+    };
+    let mut st = conn.prepare_cached(&sql).ctx(path, what)?;
+    let mut rows = match only {
+        Some(id) => st.query([id]),
+        None => st.query([]),
+    }
+    .ctx(path, what)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx(path, what)? {
+        out.push(run_from_row(path, row)?);
+    }
+    Ok(out)
+}
+
+/// The cells recorded in `run`, by eval and cell id.
+pub(crate) fn cells(
+    conn: &Connection,
+    path: &str,
+    run: &str,
+) -> Result<Vec<RecordedCell>, StoreError> {
+    let what = || format!("reading the cells of eval run {run}");
+    let mut st = conn
+        .prepare_cached(
+            "SELECT eval, cell, record, snapshot_ok, finished_at FROM cell_results \
+             WHERE run_id = ?1 ORDER BY eval, cell",
+        )
+        .ctx(path, what)?;
+    let mut rows = st.query([run]).ctx(path, what)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().ctx(path, what)? {
+        let eval: String = row.get(0).ctx(path, what)?;
+        let cell: String = row.get(1).ctx(path, what)?;
+        let record = row
+            .get_ref(2)
+            .and_then(|v| Ok(v.as_str()?))
+            .ctx(path, what)?;
+        let record: CellRecord = serde_json::from_str(record).ctx(path, || {
+            format!("parsing the record of cell {cell} of run {run}")
+        })?;
+        let finished_at: i64 = row.get(4).ctx(path, what)?;
+        out.push(RecordedCell {
+            eval,
+            record,
+            snapshot_ok: row.get(3).ctx(path, what)?,
+            finished_at_ms: to_u64(path, "cell_results.finished_at", finished_at)?,
+            cell,
+        });
+    }
+    Ok(out)
+}
+
+/// The stored configuration of each eval of `run` (empty if the run has none).
+pub(crate) fn configs(
+    conn: &Connection,
+    path: &str,
+    run: &str,
+) -> Result<BTreeMap<String, RunConfig>, StoreError> {
+    let what = || format!("reading the eval configs of run {run}");
+    let mut st = conn
+        .prepare_cached("SELECT eval, config FROM eval_run_evals WHERE run_id = ?1")
+        .ctx(path, what)?;
+    let rows: Vec<(String, String)> = st
+        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .ctx(path, what)?;
+    rows.into_iter()
+        .map(|(eval, json)| {
+            let config: RunConfig = serde_json::from_str(&json).ctx(path, || {
+                format!("parsing the config of eval {eval} in run {run}")
+            })?;
+            Ok((eval, config))
+        })
+        .collect()
+}
+
+/// One results document per eval of `run` that has recorded cells.
+pub(crate) fn results(
+    conn: &Connection,
+    path: &str,
+    run: &str,
+) -> Result<Vec<EvalResults>, StoreError> {
+    let Some(record) = runs(conn, path, Some(run))?.into_iter().next() else {
+        return Err(StoreError::EvalRunNotFound {
+            path: path.to_owned(),
+            id: run.to_owned(),
+        });
+    };
+    let configs = configs(conn, path, run)?;
+    let mut by_eval: BTreeMap<String, Vec<RecordedCell>> = BTreeMap::new();
+    for cell in cells(conn, path, run)? {
+        by_eval.entry(cell.eval.clone()).or_default().push(cell);
+    }
+    let mut out = Vec::new();
+    for (eval, cells) in by_eval {
+        let last = cells.iter().map(|c| c.finished_at_ms).max();
+        let at = record
+            .finished_at_ms
+            .or(last)
+            .unwrap_or(record.started_at_ms);
+        let records: Vec<CellRecord> = cells.into_iter().map(|c| c.record).collect();
+        let mut config = configs.get(&eval).cloned().unwrap_or_else(|| RunConfig {
+            trials: records.iter().map(|c| c.trial + 1).max().unwrap_or(1),
+            inputs: 0,
+            variants: Vec::new(),
+            scorers: Vec::new(),
+            min_pass_rate: 1.0,
+        });
+        config.inputs = distinct_inputs(&records);
+        out.push(EvalResults::new(
+            eval,
+            crate::util::rfc3339(at),
+            config,
+            records,
+        ));
+    }
+    Ok(out)
+}
+
+/// Read one run, if stored.
+pub(crate) fn run(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+) -> Result<Option<EvalRunRecord>, StoreError> {
+    Ok(runs(conn, path, Some(id))?.into_iter().next())
+}

@@ -1,0 +1,395 @@
+//! Eval runs in the store (`Store::begin_eval_run`, `record_cell`,
+//! `finish_eval_run`, `eval_runs`, `eval_results`), the migration of a
+//! version 1 database, and merging results (`EvalResults::merge`).
+
+use std::path::PathBuf;
+
+use scaffold::eval::results::MergeError;
+use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+use scaffold::signal::Signal;
+use scaffold::store::{EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionMeta, Store, StoreError};
+use serde_json::json;
+
+/// A directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!("scaffold-runs-test-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.0.join("scaffold.db")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn config() -> RunConfig {
+    RunConfig {
+        trials: 1,
+        inputs: 0,
+        variants: vec!["a".into(), "b".into()],
+        scorers: vec!["s".into()],
+        min_pass_rate: 0.5,
+    }
+}
+
+fn record(variant: &str, case: &str, passed: bool) -> CellRecord {
+    let mut r = CellRecord::new(variant, case);
+    r.dataset = "ds".into();
+    r.passed = passed;
+    r.input = json!({"case": case});
+    r
+}
+
+fn cell(eval: &str, variant: &str, case: &str, passed: bool) -> RecordedCell {
+    RecordedCell::new(
+        eval,
+        format!("{eval}::{variant}::{case}"),
+        record(variant, case, passed),
+        true,
+    )
+}
+
+fn results(cases: &[(&str, &str, bool)]) -> EvalResults {
+    let cells = cases.iter().map(|(v, c, p)| record(v, c, *p)).collect();
+    EvalResults::new("qa", "2026-01-28T12:00:00Z", config(), cells)
+}
+
+fn runs_round_trip(store: &Store) {
+    store
+        .begin_eval_run(
+            &EvalRunMeta::new("r1", "harness")
+                .eval("qa", config())
+                .started_at_ms(1_000),
+        )
+        .unwrap();
+    store
+        .begin_eval_run(
+            &EvalRunMeta::new("r2", "nextest")
+                .eval("qa", config())
+                .started_at_ms(2_000),
+        )
+        .unwrap();
+    // Beginning again joins the run: its start stays, a new eval's config is added.
+    store
+        .begin_eval_run(
+            &EvalRunMeta::new("r2", "nextest")
+                .eval(
+                    "qa",
+                    RunConfig {
+                        trials: 9,
+                        ..config()
+                    },
+                )
+                .eval("other", config())
+                .started_at_ms(5_000),
+        )
+        .unwrap();
+    store
+        .record_cell("r2", &cell("qa", "a", "c1", true))
+        .unwrap();
+    store
+        .record_cell("r2", &cell("qa", "b", "c1", false))
+        .unwrap();
+    store
+        .record_cell("r2", &cell("qa", "a", "c2", true))
+        .unwrap();
+    // Recorded again (a retried test): the latest record wins.
+    store
+        .record_cell("r2", &cell("qa", "b", "c1", true))
+        .unwrap();
+    store
+        .record_cell("r1", &cell("qa", "a", "c1", false))
+        .unwrap();
+
+    let runs = store.eval_runs().unwrap();
+    let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["r2", "r1"], "newest first");
+    let r2 = &runs[0];
+    assert_eq!(
+        (
+            r2.origin.as_str(),
+            r2.started_at_ms,
+            r2.finished,
+            r2.cells,
+            r2.passed
+        ),
+        ("nextest", 2_000, false, 3, 3)
+    );
+    assert_eq!(r2.evals, ["other", "qa"]);
+    assert_eq!(r2.finished_at_ms, None);
+    assert_eq!(
+        store.latest_unfinished_eval_run().unwrap().unwrap().id,
+        "r2"
+    );
+
+    store.finish_eval_run("r2").unwrap();
+    let r2 = store.eval_run("r2").unwrap().unwrap();
+    assert!(r2.finished && r2.finished_at_ms.is_some());
+    assert_eq!(
+        store.latest_unfinished_eval_run().unwrap().unwrap().id,
+        "r1"
+    );
+    assert_eq!(store.eval_run("nope").unwrap(), None);
+
+    let results = store.eval_results("r2").unwrap();
+    assert_eq!(results.len(), 1, "only evals with cells");
+    let qa = &results[0];
+    assert_eq!(qa.eval, "qa");
+    assert_eq!(qa.config.trials, 1, "the first config stays");
+    assert_eq!(qa.config.inputs, 2, "recomputed from the cells");
+    assert_eq!((qa.cell_count(), qa.passed_count()), (3, 3));
+    assert_eq!(qa.summary.len(), 2);
+    assert_eq!(qa.results[0], record("a", "c1", true));
+
+    let recorded = store.recorded_cells("r2").unwrap();
+    let names: Vec<&str> = recorded.iter().map(|c| c.cell.as_str()).collect();
+    assert_eq!(names, ["qa::a::c1", "qa::a::c2", "qa::b::c1"]);
+    assert!(recorded.iter().all(|c| c.snapshot_ok && c.passed()));
+
+    // A run never begun: a clear error, nothing written.
+    let err = store
+        .record_cell("ghost", &cell("qa", "a", "c1", true))
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::EvalRunNotFound { id, .. } if id == "ghost"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no eval run ghost"), "{err}");
+    assert!(matches!(
+        store.finish_eval_run("ghost"),
+        Err(StoreError::EvalRunNotFound { .. })
+    ));
+    assert!(matches!(
+        store.eval_results("ghost"),
+        Err(StoreError::EvalRunNotFound { .. })
+    ));
+    // The store goes on.
+    store
+        .record_cell("r1", &cell("qa", "b", "c9", true))
+        .unwrap();
+    assert_eq!(store.eval_run("r1").unwrap().unwrap().cells, 2);
+    store.flush().unwrap();
+}
+
+#[test]
+fn eval_runs_in_a_file() {
+    let dir = TempDir::new();
+    runs_round_trip(&Store::open(dir.db()).unwrap());
+}
+
+#[test]
+fn eval_runs_in_memory() {
+    runs_round_trip(&Store::in_memory().unwrap());
+}
+
+#[test]
+fn a_recorded_cell_is_committed_when_record_cell_returns() {
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    store
+        .begin_eval_run(&EvalRunMeta::new("r", "harness"))
+        .unwrap();
+    // Signals queued before the cell are committed with it or before it.
+    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
+    let signals: Vec<Signal> = (0..100)
+        .map(|i| Signal {
+            index: i,
+            name: "x".into(),
+            payload: json!(i),
+            at_ms: i,
+            agent: None,
+        })
+        .collect();
+    store.append("s", &signals).unwrap();
+    store
+        .record_cell("r", &cell("qa", "a", "c1", true))
+        .unwrap();
+    // Another connection, as another process would see the file: no flush, no drop.
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    let cells: i64 = raw
+        .query_row(
+            "SELECT COUNT(*) FROM cell_results WHERE run_id = 'r'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let stored: i64 = raw
+        .query_row(
+            "SELECT COUNT(*) FROM signals WHERE session_id = 's'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!((cells, stored), (1, 100));
+    drop(store);
+}
+
+#[test]
+fn a_version_1_database_is_migrated_in_place() {
+    let dir = TempDir::new();
+    {
+        let store = Store::open(dir.db()).unwrap();
+        store
+            .begin_session(&SessionMeta::new("old", "w").tag("kept"))
+            .unwrap();
+        store
+            .append(
+                "old",
+                &[Signal {
+                    index: 0,
+                    name: "a".into(),
+                    payload: json!({}),
+                    at_ms: 0,
+                    agent: None,
+                }],
+            )
+            .unwrap();
+    }
+    // Take the file back to version 1: the tables version 2 added are gone.
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    raw.execute_batch(
+        "DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(raw);
+
+    let store = Store::open(dir.db()).unwrap();
+    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.session("old").unwrap().unwrap().signal_count, 1);
+    assert!(store.eval_runs().unwrap().is_empty());
+    store
+        .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config()))
+        .unwrap();
+    store
+        .record_cell("r", &cell("qa", "a", "c1", true))
+        .unwrap();
+    assert_eq!(store.eval_results("r").unwrap()[0].cell_count(), 1);
+}
+
+#[test]
+fn merging_parts_recomputes_the_whole() {
+    let one = results(&[("a", "c1", true), ("b", "c1", false)]);
+    let mut two = results(&[("a", "c2", true), ("b", "c2", true), ("a", "c3", true)]);
+    two.timestamp = "2026-02-01T00:00:00Z".into();
+    let whole = EvalResults::merge(vec![one.clone(), two.clone()]).unwrap();
+    assert_eq!(whole.cell_count(), 5);
+    assert_eq!(whole.config.inputs, 3);
+    assert_eq!(whole.timestamp, "2026-02-01T00:00:00Z");
+    assert_eq!(whole.summary["a"].pass_rate, 1.0);
+    assert_eq!(whole.summary["b"].pass_rate, 0.5);
+    assert!(whole.comparison.is_some());
+    // The same as the results of every cell at once.
+    let at_once = EvalResults::new(
+        "qa",
+        "2026-02-01T00:00:00Z",
+        RunConfig {
+            inputs: 3,
+            ..config()
+        },
+        one.results.iter().chain(&two.results).cloned().collect(),
+    );
+    assert_eq!(whole, at_once);
+    // Order does not matter.
+    assert_eq!(EvalResults::merge(vec![two, one]).unwrap(), whole);
+}
+
+#[test]
+fn merging_refuses_what_does_not_fit() {
+    let base = results(&[("a", "c1", true)]);
+    let other = results(&[("a", "c2", true)]);
+    assert_eq!(EvalResults::merge(vec![]), Err(MergeError::Empty));
+
+    let mut renamed = other.clone();
+    renamed.eval = "qb".into();
+    let err = EvalResults::merge(vec![base.clone(), renamed]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot merge results of different evals: `qa` and `qb`"
+    );
+
+    type Change = fn(&mut RunConfig);
+    let cases: [(&str, Change, &str, &str); 4] = [
+        ("trials", |c| c.trials = 3, "1", "3"),
+        ("variants", |c| c.variants.reverse(), "[a, b]", "[b, a]"),
+        ("scorers", |c| c.scorers.clear(), "[s]", "[]"),
+        ("min_pass_rate", |c| c.min_pass_rate = 0.9, "0.5", "0.9"),
+    ];
+    for (field, change, first, second) in cases {
+        let mut changed = other.clone();
+        change(&mut changed.config);
+        let err = EvalResults::merge(vec![base.clone(), changed]).unwrap_err();
+        assert_eq!(
+            err,
+            MergeError::ConfigMismatch {
+                eval: "qa".into(),
+                field,
+                first: first.into(),
+                other: second.into(),
+            }
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains(field) && msg.contains(first) && msg.contains(second),
+            "{msg}"
+        );
+    }
+    // `inputs` differs between shards and is not compared.
+    let mut fewer = other.clone();
+    fewer.config.inputs = 7;
+    assert!(EvalResults::merge(vec![base.clone(), fewer]).is_ok());
+
+    let err = EvalResults::merge(vec![base.clone(), other, base]).unwrap_err();
+    assert_eq!(
+        err,
+        MergeError::DuplicateCell {
+            cell: "qa::a::c1".into()
+        }
+    );
+    assert!(
+        err.to_string()
+            .contains("cell qa::a::c1 is in more than one"),
+        "{err}"
+    );
+}
+
+#[test]
+fn processes_opening_a_fresh_file_at_once_share_one_run() {
+    // As nextest does: every cell's process opens the same new database,
+    // begins the same run and records its cell.
+    for round in 0..5 {
+        let dir = TempDir::new();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (db, barrier) = (dir.db(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let store = Store::open(&db)?;
+                    store.begin_eval_run(
+                        &EvalRunMeta::new("shared", "nextest").eval("qa", config()),
+                    )?;
+                    store.record_cell("shared", &cell("qa", "a", &format!("c{i}"), true))
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        let store = Store::open(dir.db()).unwrap();
+        let runs = store.eval_runs().unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].cells, 8);
+    }
+}

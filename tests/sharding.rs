@@ -1,0 +1,166 @@
+//! Sharding the example suite with cargo-nextest (`--partition hash:k/2`),
+//! each shard into its own database, then merging the shards' results.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use scaffold::eval::EvalResults;
+use scaffold::eval::results::MergeError;
+use scaffold::store::Store;
+
+/// A directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir =
+            std::env::temp_dir().join(format!("scaffold-sharding-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn cargo(args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .env("CI", "true")
+        .env("INSTA_UPDATE", "no")
+        .env("SCAFFOLD_PROGRESS", "0");
+    for var in [
+        "SCAFFOLD_RESUME",
+        "SCAFFOLD_TRIALS",
+        "SCAFFOLD_VARIANTS",
+        "SCAFFOLD_TAGS",
+        "SCAFFOLD_MODE",
+        "SCAFFOLD_DATABASE",
+        "SCAFFOLD_SNAPSHOTS",
+        "NEXTEST_RUN_ID",
+        "NEXTEST",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("cargo runs")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn nextest_installed() -> bool {
+    Command::new(env!("CARGO"))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Every cell of the example suite, as `cargo test --test evals -- --list` names them.
+fn every_cell() -> BTreeSet<String> {
+    let out = cargo(&["test", "--quiet", "--test", "evals", "--", "--list"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(|l| l.trim_start_matches("[eval] ").to_string())
+        .collect()
+}
+
+#[test]
+fn nextest_shards_merge_into_the_whole_suite() {
+    if !nextest_installed() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cargo-nextest is not installed, and CI is set: install it (cargo install cargo-nextest --locked)"
+        );
+        eprintln!(
+            "\n!!!! SKIPPED nextest_shards_merge_into_the_whole_suite: cargo-nextest is not \
+             installed (cargo install cargo-nextest --locked) !!!!\n"
+        );
+        return;
+    }
+    let started = Instant::now();
+    let dir = TempDir::new();
+    let mut parts: Vec<EvalResults> = Vec::new();
+    for k in 1..=2 {
+        let db = dir.0.join(format!("shard-{k}.db"));
+        let partition = format!("hash:{k}/2");
+        let out = cargo(
+            &[
+                "nextest",
+                "run",
+                "--locked",
+                "--test",
+                "evals",
+                "--partition",
+                &partition,
+                "--no-tests=pass",
+            ],
+            &[("SCAFFOLD_DATABASE", db.as_os_str())],
+        );
+        assert!(out.status.success(), "shard {partition}: {}", text(&out));
+        if !db.exists() {
+            continue; // This shard got no cell.
+        }
+        let store = Store::open(&db).unwrap();
+        let runs = store.eval_runs().unwrap();
+        // One nextest run: every per-cell process recorded into it.
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0].origin, "nextest");
+        parts.extend(store.eval_results(&runs[0].id).unwrap());
+    }
+    assert!(!parts.is_empty());
+    let shard = parts
+        .iter()
+        .max_by_key(|p| p.cell_count())
+        .cloned()
+        .unwrap();
+
+    let merged = EvalResults::merge(parts).unwrap();
+    let cells: Vec<String> = merged
+        .results
+        .iter()
+        .map(|c| c.test_name(&merged.eval, merged.config.trials))
+        .collect();
+    let unique: BTreeSet<String> = cells.iter().cloned().collect();
+    assert_eq!(cells.len(), unique.len(), "a cell twice: {cells:?}");
+    assert_eq!(unique, every_cell());
+    assert_eq!(merged.eval, "code-review");
+    assert_eq!(merged.config.inputs, 5);
+    assert!(merged.gate_passed(), "pass rate {}", merged.pass_rate());
+    assert_eq!(merged.summary.len(), 2);
+
+    // The same shard twice: refused, naming a cell.
+    let err = EvalResults::merge(vec![shard.clone(), shard.clone()]).unwrap_err();
+    let first = shard.results[0].test_name(&shard.eval, shard.config.trials);
+    assert_eq!(
+        err,
+        MergeError::DuplicateCell {
+            cell: first.clone()
+        }
+    );
+    assert!(err.to_string().contains(&first), "{err}");
+    eprintln!(
+        "two nextest shards merged: {} cells, {:.1}s",
+        merged.cell_count(),
+        started.elapsed().as_secs_f64()
+    );
+}
