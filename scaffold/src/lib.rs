@@ -19,7 +19,7 @@ pub mod session;
 pub mod signal;
 pub mod store;
 pub mod testing;
-mod util;
+pub mod util;
 pub mod workflow;
 
 pub use scaffold_macros::{dataset, eval, scorer, variant};

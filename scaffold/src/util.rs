@@ -1,4 +1,5 @@
-//! Small helpers shared across modules.
+//! Small helpers shared across modules; [`rfc3339`] is public, for tools
+//! that print the store's Unix-millisecond times the way the reports do.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -10,8 +11,13 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// `ms` since the epoch as an RFC 3339 UTC timestamp (`2026-01-28T12:00:00Z`).
-pub(crate) fn rfc3339(ms: u64) -> String {
+/// `ms` since the epoch as an RFC 3339 UTC timestamp (`2026-01-28T12:00:00Z`),
+/// as the results documents write their `timestamp`.
+///
+/// ```
+/// assert_eq!(scaffold::util::rfc3339(1_769_601_600_000), "2026-01-28T12:00:00Z");
+/// ```
+pub fn rfc3339(ms: u64) -> String {
     let secs = ms / 1000;
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;

@@ -605,6 +605,19 @@ impl Store {
         Store::open_file(path.as_ref(), StoreOptions::default())
     }
 
+    /// Open the existing database file at `path` (default options), or
+    /// `Ok(None)` when there is no file there: unlike [`Store::open`] it
+    /// creates neither the file nor its directory, so reading tools can say
+    /// "no database at …" instead of leaving an empty one behind. An older
+    /// schema is migrated as by [`Store::open`].
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Option<Store>, StoreError> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Ok(None);
+        }
+        Store::open_with(path, StoreOptions::default(), false).map(Some)
+    }
+
     /// A private in-memory database with default options; it lives as long
     /// as the store's handles.
     pub fn in_memory() -> Result<Store, StoreError> {
@@ -645,15 +658,31 @@ impl Store {
     }
 
     fn open_file(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        Store::open_with(path, options, true)
+    }
+
+    /// Open the file at `path`; with `create`, make it (and its directory)
+    /// when missing.
+    fn open_with(path: &Path, options: StoreOptions, create: bool) -> Result<Store, StoreError> {
         let name = path.display().to_string();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if create && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: name.clone(),
                 dir: dir.to_path_buf(),
                 source,
             })?;
         }
-        let mut conn = Connection::open(path).ctx(&name, || "opening the database".into())?;
+        let mut conn = if create {
+            Connection::open(path)
+        } else {
+            Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        }
+        .ctx(&name, || "opening the database".into())?;
         configure(&conn, &name, true, options.busy_timeout)?;
         schema::migrate(&mut conn, &name)?;
         let readers = Readers::Pool {
@@ -845,6 +874,40 @@ impl Store {
                 .and_then(|mut st| st.query_row([&id], RawSession::from_row).optional())
                 .ctx(path, || format!("reading session {id}"))?;
             raw.map(|r| r.into_record(path)).transpose()
+        })
+    }
+
+    /// The ids of the sessions whose id starts with `prefix`, in id order,
+    /// at most `limit` of them (ask for 2 to tell a unique prefix from an
+    /// ambiguous one). An empty prefix matches every session.
+    ///
+    /// ```
+    /// use scaffold::store::{SessionMeta, Store};
+    /// # fn main() -> Result<(), scaffold::store::StoreError> {
+    /// let store = Store::in_memory()?;
+    /// for id in ["3f2a9c1e-aa", "3f2a77d0-bb", "9b01c4de-cc"] {
+    ///     store.begin_session(&SessionMeta::new(id, "demo"))?;
+    /// }
+    /// assert_eq!(store.find_by_prefix("3f2a9", 2)?, ["3f2a9c1e-aa"]);
+    /// assert_eq!(store.find_by_prefix("3f2a", 2)?.len(), 2);
+    /// assert!(store.find_by_prefix("ffff", 2)?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn find_by_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let prefix = prefix.to_owned();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(move |conn, path| {
+            let what = || format!("finding sessions whose id starts with `{prefix}`");
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 \
+                     ORDER BY id LIMIT ?2",
+                )
+                .ctx(path, what)?;
+            st.query_map(params![prefix, limit], |r| r.get::<_, String>(0))
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .ctx(path, what)
         })
     }
 
