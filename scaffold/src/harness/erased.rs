@@ -91,6 +91,12 @@ pub trait ErasedEval: Send + Sync {
     /// Fork every cell from `from` (e.g. [`ForkFrom::from_env`]), replacing
     /// the eval's own `fork_from`.
     fn set_fork_from(&mut self, from: ForkFrom);
+    /// The dataset key and the case input of cell `index` (the harness
+    /// picks the cells of a fork's parent case with them).
+    fn cell_case(&self, index: usize) -> Option<(&str, &Value)> {
+        let _ = index;
+        None
+    }
 }
 
 /// Erase an eval's state type (the `#[eval]` macro calls this).
@@ -214,5 +220,10 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn set_fork_from(&mut self, from: ForkFrom) {
         Eval::set_fork_from(self, from);
+    }
+
+    fn cell_case(&self, index: usize) -> Option<(&str, &Value)> {
+        let cell = self.cell_at(index)?;
+        Some((cell.dataset.key(), &cell.case.input))
     }
 }

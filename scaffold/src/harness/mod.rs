@@ -32,6 +32,12 @@
 //!   id): resume an interrupted run. Cells already finished in that run are
 //!   not run again: their tests report the stored verdict and the summary
 //!   includes them. Needs a database file (not `:memory:`).
+//! - `SCAFFOLD_FORK_FROM` (a session id of the database, or an exported
+//!   `.json` session file) with `SCAFFOLD_FORK_AT` (`phase:<name>:first|last|<n>`
+//!   or `index:<n>`): every variant forks from that point of the session
+//!   instead of running from the start. Only the cells of the parent's case
+//!   run (by its `eval:`, `case:` and `dataset:` tags, else by its input);
+//!   snapshots are not checked unless `SCAFFOLD_SNAPSHOTS` is set.
 //!
 //! Relative paths are taken from the package's directory. A value that does
 //! not parse is an error naming the variable and what it expects.
@@ -53,6 +59,7 @@
 //! Markdown is appended to the step summary.
 
 mod erased;
+mod fork;
 mod registry;
 mod settings;
 mod snapshot;
@@ -456,6 +463,10 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             open_store(manifest_dir).map_err(|e| line(format!("session store: {e}")))?;
         (Some(store), in_memory)
     };
+    let fork = fork::plan(manifest_dir, &mut evals, store.as_ref()).map_err(line)?;
+    if let Some(fork) = fork.as_ref().filter(|_| !args.list) {
+        eprintln!("{}", fork.banner);
+    }
     // insta looks for pending snapshots from the workspace root; ours is the user's package.
     if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
         // SAFETY: set before any other thread of this process starts.
@@ -495,6 +506,9 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             if let Some(globs) = &settings.variants
                 && !globs.iter().any(|g| glob_matches(g, &cell.id.variant))
             {
+                continue;
+            }
+            if fork.as_ref().is_some_and(|f| !f.keeps(e, cell.index)) {
                 continue;
             }
             cells.push((e, cell));
@@ -537,7 +551,12 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         runtime,
         envs,
         manifest_dir: manifest_dir.to_path_buf(),
-        snapshots: settings.snapshots,
+        // A fork's sessions are not the cells' usual ones: no snapshots
+        // unless SCAFFOLD_SNAPSHOTS asks for them.
+        snapshots: match &fork {
+            Some(_) if std::env::var_os(SNAPSHOTS_ENV).is_none() => Snapshots::Off,
+            _ => settings.snapshots,
+        },
         output: settings.output,
         store,
         run,
