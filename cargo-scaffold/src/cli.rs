@@ -17,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
         The evals themselves are a Cargo test target (`cargo test --test evals`);\n\
         `run` wraps it, and the other commands read what it left in\n\
         target/scaffold/: the results JSON ({eval}.json) and the session\n\
-        database (scaffold.db).",
+        database (scaffold.db), which holds every session and every eval run.",
     after_help = "Exit status: 0 when everything passed, 1 when a run, a gate or a comparison\n\
         failed, 2 when the input was wrong (a bad flag, a missing file).",
     disable_help_subcommand = true
@@ -48,9 +48,12 @@ pub enum Command {
     #[command(
         long_about = "Render stored results again: the table on stdout, and with --output the\n\
             report files {eval}.json, {eval}.md, {eval}.junit.xml, {eval}.html.\n\
-            Without --output every selected format is printed on stdout.",
+            Without --output every selected format is printed on stdout. The results\n\
+            come from results JSON files (--results) or from an eval run of the session\n\
+            database (--run, rebuilt from its recorded cells).",
         after_help = "Examples:\n  \
             cargo scaffold report\n  \
+            cargo scaffold report --run latest --database shard-1.db\n  \
             cargo scaffold report --results eval-results/code-review.json --format markdown\n  \
             cargo scaffold report --format table,html --output site/ --baseline main-results/"
     )]
@@ -75,43 +78,67 @@ pub enum Command {
             any eval fails.",
         after_help = "Examples:\n  \
             cargo scaffold gate\n  \
-            cargo scaffold gate --results shard-results/ --min-pass-rate 0.9\n  \
+            cargo scaffold gate --results merged/ --min-pass-rate 0.9\n  \
+            cargo scaffold gate --run latest --database eval.db\n  \
             cargo scaffold gate --min-pass-rate 95% --baseline main-results/"
     )]
     Gate(GateArgs),
     /// List, show, export and import stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
-    /// Re-run the eval's variants from a point of a stored session [not available yet].
+    /// List the eval runs of the session database.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Run the eval's variants again from a point of a stored session.
     #[command(
         long_about = "Fork every variant of the eval suite from a point of a stored session:\n\
             each variant starts from the parent's state at that point, with the\n\
-            parent's input, so only what comes after differs. Runs the suite like\n\
-            `run` (same flags), with SCAFFOLD_FORK_FROM and SCAFFOLD_FORK_AT set.",
-        after_help = "The fork point must be explicit: a signal index, or a phase with its\n\
-            occurrence (first, last or a number), since phases can repeat.\n\n\
-            Example:\n  \
-            cargo scaffold fork --from 3f2a9c1e --at 47 --filter 'opus-*'"
+            parent's input, so only what comes after differs. Only the cells of the\n\
+            parent's case run (matched by its case: and dataset: tags, else by its\n\
+            input). Runs the suite like `run` (same flags), with SCAFFOLD_FORK_FROM and\n\
+            SCAFFOLD_FORK_AT set; snapshots are not checked.",
+        after_help = "The fork point must be explicit: a signal index (index:47, or just 47), or a\n\
+            phase with its occurrence (phase:fix:first, phase:fix:last, phase:fix:2),\n\
+            since phases can repeat.\n\n\
+            In playback, a forked variant's calls are answered from its own recordings\n\
+            and must be the recorded requests: a fork at a later phase replays only for\n\
+            the parent's own variant (--filter it); other variants need --mode record\n\
+            or live, since their prompts now carry the parent's state.\n\n\
+            Examples:\n  \
+            cargo scaffold fork --from 3f2a9c1e --at phase:review:first\n  \
+            cargo scaffold fork --from 3f2a9c1e --at phase:fix:first --filter gpt-4o\n  \
+            cargo scaffold fork --from parent.json --at 47 --mode live --filter 'opus-*'"
     )]
     Fork(ForkArgs),
-    /// Grade stored sessions with a dataset's assertions [not available yet].
+    /// Grade stored sessions with a dataset's assertions, running nothing.
     #[command(
         long_about = "Grade stored sessions with the assertions of a dataset: no workflow runs,\n\
-            the sessions' signals are loaded from the database and checked. Each\n\
-            session is matched to its case by its `case:<id>` tag. Exits with 1 when\n\
-            an assertion fails.",
-        after_help = "Example:\n  \
-            cargo scaffold score --dataset evals/code-review.yaml --tag eval:code-review --variant gpt-4o"
+            the sessions' signals are read from the database and checked. Each\n\
+            session is matched to its case by its `case:<id>` tag (eval cells have\n\
+            one), or graded against the case given with --case. Prints one line per\n\
+            session and exits with 1 when any fails.",
+        after_help = "Sessions: --sessions ID,ID (ids or unique prefixes), --tag TAG (repeat: all\n\
+            of them), or --run RUN_ID|latest (the sessions of an eval run); the\n\
+            newest eval run when none is given.\n\n\
+            Scorers (--scorer, repeatable): output-valid, latency=MAX_MS,IDEAL_MS,\n\
+            cost=MAX_USD,IDEAL_USD, tokens=MAX,IDEAL.\n\n\
+            Examples:\n  \
+            cargo scaffold score --dataset evals/code-review.yaml --tag eval:code-review --variant gpt-4o\n  \
+            cargo scaffold score --dataset evals/code-review.yaml --run latest --scorer output-valid\n  \
+            cargo scaffold score --dataset evals/code-review.yaml --sessions 3f2a9c1e --case sql-injection"
     )]
     Score(ScoreArgs),
-    /// Merge the results of shards (e.g. nextest partitions) into one run [not available yet].
+    /// Merge the results of shards (e.g. nextest partitions) into one run.
     #[command(
         long_about = "Merge the results of shards of one run (e.g. `cargo nextest run --partition\n\
-            hash:k/n` on several CI runners, each writing its results) into one\n\
-            results document per eval, recomputing summaries and comparisons, so\n\
-            that `report` and `gate` judge the whole run.",
+            hash:k/n` on several CI runners, each writing its own database) into one\n\
+            results document per eval, {eval}.json in --output, recomputing the\n\
+            summaries, so that `report` and `gate` judge the whole run. A shard is a\n\
+            session database (every eval run in it, or --run), a results JSON file, or\n\
+            a directory of them. The shards must have run the same evals with the same\n\
+            trials, variants, scorers and min_pass_rate, and no cell may be in two.",
         after_help = "Example:\n  \
-            cargo scaffold merge shard-1/ shard-2/ shard-3/ --output merged/ && cargo scaffold gate --results merged/"
+            cargo scaffold merge shard-1.db shard-2.db --output merged/ && cargo scaffold gate --results merged/"
     )]
     Merge(MergeArgs),
 }
@@ -160,12 +187,25 @@ pub struct RunArgs {
     pub harness_args: Vec<String>,
 }
 
+/// Where stored results come from: results JSON, or an eval run of a database.
+#[derive(Debug, Args)]
+pub struct ResultsArg {
+    /// Results JSON ({eval}.json) or a directory of them [default: target/scaffold/]
+    #[arg(long, value_name = "FILE|DIR", conflicts_with = "run")]
+    pub results: Option<PathBuf>,
+    /// Or the results of this eval run of the database (a run id, a unique prefix, or `latest`)
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
+    /// The database of --run [default: $SCAFFOLD_DATABASE, else target/scaffold/scaffold.db]
+    #[arg(long, value_name = "PATH", requires = "run")]
+    pub database: Option<PathBuf>,
+}
+
 /// `cargo scaffold report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Results JSON ({eval}.json) or a directory of them [default: target/scaffold/]
-    #[arg(long, value_name = "FILE|DIR")]
-    pub results: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: ResultsArg,
     /// Formats: table, json, markdown, junit, html (comma-separated)
     #[arg(long, value_name = "LIST", default_value = "table")]
     pub format: String,
@@ -197,9 +237,8 @@ pub struct CompareArgs {
 /// `cargo scaffold gate`.
 #[derive(Debug, Args)]
 pub struct GateArgs {
-    /// Results JSON ({eval}.json) or a directory of them [default: target/scaffold/]
-    #[arg(long, value_name = "FILE|DIR")]
-    pub results: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: ResultsArg,
     /// Minimum pass rate, a fraction (0.9) or a percentage (90%) [default: each eval's own]
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub min_pass_rate: Option<String>,
@@ -233,10 +272,46 @@ pub enum SessionsCommand {
         after_help = "ID may be a unique prefix of the session id (as `sessions list` shows it)."
     )]
     Show(SessionsShowArgs),
-    /// Write a session (metadata and signals) to a JSON file [not available yet]
+    /// Write a session (metadata and signals) to a JSON file
+    #[command(after_help = "Examples:\n  \
+        cargo scaffold sessions export 3f2a9c1e -o evals/sessions/sql-injection.json\n  \
+        cargo scaffold sessions export 3f2a9c1e --database shard-1.db > session.json")]
     Export(SessionsExportArgs),
-    /// Load sessions exported with `sessions export` into the database [not available yet]
+    /// Load sessions exported with `sessions export` into the database
+    #[command(
+        after_help = "The database is created when missing. A session already in it is an error\n\
+        (nothing of that file is imported).\n\n\
+        Example:\n  \
+        cargo scaffold sessions import evals/sessions/*.json --database review.db"
+    )]
     Import(SessionsImportArgs),
+}
+
+/// `cargo scaffold runs …`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List the eval runs of the database, newest first
+    #[command(
+        after_help = "Each run of the harness is an eval run (a nextest run is one too, named by\n\
+        NEXTEST_RUN_ID). Its id goes to `report --run`, `gate --run`, `score --run`,\n\
+        `merge --run` and `run --resume`.\n\n\
+        Example:\n  \
+        cargo scaffold runs list --database shard-1.db"
+    )]
+    List(RunsListArgs),
+}
+
+/// `cargo scaffold runs list`.
+#[derive(Debug, Args)]
+pub struct RunsListArgs {
+    #[command(flatten)]
+    pub db: DatabaseArg,
+    /// At most this many, the newest (0: all)
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Print JSON instead of the table
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `cargo scaffold sessions list`.
@@ -302,17 +377,18 @@ pub struct SessionsImportArgs {
     /// Files written by `sessions export`
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    #[command(flatten)]
-    pub db: DatabaseArg,
+    /// Session database file, created when missing [default: $SCAFFOLD_DATABASE, else target/scaffold/scaffold.db]
+    #[arg(long, value_name = "PATH")]
+    pub database: Option<PathBuf>,
 }
 
 /// `cargo scaffold fork`.
 #[derive(Debug, Args)]
 pub struct ForkArgs {
-    /// The parent session (id or unique prefix)
-    #[arg(long, value_name = "ID")]
+    /// The parent session: an id (or unique prefix) of the database, or a file from `sessions export`
+    #[arg(long, value_name = "ID|FILE.json")]
     pub from: String,
-    /// Where to fork: a signal index or a phase occurrence
+    /// Where to fork: index:N (or N), or phase:NAME:first|last|N
     #[arg(long, value_name = "POINT")]
     pub at: String,
     #[command(flatten)]
@@ -326,17 +402,26 @@ pub struct ScoreArgs {
     #[arg(long, value_name = "FILE")]
     pub dataset: PathBuf,
     /// These sessions (ids or unique prefixes; repeat or comma-separate)
-    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    #[arg(long, value_name = "ID", value_delimiter = ',', conflicts_with_all = ["tag", "run"])]
     pub sessions: Vec<String>,
     /// Or the sessions with this tag (repeat: all of them)
-    #[arg(long, value_name = "TAG")]
+    #[arg(long, value_name = "TAG", conflicts_with = "run")]
     pub tag: Vec<String>,
+    /// Or the sessions of this eval run (an id, a unique prefix, or `latest`) [default: latest]
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
     /// Only sessions of this variant
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
+    /// Grade every session with this case's assertions instead of its own case's
+    #[arg(long, value_name = "ID")]
+    pub case: Option<String>,
+    /// Also grade with a built-in scorer (repeat): output-valid, latency=MAX,IDEAL, cost=MAX,IDEAL, tokens=MAX,IDEAL
+    #[arg(long, value_name = "SCORER")]
+    pub scorer: Vec<String>,
     #[command(flatten)]
     pub db: DatabaseArg,
-    /// Print JSON instead of the table
+    /// Print JSON (one report per session) instead of the table
     #[arg(long)]
     pub json: bool,
 }
@@ -344,13 +429,16 @@ pub struct ScoreArgs {
 /// `cargo scaffold merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard results: {eval}.json files or directories of them
+    /// Shards: session databases, results JSON files ({eval}.json) or directories of them
     #[arg(value_name = "SHARD", required = true)]
     pub shards: Vec<PathBuf>,
-    /// Directory to write the merged {eval}.json (and other formats) into
+    /// Directory to write the merged {eval}.json (and the other formats) into
     #[arg(long, value_name = "DIR")]
     pub output: PathBuf,
-    /// Formats to write besides json: table, markdown, junit, html
+    /// Of each database, only this eval run (an id or unique prefix) [default: every run in it]
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
+    /// Formats: table (printed), json (always written), markdown, junit, html
     #[arg(long, value_name = "LIST", default_value = "table,json")]
     pub format: String,
 }

@@ -7,6 +7,7 @@ mod cmd;
 mod error;
 mod paths;
 mod results;
+mod store;
 mod text;
 
 use std::ffi::OsString;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, SessionsCommand};
+use crate::cli::{Cli, Command, RunsCommand, SessionsCommand};
 use crate::error::CmdResult;
 
 fn main() -> ExitCode {
@@ -48,6 +49,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Sessions(SessionsCommand::Show(args)) => cmd::sessions::show(&args),
         Command::Sessions(SessionsCommand::Export(args)) => cmd::sessions::export(&args),
         Command::Sessions(SessionsCommand::Import(args)) => cmd::sessions::import(&args),
+        Command::Runs(RunsCommand::List(args)) => cmd::runs::list(&args),
         Command::Fork(args) => cmd::fork::run(&args),
         Command::Score(args) => cmd::score::run(&args),
         Command::Merge(args) => cmd::merge::run(&args),

@@ -27,9 +27,10 @@ pub fn absolute(path: &Path) -> Result<PathBuf, CliError> {
         .map_err(|e| CliError::input(format!("cannot resolve the path {}: {e}", path.display())))
 }
 
-/// The session database to read: `--database`, else `SCAFFOLD_DATABASE`,
-/// else the default. It must exist: reading never creates one.
-pub fn existing_database(flag: Option<&Path>) -> Result<PathBuf, CliError> {
+/// The session database a command works on: `--database`, else
+/// `SCAFFOLD_DATABASE`, else the default; with where it came from (the
+/// flag, the variable or `default`), for messages.
+pub fn database(flag: Option<&Path>) -> Result<(PathBuf, &'static str), CliError> {
     let (path, from) = match flag {
         Some(p) => (p.to_path_buf(), "--database"),
         None => match std::env::var_os(scaffold::harness::DATABASE_ENV).filter(|v| !v.is_empty()) {
@@ -48,16 +49,5 @@ pub fn existing_database(flag: Option<&Path>) -> Result<PathBuf, CliError> {
             "--database :memory: holds nothing once its run ended: pass the path of a database file",
         ));
     }
-    if path.is_file() {
-        return Ok(path);
-    }
-    let hint = if from == "default" {
-        "run the evals first (`cargo scaffold run`) or pass --database PATH"
-    } else {
-        "check the path, or run the evals with --database pointing there"
-    };
-    Err(CliError::input(format!(
-        "no session database at {} ({from}): {hint}",
-        path.display()
-    )))
+    Ok((path, from))
 }

@@ -4,8 +4,10 @@ use std::path::{Path, PathBuf};
 
 use scaffold::eval::EvalResults;
 
+use crate::cli::ResultsArg;
 use crate::error::CliError;
 use crate::paths;
+use crate::store;
 
 /// One results document and where it came from.
 #[derive(Debug, Clone)]
@@ -14,6 +16,50 @@ pub struct Loaded {
     pub path: PathBuf,
     /// Its results.
     pub results: EvalResults,
+}
+
+/// The results `--results` or `--run` name (the default results directory
+/// when neither is given).
+pub fn load_source(source: &ResultsArg) -> Result<Vec<Loaded>, CliError> {
+    match &source.run {
+        Some(run) => from_run(source.database.as_deref(), run),
+        None => load_arg(source.results.as_deref(), "--results"),
+    }
+}
+
+/// The results of eval run `run` (an id, a unique prefix or `latest`) of
+/// the database, one document per eval, rebuilt from its recorded cells.
+pub fn from_run(database: Option<&Path>, run: &str) -> Result<Vec<Loaded>, CliError> {
+    let db = store::open(database)?;
+    let record = store::eval_run(&db.store, run)?;
+    let mut results = db.store.eval_results(&record.id).map_err(store::error)?;
+    if results.is_empty() {
+        return Err(CliError::input(format!(
+            "eval run {} in {} has no finished cell yet: nothing to show (see `cargo scaffold runs list`)",
+            record.id,
+            db.path.display()
+        )));
+    }
+    eprintln!(
+        "Run: {} ({}, {}, {} of {} cells passed)",
+        record.id,
+        record.origin,
+        if record.finished {
+            "finished"
+        } else {
+            "not finished"
+        },
+        record.passed,
+        record.cells
+    );
+    results.sort_by(|a, b| a.eval.cmp(&b.eval));
+    Ok(results
+        .into_iter()
+        .map(|results| Loaded {
+            path: db.path.clone(),
+            results,
+        })
+        .collect())
 }
 
 /// The results at `path` (`flag` names the option, for messages), or in the

@@ -1,4 +1,5 @@
-//! Small text helpers: percentages, times, aligned columns.
+//! Small text helpers: percentages, durations, aligned columns (times are
+//! `scaffold::util::rfc3339`).
 
 /// `0.875` → `87.5%`.
 pub fn pct(rate: f64) -> String {
@@ -8,35 +9,6 @@ pub fn pct(rate: f64) -> String {
 /// A rate difference in percentage points: `-0.1` → `-10.0 pts`.
 pub fn pts(delta: f64) -> String {
     format!("{:+.1} pts", delta * 100.0)
-}
-
-/// Unix milliseconds as `YYYY-MM-DD HH:MM:SS` UTC.
-pub fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX);
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// A duration in ms, short: `850ms`, `2.1s`, `3m05s`.
@@ -92,13 +64,6 @@ pub fn columns(rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
-        assert_eq!(utc(1_769_601_603_999), "2026-01-28 12:00:03");
-    }
 
     #[test]
     fn short_forms() {

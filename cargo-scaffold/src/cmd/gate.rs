@@ -52,7 +52,7 @@ pub fn run(args: &GateArgs) -> CmdResult {
         .as_deref()
         .map(|r| parse_rate(r, "--min-pass-rate"))
         .transpose()?;
-    let loaded = results::load_arg(args.results.as_deref(), "--results")?;
+    let loaded = results::load_source(&args.source)?;
     let baseline = args
         .baseline
         .as_deref()

@@ -6,6 +6,7 @@ pub mod gate;
 pub mod merge;
 pub mod report;
 pub mod run;
+pub mod runs;
 pub mod score;
 pub mod sessions;
 
@@ -22,11 +23,4 @@ pub fn report_formats(list: &str, flag: &str) -> Result<Vec<Format>, CliError> {
         )));
     }
     Ok(formats)
-}
-
-/// The error of a subcommand that comes with the library's next stage.
-pub fn not_yet(command: &str, needs: &str) -> CliError {
-    CliError::input(format!(
-        "`cargo scaffold {command}` is not available in this version yet: it needs {needs} from the scaffold library"
-    ))
 }

@@ -13,7 +13,7 @@ use crate::results::{self, Baseline, BaselineFor};
 /// `cargo scaffold report`.
 pub fn run(args: &ReportArgs) -> CmdResult {
     let formats = report_formats(&args.format, "--format")?;
-    let loaded = results::load_arg(args.results.as_deref(), "--results")?;
+    let loaded = results::load_source(&args.source)?;
     let baseline = args
         .baseline
         .as_deref()

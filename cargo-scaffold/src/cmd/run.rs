@@ -5,11 +5,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, SystemTime};
 
-use scaffold::assert::Glob;
-use scaffold::eval::EvalResults;
-use scaffold::harness::{BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, TAGS_ENV};
+use scaffold::harness::{
+    BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
+    VARIANTS_ENV,
+};
 use scaffold::provider::recorder::{MODE_ENV, RecorderMode};
 
 use crate::cli::RunArgs;
@@ -17,17 +17,6 @@ use crate::cmd::report_formats;
 use crate::error::{CliError, CmdResult, Exit};
 use crate::paths;
 use crate::results::Baseline;
-
-// Read by the harness once the library's run-control work lands; set now so
-// that `run` needs no change then.
-/// Trials per variant × case.
-pub const TRIALS_ENV: &str = "SCAFFOLD_TRIALS";
-/// Comma-separated variant globs.
-pub const VARIANTS_ENV: &str = "SCAFFOLD_VARIANTS";
-/// The report directory.
-pub const OUTPUT_ENV: &str = "SCAFFOLD_OUTPUT";
-/// `1` (the last run) or a run id.
-pub const RESUME_ENV: &str = "SCAFFOLD_RESUME";
 
 /// The cargo command a `run` spawns, checked and ready.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,10 +29,6 @@ pub struct Plan {
     pub envs: Vec<(&'static str, OsString)>,
     /// `--output`, absolute.
     pub output: Option<PathBuf>,
-    /// `--trials`, to check that the harness honoured it.
-    pub trials: Option<u32>,
-    /// `--filter`, to check that the harness honoured it.
-    pub filter: Vec<Glob>,
 }
 
 /// Check `args` and turn them into the cargo command. `extra` variables
@@ -73,15 +58,21 @@ pub fn plan(args: &RunArgs, extra: &[(&'static str, String)]) -> Result<Plan, Cl
             "--parallel and --test-threads after `--` both set how many cells run at once: keep one",
         ));
     }
-    let mut filter = Vec::new();
-    for pattern in &args.filter {
-        let glob = Glob::new(pattern.trim())
-            .map_err(|e| CliError::input(format!("--filter `{pattern}`: {e}")))?;
-        filter.push(glob);
+    // The harness matches the globs (`*`, `?`) and names the variants when
+    // one matches none.
+    let filter: Vec<&str> = args
+        .filter
+        .iter()
+        .map(|g| g.trim())
+        .filter(|g| !g.is_empty())
+        .collect();
+    if !args.filter.is_empty() && filter.is_empty() {
+        return Err(CliError::input(
+            "--filter: no variant glob given (use e.g. --filter 'gpt-*')",
+        ));
     }
     if !filter.is_empty() {
-        let list: Vec<&str> = filter.iter().map(Glob::as_str).collect();
-        envs.push((VARIANTS_ENV, list.join(",").into()));
+        envs.push((VARIANTS_ENV, filter.join(",").into()));
     }
     let tags: Vec<&str> = args
         .tags
@@ -190,8 +181,6 @@ pub fn plan(args: &RunArgs, extra: &[(&'static str, String)]) -> Result<Plan, Cl
         args: cargo_args,
         envs,
         output,
-        trials: args.trials,
-        filter,
     })
 }
 
@@ -208,10 +197,6 @@ pub fn execute(plan: &Plan) -> CmdResult {
             CliError::input(format!("--output {}: cannot create it: {e}", dir.display()))
         })?;
     }
-    // Files older than this (less a second for coarse clocks) are not this run's.
-    let started = SystemTime::now()
-        .checked_sub(Duration::from_secs(1))
-        .unwrap_or(SystemTime::UNIX_EPOCH);
     let status = Command::new(&plan.program)
         .args(&plan.args)
         .envs(plan.envs.iter().map(|(k, v)| (k, v)))
@@ -222,8 +207,6 @@ pub fn execute(plan: &Plan) -> CmdResult {
                 plan.program.to_string_lossy()
             ))
         })?;
-    let fresh = after_run(plan, started);
-    check_honoured(plan, &fresh);
     match status.code() {
         Some(0) => Ok(Exit::Success),
         Some(code) => Ok(Exit::Code(u8::try_from(code).unwrap_or(1).max(1))),
@@ -232,108 +215,6 @@ pub fn execute(plan: &Plan) -> CmdResult {
             Ok(Exit::Failed)
         }
     }
-}
-
-/// The results documents this run wrote. When `--output` was given but the
-/// harness wrote its reports to the default directory (a harness that does
-/// not read `SCAFFOLD_OUTPUT` yet), they are copied into `--output`.
-fn after_run(plan: &Plan, started: SystemTime) -> Vec<EvalResults> {
-    let default = paths::default_results_dir();
-    let fresh_in = |dir: &Path| -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
-        };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| is_report(p) && modified_since(p, started))
-            .collect();
-        files.sort();
-        files
-    };
-    let mut dir = default.clone();
-    if let Some(out) = &plan.output {
-        let written_there = fresh_in(out);
-        let same = std::fs::canonicalize(out).ok() == std::fs::canonicalize(&default).ok();
-        if written_there.is_empty() && !same {
-            let mut copied = Vec::new();
-            for file in fresh_in(&default) {
-                let Some(name) = file.file_name() else {
-                    continue;
-                };
-                let to = out.join(name);
-                match std::fs::copy(&file, &to) {
-                    Ok(_) => copied.push(name.to_string_lossy().into_owned()),
-                    Err(e) => eprintln!(
-                        "warning: cannot copy {} to {}: {e}",
-                        file.display(),
-                        to.display()
-                    ),
-                }
-            }
-            if !copied.is_empty() {
-                eprintln!(
-                    "  Reports copied to {}: {}",
-                    out.display(),
-                    copied.join(", ")
-                );
-            }
-        }
-        dir = out.clone();
-    }
-    fresh_in(&dir)
-        .into_iter()
-        .filter(|p| is_results(p))
-        .filter_map(|p| EvalResults::load(&p).ok())
-        .collect()
-}
-
-/// Warn when the harness ran without a setting this CLI passed (a scaffold
-/// older than the CLI).
-fn check_honoured(plan: &Plan, fresh: &[EvalResults]) {
-    if let Some(n) = plan.trials
-        && fresh.iter().any(|r| r.config.trials != n)
-    {
-        eprintln!(
-            "warning: the eval harness did not apply --trials {n} ({TRIALS_ENV}): it needs a scaffold library that reads it"
-        );
-    }
-    if !plan.filter.is_empty()
-        && let Some(cell) = fresh
-            .iter()
-            .flat_map(|r| &r.results)
-            .find(|c| !plan.filter.iter().any(|g| g.matches(&c.variant)))
-    {
-        eprintln!(
-            "warning: the eval harness did not apply --filter ({VARIANTS_ENV}): variant `{}` ran; it needs a scaffold library that reads it",
-            cell.variant
-        );
-    }
-}
-
-fn file_name(path: &Path) -> &str {
-    path.file_name().and_then(|n| n.to_str()).unwrap_or("")
-}
-
-/// A report file the harness writes (`{eval}.json`, `.md`, `.junit.xml`,
-/// `.html`, `.comparison.json`).
-fn is_report(path: &Path) -> bool {
-    let name = file_name(path);
-    path.is_file()
-        && [".json", ".md", ".junit.xml", ".html"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
-}
-
-fn is_results(path: &Path) -> bool {
-    let name = file_name(path);
-    name.ends_with(".json") && !name.ends_with(".comparison.json")
-}
-
-fn modified_since(path: &Path, since: SystemTime) -> bool {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t >= since)
 }
 
 #[cfg(test)]
@@ -445,7 +326,7 @@ mod tests {
         assert!(err(&["--format", "table,pdf"]).contains("unknown report format `pdf`"));
         assert!(err(&["--format", ","]).contains("no format given"));
         assert!(err(&["--mode", "replay"]).contains("use playback, record or live"));
-        assert!(err(&["--filter", "a:**b"]).starts_with("--filter `a:**b`"));
+        assert!(err(&["--filter", " , "]).contains("no variant glob given"));
         assert!(err(&["--parallel", "2", "--", "--test-threads", "3"]).contains("keep one"));
         assert!(err(&["--database", ":memory:", "--resume"]).contains("nothing to resume"));
         assert!(err(&["--baseline", "no/such/file.json"]).contains("no such file or directory"));

@@ -2,31 +2,32 @@
 
 use std::path::Path;
 
+use scaffold::session::{SessionError, SessionExport};
 use scaffold::signal::Signal;
 use scaffold::store::{SessionFilter, SessionRecord, SessionStatus, Store};
+use scaffold::util::rfc3339;
 use serde_json::{Value, json};
 
 use crate::cli::{SessionsExportArgs, SessionsImportArgs, SessionsListArgs, SessionsShowArgs};
-use crate::cmd::not_yet;
 use crate::error::{CliError, CmdResult, Exit};
 use crate::paths;
-use crate::text::{columns, cut, duration, utc};
+use crate::store::{self as db, error as store_error};
+use crate::text::{columns, cut, duration};
 
 /// How many characters of an id the table shows.
-const SHORT_ID: usize = 8;
+pub const SHORT_ID: usize = 8;
 
 fn open(database: Option<&Path>) -> Result<Store, CliError> {
-    let path = paths::existing_database(database)?;
-    Store::open(&path)
-        .map_err(|e| CliError::failed(format!("cannot open the session database: {e}")))
+    db::open(database).map(|db| db.store)
 }
 
-fn store_error(e: scaffold::store::StoreError) -> CliError {
-    CliError::failed(format!("session database: {e}"))
-}
-
-fn short(id: &str) -> String {
+/// The first characters of an id, as the tables show it.
+pub fn short(id: &str) -> String {
     id.chars().take(SHORT_ID).collect()
+}
+
+fn resolve(store: &Store, id: &str) -> Result<SessionRecord, CliError> {
+    db::session(store, id)
 }
 
 /// `cargo scaffold sessions list`.
@@ -68,13 +69,7 @@ pub fn list(args: &SessionsListArgs) -> CmdResult {
     }
     let mut rows = vec![
         [
-            "ID",
-            "WORKFLOW",
-            "VARIANT",
-            "STATUS",
-            "SIGNALS",
-            "STARTED (UTC)",
-            "PARENT",
+            "ID", "WORKFLOW", "VARIANT", "STATUS", "SIGNALS", "STARTED", "PARENT",
         ]
         .map(String::from)
         .to_vec(),
@@ -86,7 +81,7 @@ pub fn list(args: &SessionsListArgs) -> CmdResult {
             s.meta.variant.clone().unwrap_or_else(|| "-".into()),
             s.status.to_string(),
             s.signal_count.to_string(),
-            utc(s.meta.started_at_ms),
+            rfc3339(s.meta.started_at_ms),
             s.meta
                 .parent_id
                 .as_deref()
@@ -102,38 +97,6 @@ pub fn list(args: &SessionsListArgs) -> CmdResult {
         );
     }
     Ok(Exit::Success)
-}
-
-/// The session `id`, or the only one whose id starts with it.
-fn resolve(store: &Store, id: &str) -> Result<SessionRecord, CliError> {
-    if id.is_empty() {
-        return Err(CliError::input("empty session id"));
-    }
-    if let Some(s) = store.session(id).map_err(store_error)? {
-        return Ok(s);
-    }
-    let matches: Vec<SessionRecord> = store
-        .list(&SessionFilter::default())
-        .map_err(store_error)?
-        .into_iter()
-        .filter(|s| s.meta.id.starts_with(id))
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(CliError::input(format!(
-            "no session `{id}` in {}: see `cargo scaffold sessions list`",
-            store.path()
-        ))),
-        many => Err(CliError::input(format!(
-            "`{id}` is the start of {} session ids ({}, …): give more of it",
-            many.len(),
-            many.iter()
-                .take(3)
-                .map(|s| s.meta.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
 }
 
 /// The ancestors of `session`, nearest first (stops at a missing parent or a cycle).
@@ -205,7 +168,7 @@ fn describe(
         row("variant", v.clone());
     }
     row("status", s.status.to_string());
-    row("started", format!("{} UTC", utc(m.started_at_ms)));
+    row("started", rfc3339(m.started_at_ms));
     if let Some(d) = s.duration_ms {
         row("duration", duration(d));
     }
@@ -285,18 +248,106 @@ fn describe(
 
 /// `cargo scaffold sessions export`.
 pub fn export(args: &SessionsExportArgs) -> CmdResult {
-    let _ = args;
-    Err(not_yet(
-        "sessions export",
-        "scaffold::session::SessionExport",
-    ))
+    if let Some(out) = &args.output
+        && out.is_dir()
+    {
+        return Err(CliError::input(format!(
+            "-o {}: this is a directory; give the file to write (e.g. {}/session.json)",
+            out.display(),
+            out.display()
+        )));
+    }
+    let store = open(args.db.database.as_deref())?;
+    let session = resolve(&store, &args.id)?;
+    let export = SessionExport::from_store(&store, &session.meta.id).map_err(session_error)?;
+    match &args.output {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    CliError::failed(format!(
+                        "cannot create the directory {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            }
+            export.save(path).map_err(session_error)?;
+            eprintln!(
+                "exported session {} ({} signals) to {}",
+                session.meta.id,
+                export.signals.len(),
+                path.display()
+            );
+        }
+        None => {
+            let text = serde_json::to_string_pretty(&export)
+                .map_err(|e| CliError::failed(format!("cannot serialize the session: {e}")))?;
+            println!("{text}");
+        }
+    }
+    Ok(Exit::Success)
 }
 
 /// `cargo scaffold sessions import`.
 pub fn import(args: &SessionsImportArgs) -> CmdResult {
-    let _ = args;
-    Err(not_yet(
-        "sessions import",
-        "scaffold::session::SessionExport",
-    ))
+    // Every file is read and checked before anything is written.
+    let mut exports = Vec::new();
+    for file in &args.files {
+        if db::is_database(file) {
+            return Err(CliError::input(format!(
+                "{} is a session database, not a file written by `cargo scaffold sessions export`: export its sessions first",
+                file.display()
+            )));
+        }
+        let export = SessionExport::load(file).map_err(|e| CliError::input(e.to_string()))?;
+        if let Some((other, _)) = exports
+            .iter()
+            .find(|(_, e): &&(&Path, SessionExport)| e.session.meta.id == export.session.meta.id)
+        {
+            return Err(CliError::input(format!(
+                "{} and {} hold the same session {}: import it once",
+                other.display(),
+                file.display(),
+                export.session.meta.id
+            )));
+        }
+        exports.push((file.as_path(), export));
+    }
+    let (path, _) = paths::database(args.database.as_deref())?;
+    let store = Store::open(&path)
+        .map_err(|e| CliError::failed(format!("cannot open the session database: {e}")))?;
+    for (file, export) in &exports {
+        let id = &export.session.meta.id;
+        if store.session(id).map_err(store_error)?.is_some() {
+            return Err(CliError::input(format!(
+                "session {id} ({}) is already in {}: nothing was imported; import into another database (--database)",
+                file.display(),
+                path.display()
+            )));
+        }
+    }
+    for (file, export) in &exports {
+        export.import(&store).map_err(session_error)?;
+        eprintln!(
+            "imported session {} ({}, {} signals) from {}",
+            export.session.meta.id,
+            export.session.meta.workflow,
+            export.signals.len(),
+            file.display()
+        );
+    }
+    eprintln!(
+        "{} session(s) imported into {}",
+        exports.len(),
+        path.display()
+    );
+    Ok(Exit::Success)
+}
+
+/// A session operation's error: bad input unless the store failed.
+pub fn session_error(e: SessionError) -> CliError {
+    match e {
+        SessionError::Store(e) => store_error(e),
+        SessionError::Io { .. } => CliError::failed(e.to_string()),
+        other => CliError::input(other.to_string()),
+    }
 }
