@@ -1,8 +1,11 @@
 //! `cargo scaffold` as a user drives it: the real binary, on results files
-//! built here, on the example suite of this workspace, and on bad input.
+//! built here, on the example suite of this workspace (run, sessions,
+//! export and import, score, fork, runs, report, merge of nextest shards,
+//! gate), and on bad input.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use scaffold::eval::{CellRecord, EvalResults, RunConfig};
 use serde_json::Value;
@@ -40,10 +43,22 @@ fn command(args: &[&str]) -> Command {
         .env_remove("NEXTEST_RUN_ID")
         .env_remove("NEXTEST");
     for var in [
-        "MODE", "TAGS", "DATABASE", "FORMAT", "BASELINE", "TRIALS", "VARIANTS", "OUTPUT", "RESUME",
+        "MODE",
+        "TAGS",
+        "DATABASE",
+        "FORMAT",
+        "BASELINE",
+        "TRIALS",
+        "VARIANTS",
+        "OUTPUT",
+        "RESUME",
+        "SNAPSHOTS",
+        "FORK_FROM",
+        "FORK_AT",
     ] {
         cmd.env_remove(format!("SCAFFOLD_{var}"));
     }
+    cmd.env("SCAFFOLD_PROGRESS", "0");
     cmd
 }
 
@@ -115,7 +130,7 @@ fn every_subcommand_has_help() {
     let top = cli(&["--help"]);
     assert_eq!(top.code, 0, "{}", top.all());
     for sub in [
-        "run", "report", "compare", "gate", "sessions", "fork", "score", "merge",
+        "run", "report", "compare", "gate", "sessions", "runs", "fork", "score", "merge",
     ] {
         assert!(
             top.stdout.contains(&format!("\n  {sub} ")),
@@ -135,6 +150,8 @@ fn every_subcommand_has_help() {
         &["sessions", "show"],
         &["sessions", "export"],
         &["sessions", "import"],
+        &["runs"],
+        &["runs", "list"],
         &["fork"],
         &["score"],
         &["merge"],
@@ -165,7 +182,31 @@ fn every_subcommand_has_help() {
     ] {
         assert!(run.contains(flag), "{flag}: {run}");
     }
-    assert!(cli(&["fork", "--help"]).stdout.contains("--from <ID>"));
+    let fork = cli(&["fork", "--help"]).stdout;
+    for part in [
+        "--from <ID|FILE.json>",
+        "--at <POINT>",
+        "--filter",
+        "phase:fix:first",
+    ] {
+        assert!(fork.contains(part), "{part}: {fork}");
+    }
+    let score = cli(&["score", "--help"]).stdout;
+    for part in [
+        "--dataset <FILE>",
+        "--sessions",
+        "--tag",
+        "--run",
+        "--case",
+        "--scorer",
+    ] {
+        assert!(score.contains(part), "{part}: {score}");
+    }
+    let merge = cli(&["merge", "--help"]).stdout;
+    for part in ["<SHARD>...", "--output <DIR>", "--run <RUN_ID>", "--format"] {
+        assert!(merge.contains(part), "{part}: {merge}");
+    }
+    assert!(cli(&["report", "--help"]).stdout.contains("--run <RUN_ID>"));
     assert!(
         cli(&["gate", "--help"])
             .stdout
@@ -223,22 +264,100 @@ fn bad_input_is_one_line_with_exit_2() {
         "no session database at",
     );
     assert!(!db.exists(), "reading must not create a database");
-    // Not in this version yet, and saying so.
+    for args in [
+        &["sessions", "show", "abc", "--database", s(&db)][..],
+        &["sessions", "export", "abc", "--database", s(&db)],
+        &["runs", "list", "--database", s(&db)],
+        &["report", "--run", "latest", "--database", s(&db)],
+        &["gate", "--run", "latest", "--database", s(&db)],
+        &[
+            "score",
+            "--dataset",
+            "evals/code-review.yaml",
+            "--database",
+            s(&db),
+        ],
+        &["fork", "--from", "abc", "--at", "3", "--database", s(&db)],
+    ] {
+        assert_input_error(args, "no session database at");
+    }
+    assert!(!db.exists(), "reading must not create a database");
+    // Values checked before anything is read or run.
     assert_input_error(
-        &["merge", ok, "--output", s(dir.path())],
-        "not available in this version yet",
+        &["fork", "--from", "abc", "--at", "phase:fix"],
+        "--at: `phase:fix` is not a fork point (the occurrence is missing); expected phase:<name>:first",
     );
     assert_input_error(
-        &["fork", "--from", "abc", "--at", "3"],
-        "not available in this version yet",
+        &[
+            "fork",
+            "--from",
+            "abc",
+            "--at",
+            "3",
+            "--database",
+            ":memory:",
+        ],
+        "fork from an export",
     );
     assert_input_error(
-        &["score", "--dataset", "x.yaml"],
-        "not available in this version yet",
+        &["fork", "--from", missing, "--at", "3"],
+        "--from: session file",
     );
     assert_input_error(
-        &["sessions", "export", "abc"],
-        "not available in this version yet",
+        &["fork", "--from", s(&not_json), "--at", "3"],
+        "not a JSON session export",
+    );
+    assert_input_error(
+        &[
+            "score",
+            "--dataset",
+            "evals/code-review.yaml",
+            "--scorer",
+            "speed",
+        ],
+        "--scorer `speed`: unknown scorer (use output-valid, latency=MAX_MS,IDEAL_MS",
+    );
+    assert_input_error(
+        &[
+            "score",
+            "--dataset",
+            "evals/code-review.yaml",
+            "--scorer",
+            "cost=0.01,0.05",
+        ],
+        "the ideal must not be above the maximum",
+    );
+    assert_input_error(
+        &["score", "--dataset", missing],
+        "--dataset: cannot read dataset",
+    );
+    let bad_dataset = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad_dataset,
+        "name: x\ncases:\n  - id: a\n    input: 1\n    assertions:\n      - type: signal.contans\n        pattern: x\n",
+    )
+    .expect("write");
+    assert_input_error(
+        &["score", "--dataset", s(&bad_dataset)],
+        "1 error(s) in the dataset; the first: ",
+    );
+    assert_input_error(
+        &["sessions", "import", s(&not_json)],
+        "not a JSON session export",
+    );
+    assert_input_error(&["merge", missing, "--output", s(dir.path())], "SHARD ");
+    assert_input_error(
+        &["merge", ok, ok, "--output", s(&dir.path().join("m"))],
+        "merge: cell qa::fast::add is in ",
+    );
+    let odd = write(&dir.path().join("odd"), "qa.json", &{
+        let mut r = results(&[], 10);
+        r.config.trials = 2;
+        r
+    });
+    assert_input_error(
+        &["merge", ok, s(&odd), "--output", s(&dir.path().join("m"))],
+        "merge: cannot merge results of eval `qa` run with different trials",
     );
 
     // clap's own errors are usage errors too.
@@ -401,6 +520,7 @@ fn report_compare_and_gate_on_stored_results() {
 
 #[test]
 fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
+    let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("sessions.db");
     let out_dir = dir.path().join("results");
@@ -458,12 +578,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     let lines: Vec<&str> = list.stdout.lines().collect();
     assert!(lines[0].starts_with("ID  "), "{}", list.stdout);
     for col in [
-        "WORKFLOW",
-        "VARIANT",
-        "STATUS",
-        "SIGNALS",
-        "STARTED (UTC)",
-        "PARENT",
+        "WORKFLOW", "VARIANT", "STATUS", "SIGNALS", "STARTED", "PARENT",
     ] {
         assert!(lines[0].contains(col), "{col}: {}", lines[0]);
     }
@@ -526,18 +641,26 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         .expect("the cell");
     assert_eq!(cell.session_id, id, "the results name the stored session");
 
-    // Tags go to the harness; its exit status comes back.
+    // Tags and variant globs go to the harness; its exit status comes back.
+    let tagged_dir = dir.path().join("tagged");
     let tagged = cli(&[
         "run",
         "--database",
         ":memory:",
         "--tags",
         "xss,negative",
+        "--filter",
+        "gpt-*",
         "--format",
         "json",
+        "--output",
+        s(&tagged_dir),
     ]);
     assert_eq!(tagged.code, 0, "{}", tagged.all());
-    assert!(tagged.all().contains("4 passed"), "{}", tagged.all());
+    assert!(tagged.all().contains("2 passed"), "{}", tagged.all());
+    let only = EvalResults::load(tagged_dir.join("code-review.json")).expect("--output");
+    assert_eq!(only.cell_count(), 2);
+    assert!(only.results.iter().all(|c| c.variant == "gpt-4o"));
     let bad = cli(&[
         "run",
         "--database",
@@ -551,4 +674,575 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         "{}",
         bad.stderr
     );
+
+    let run_id = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Run: "))
+        .map(|l| l.split_whitespace().next().unwrap_or_default().to_string())
+        .expect("the harness prints `Run: <id>`");
+    sessions_runs_score_and_merge(dir.path(), db, &run_id, &loaded);
+    fork_from_stored_sessions(dir.path(), db);
+    eprintln!("end to end on the example suite: {:.1?}", started.elapsed());
+}
+
+/// The id of the stored session of `variant` on `case`.
+fn session_of(db: &str, variant: &str, case: &str) -> String {
+    let tag = format!("case:{case}");
+    let out = cli(&[
+        "sessions",
+        "list",
+        "--database",
+        db,
+        "--tag",
+        &tag,
+        "--variant",
+        variant,
+        "--json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let list: Value = serde_json::from_str(&out.stdout).expect("sessions list --json is JSON");
+    list.as_array()
+        .and_then(|l| l.last())
+        .and_then(|s| s["id"].as_str())
+        .expect("a session")
+        .to_string()
+}
+
+/// After one run into `db`: runs list, report --run, export and import,
+/// score, merge of a database's runs.
+fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &EvalResults) {
+    // runs list
+    let runs = cli(&["runs", "list", "--database", db]);
+    assert_eq!(runs.code, 0, "{}", runs.all());
+    let lines: Vec<&str> = runs.stdout.lines().collect();
+    assert!(lines[0].starts_with("RUN "), "{}", runs.stdout);
+    assert!(lines[1].starts_with(run_id), "{}", runs.stdout);
+    assert!(lines[1].contains("harness") && lines[1].contains("finished in"));
+    assert!(lines[1].contains("code-review") && lines[1].ends_with("10/10"));
+
+    // report --run: the results rebuilt from the stored cells.
+    let report_dir = dir.join("from-run");
+    let prefix = &run_id[..8];
+    let out = cli(&[
+        "report",
+        "--run",
+        prefix,
+        "--database",
+        db,
+        "--format",
+        "table,json",
+        "--output",
+        s(&report_dir),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(out.stdout.contains("│ Eval: code-review"), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains(&format!("Run: {run_id} (harness, finished, 10 of 10"))
+    );
+    let rebuilt = EvalResults::load(report_dir.join("code-review.json")).expect("report --run");
+    assert_eq!(rebuilt.results, loaded.results);
+    let gate = cli(&["gate", "--run", "latest", "--database", db]);
+    assert_eq!(gate.code, 0, "{}", gate.all());
+    assert!(
+        gate.stdout
+            .contains("PASS  code-review  pass rate 100.0% (10/10)")
+    );
+
+    // export → import into another database → show there.
+    let id = session_of(db, "gpt-4o", "xss-vulnerability");
+    let file = dir.join("exports").join("xss.json");
+    let out = cli(&[
+        "sessions",
+        "export",
+        &id[..8],
+        "--database",
+        db,
+        "-o",
+        s(&file),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stderr.contains(&format!("exported session {id}")),
+        "{}",
+        out.stderr
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("export")).expect("JSON");
+    assert_eq!(doc["format"], "scaffold.session");
+    assert_eq!(doc["session"]["id"], id.as_str());
+    let stdout = cli(&["sessions", "export", &id, "--database", db]);
+    let piped: Value = serde_json::from_str(&stdout.stdout).expect("export to stdout");
+    assert_eq!(piped, doc);
+    let other = dir.join("other.db");
+    let out = cli(&["sessions", "import", s(&file), "--database", s(&other)]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stderr.contains("1 session(s) imported"),
+        "{}",
+        out.stderr
+    );
+    let show = cli(&[
+        "sessions",
+        "show",
+        &id[..6],
+        "--database",
+        s(&other),
+        "--json",
+    ]);
+    assert_eq!(show.code, 0, "{}", show.all());
+    let shown: Value = serde_json::from_str(&show.stdout).expect("show --json");
+    assert_eq!(shown["signals"], doc["signals"]);
+    assert_input_error(
+        &["sessions", "import", s(&file), "--database", s(&other)],
+        &format!("session {id} ({}) is already in ", s(&file)),
+    );
+    assert_input_error(
+        &["sessions", "import", db],
+        "is a session database, not a file written by `cargo scaffold sessions export`",
+    );
+
+    // score: the newest run's sessions against their own cases, all pass ...
+    let out = cli(&[
+        "score",
+        "--dataset",
+        "evals/code-review.yaml",
+        "--database",
+        db,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert_eq!(out.stdout.lines().count(), 12, "{}", out.stdout);
+    assert!(
+        out.stdout.starts_with("SESSION   VARIANT"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("scored 10 session(s) with evals/code-review.yaml: 10 passed, 0 failed"),
+        "{}",
+        out.stdout
+    );
+    let out = cli(&[
+        "score",
+        "--dataset",
+        "evals/code-review.yaml",
+        "--database",
+        s(&other),
+        "--tag",
+        "eval:code-review",
+        "--scorer",
+        "output-valid",
+        "--scorer",
+        "cost=0.05,0.01",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stdout
+            .contains("xss-vulnerability  pass    5/5 assertions, 2/2 scorers"),
+        "{}",
+        out.stdout
+    );
+    // ... and one graded with another case's assertions fails, exit 1.
+    let out = cli(&[
+        "score",
+        "--dataset",
+        "evals/code-review.yaml",
+        "--database",
+        db,
+        "--sessions",
+        &id[..8],
+        "--case",
+        "sql-injection",
+        "--json",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    let reports: Value = serde_json::from_str(&out.stdout).expect("score --json");
+    assert_eq!(reports[0]["passed"], false);
+    assert_eq!(reports[0]["case"], "sql-injection");
+    let failed: Vec<&str> = reports[0]["report"]["assertions"]
+        .as_array()
+        .expect("assertions")
+        .iter()
+        .filter(|a| a["passed"] == false)
+        .filter_map(|a| a["message"].as_str())
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.starts_with("output does not contain \"injection\"")),
+        "{failed:?}"
+    );
+    let out = cli(&[
+        "score",
+        "--dataset",
+        "evals/code-review.yaml",
+        "--database",
+        db,
+        "--sessions",
+        &id,
+        "--case",
+        "sql-injection",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert!(
+        out.stdout.contains("sql-injection  FAIL    7/9 assertions"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("0 passed, 1 failed"), "{}", out.stdout);
+    assert_input_error(
+        &[
+            "score",
+            "--dataset",
+            "evals/code-review.yaml",
+            "--database",
+            db,
+            "--tag",
+            "nope",
+        ],
+        "no session to score: the sessions tagged nope match none in ",
+    );
+    assert_input_error(
+        &[
+            "score",
+            "--dataset",
+            "evals/code-review.yaml",
+            "--database",
+            db,
+            "--run",
+            "nope",
+        ],
+        "no eval run `nope` in ",
+    );
+
+    // merge: a database given twice holds every cell twice.
+    let merged = dir.join("merged-run");
+    let out = cli(&[
+        "merge",
+        db,
+        "--run",
+        run_id,
+        "--output",
+        s(&merged),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let whole = EvalResults::load(merged.join("code-review.json")).expect("merged");
+    assert_eq!(whole.results, loaded.results);
+    assert_input_error(
+        &["merge", db, db, "--output", s(&merged)],
+        &format!("is in {db} (run {run_id}) twice: give each shard once"),
+    );
+}
+
+/// Forks of stored sessions of `db`, at the first phase (every variant)
+/// and at a later one (the parent's variant; the others cannot play back).
+fn fork_from_stored_sessions(dir: &Path, db: &str) {
+    let parent = session_of(db, "gpt-4o", "xss-vulnerability");
+    let out_review = dir.join("fork-review");
+    let out = cli(&[
+        "fork",
+        "--from",
+        &parent[..8],
+        "--at",
+        "phase:review:first",
+        "--database",
+        db,
+        "--output",
+        s(&out_review),
+        "--format",
+        "table,json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stderr.contains(&format!(
+            "fork: the cells start from session {parent} at phase:review:first (phase `review`, signal 3), case `xss-vulnerability`"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(out.all().contains("2 passed"), "{}", out.all());
+    let forked = EvalResults::load(out_review.join("code-review.json")).expect("fork results");
+    assert_eq!(forked.cell_count(), 2);
+    assert_eq!(forked.config.inputs, 1);
+    assert!(
+        forked
+            .results
+            .iter()
+            .all(|c| c.case == "xss-vulnerability" && c.passed)
+    );
+    // The children are stored with their lineage.
+    let children = cli(&[
+        "sessions",
+        "list",
+        "--database",
+        db,
+        "--parent",
+        &parent[..8],
+    ]);
+    assert_eq!(children.stdout.lines().count(), 3, "{}", children.stdout);
+    let child = &forked.results[0].session_id;
+    let show = cli(&["sessions", "show", child, "--database", db]);
+    assert!(
+        show.stdout.contains(&format!("forked from {parent} at {{")),
+        "{}",
+        show.stdout
+    );
+
+    // From an exported file, at the fixer, into no database: the parent's
+    // variant plays back (its fixer request is the recorded one) ...
+    let file = dir.join("exports").join("xss.json");
+    let out_fix = dir.join("fork-fix");
+    let out = cli(&[
+        "fork",
+        "--from",
+        s(&file),
+        "--at",
+        "phase:fix:first",
+        "--filter",
+        "gpt-4o",
+        "--database",
+        ":memory:",
+        "--output",
+        s(&out_fix),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(out.all().contains("1 passed"), "{}", out.all());
+    // ... the other variant's fixer now sees gpt-4o's findings: no recording has that request.
+    let out_all = dir.join("fork-fix-all");
+    let out = cli(&[
+        "fork",
+        "--from",
+        s(&file),
+        "--at",
+        "phase:fix:first",
+        "--database",
+        ":memory:",
+        "--output",
+        s(&out_all),
+        "--format",
+        "json",
+    ]);
+    assert_ne!(out.code, 0, "{}", out.all());
+    assert!(
+        out.all()
+            .contains("claude-sonnet-4-5::xss-vulnerability ... FAILED"),
+        "{}",
+        out.all()
+    );
+    assert!(
+        out.all().contains("the request differs from recording"),
+        "{}",
+        out.all()
+    );
+    // gate on those results: fails at the eval's 100%, passes at 50%.
+    let gate = cli(&["gate", "--results", s(&out_all)]);
+    assert_eq!(gate.code, 1, "{}", gate.all());
+    assert!(
+        gate.stdout
+            .contains("FAIL  code-review  pass rate 50.0% (1/2) < min 100.0%")
+    );
+    let gate = cli(&["gate", "--results", s(&out_all), "--min-pass-rate", "50%"]);
+    assert_eq!(gate.code, 0, "{}", gate.all());
+
+    // Bad fork input: one line, exit 2, nothing runs.
+    assert_input_error(
+        &[
+            "fork",
+            "--from",
+            "no-such-session",
+            "--at",
+            "3",
+            "--database",
+            db,
+        ],
+        "no session `no-such-session` in ",
+    );
+    assert_input_error(
+        &[
+            "fork",
+            "--from",
+            &parent,
+            "--at",
+            "phase:deploy:first",
+            "--database",
+            db,
+        ],
+        &format!(
+            "--at phase:deploy:first: phase `deploy` was never entered in session {parent} (phases entered: review, fix, done)"
+        ),
+    );
+    assert_input_error(
+        &[
+            "fork",
+            "--from",
+            &parent,
+            "--at",
+            "index:999",
+            "--database",
+            db,
+        ],
+        "--at index:999: index 999 is past the end of session ",
+    );
+}
+
+fn nextest_installed() -> bool {
+    Command::new(env!("CARGO"))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn nextest_shards_merge_then_gate() {
+    if !nextest_installed() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cargo-nextest is not installed, and CI is set: install it (cargo install cargo-nextest --locked)"
+        );
+        eprintln!(
+            "\n!!!! SKIPPED nextest_shards_merge_then_gate: cargo-nextest is not installed \
+             (cargo install cargo-nextest --locked) !!!!\n"
+        );
+        return;
+    }
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let db = dir.path().join(format!("shard-{k}.db"));
+        let partition = format!("hash:{k}/2");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.current_dir(workspace())
+            .args([
+                "nextest",
+                "run",
+                "--locked",
+                "--test",
+                "evals",
+                "--partition",
+                &partition,
+            ])
+            .args(["--no-tests=pass"])
+            .env("CI", "true")
+            .env("INSTA_UPDATE", "no")
+            .env("SCAFFOLD_DATABASE", &db)
+            .env_remove("NEXTEST_RUN_ID")
+            .env_remove("NEXTEST");
+        for var in [
+            "TAGS",
+            "TRIALS",
+            "VARIANTS",
+            "MODE",
+            "RESUME",
+            "SNAPSHOTS",
+            "FORK_FROM",
+            "FORK_AT",
+        ] {
+            cmd.env_remove(format!("SCAFFOLD_{var}"));
+        }
+        let out = run_cmd(cmd);
+        assert_eq!(out.code, 0, "shard {partition}: {}", out.all());
+        assert!(
+            db.is_file(),
+            "shard {partition} wrote no database: {}",
+            out.all()
+        );
+        shards.push(db);
+    }
+    let (one, two) = (s(&shards[0]), s(&shards[1]));
+
+    // Each shard is one nextest run, not finished (no process saw all of it).
+    let runs = cli(&["runs", "list", "--database", one]);
+    assert_eq!(runs.code, 0, "{}", runs.all());
+    assert!(
+        runs.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("nextest") && l.contains("not finished")),
+        "{}",
+        runs.stdout
+    );
+
+    // merge → gate: the whole suite.
+    let merged = dir.path().join("merged");
+    let out = cli(&["merge", one, two, "--output", s(&merged)]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(out.stdout.contains("│ Eval: code-review"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains(
+            "merged eval `code-review`: 10 cells from 2 part(s), pass rate 100.0% (10/10)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let whole = EvalResults::load(merged.join("code-review.json")).expect("merged results");
+    assert_eq!((whole.cell_count(), whole.config.inputs), (10, 5));
+    let gate = cli(&["gate", "--results", s(&merged)]);
+    assert_eq!(gate.code, 0, "{}", gate.all());
+    assert!(
+        gate.stdout
+            .contains("PASS  code-review  pass rate 100.0% (10/10) ≥ min 100.0%"),
+        "{}",
+        gate.stdout
+    );
+    let gate = cli(&[
+        "gate",
+        "--results",
+        s(&merged),
+        "--min-pass-rate",
+        "95%",
+        "--baseline",
+        s(&merged),
+    ]);
+    assert_eq!(gate.code, 0, "{}", gate.all());
+    assert!(
+        gate.stdout.contains("PASS  code-review  against "),
+        "{}",
+        gate.stdout
+    );
+
+    // A shard's results as JSON (report --run) merge with the other's database.
+    let part = dir.path().join("shard-2-results");
+    let out = cli(&[
+        "report",
+        "--run",
+        "latest",
+        "--database",
+        two,
+        "--format",
+        "json",
+        "--output",
+        s(&part),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stderr.contains("(nextest, not finished, "),
+        "{}",
+        out.stderr
+    );
+    let again = dir.path().join("merged-again");
+    let out = cli(&[
+        "merge",
+        one,
+        s(&part),
+        "--output",
+        s(&again),
+        "--format",
+        "json,markdown",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(again.join("code-review.md").is_file());
+    let whole_again = EvalResults::load(again.join("code-review.json")).expect("merged");
+    assert_eq!(whole_again.results.len(), whole.results.len());
+    // The merged document with a shard again: every cell of that shard twice.
+    assert_input_error(
+        &["merge", s(&merged), one, "--output", s(&again)],
+        "merge: cell code-review::",
+    );
+    eprintln!("nextest shards, merge and gate: {:.1?}", started.elapsed());
 }
