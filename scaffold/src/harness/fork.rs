@@ -228,3 +228,104 @@ fn short_json(v: &Value) -> String {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{Format, load_str};
+    use crate::eval::Eval;
+    use crate::harness::erase;
+    use crate::provider::{ScriptedProvider, ScriptedReply};
+    use crate::store::{SessionMeta, SessionStatus};
+    use crate::workflow::{Agent, Phase, Workflow};
+    use serde_json::json;
+
+    fn workflow() -> Workflow<String> {
+        let agent = Agent::<String>::new("a")
+            .provider(ScriptedProvider::new("m").reply(ScriptedReply::text("x")))
+            .prompt(|s| s.clone())
+            .update(|t, s| *s = t);
+        Workflow::new("w", String::new()).phase("p", Phase::run(agent))
+    }
+
+    fn suite() -> Vec<Box<dyn ErasedEval>> {
+        let ds = |name: &str| {
+            let src = format!(
+                "name: {name}\ncases:\n  - id: a\n    input: {{n: 1}}\n    assertions: []\n  - id: b\n    input: {{n: 2}}\n    assertions: []\n"
+            );
+            load_str(&src, Format::Yaml, "t.yaml").unwrap()
+        };
+        let eval = |name: &str| {
+            Eval::new()
+                .name(name)
+                .variant("v1", workflow())
+                .variant("v2", workflow())
+                .dataset(ds("one"))
+                .dataset(ds("two"))
+        };
+        vec![erase(eval("first")), erase(eval("second"))]
+    }
+
+    fn parent(tags: &[&str], input: Value) -> SessionRecord {
+        SessionRecord {
+            meta: SessionMeta::new("p-1", "w")
+                .tags(tags.iter().copied())
+                .input(input),
+            status: SessionStatus::Completed,
+            error: None,
+            ended_at_ms: None,
+            duration_ms: None,
+            output: None,
+            final_state: None,
+            signal_count: 0,
+        }
+    }
+
+    fn picked(record: &SessionRecord) -> Result<Vec<String>, String> {
+        let evals = suite();
+        let cells = parent_cells(record, &evals)?;
+        let mut names = Vec::new();
+        for (e, set) in cells {
+            for cell in evals[e].cells() {
+                if set.contains(&cell.index) {
+                    let (ds, _) = evals[e].cell_case(cell.index).unwrap();
+                    names.push(format!("{}/{ds}", cell.id));
+                }
+            }
+        }
+        Ok(names)
+    }
+
+    #[test]
+    fn tags_pick_the_parents_eval_dataset_and_case() {
+        let p = parent(&["eval:second", "dataset:two", "case:b"], json!({"n": 2}));
+        assert_eq!(
+            picked(&p).unwrap(),
+            ["second::v1::b/two", "second::v2::b/two"]
+        );
+        // Without a dataset tag: the case in every dataset of the eval.
+        let p = parent(&["eval:first", "case:a"], json!({"n": 1}));
+        assert_eq!(picked(&p).unwrap().len(), 4);
+        // An eval this suite does not have: every eval.
+        let p = parent(&["eval:gone", "dataset:one", "case:a"], json!({"n": 1}));
+        assert_eq!(picked(&p).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn without_tags_the_input_decides() {
+        let p = parent(&[], json!({"n": 2}));
+        assert_eq!(picked(&p).unwrap().len(), 8);
+        let err = picked(&parent(&[], json!({"n": 3}))).unwrap_err();
+        assert_eq!(
+            err,
+            "SCAFFOLD_FORK_FROM: session p-1 ran on input {\"n\":3}, which no case of this suite \
+             has: a fork continues the parent's run, so a case must have the parent's input"
+        );
+        let err = picked(&parent(&["eval:first", "dataset:one", "case:zz"], json!(1))).unwrap_err();
+        assert_eq!(
+            err,
+            "SCAFFOLD_FORK_FROM: session p-1 ran case `zz` of dataset `one` in eval `first`, which \
+             no eval of this suite has: fork it in the suite that ran it, or pick another session"
+        );
+    }
+}
