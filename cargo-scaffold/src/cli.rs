@@ -18,8 +18,8 @@ use clap::{Args, Parser, Subcommand};
         `run` wraps it, and the other commands read what it left in\n\
         target/scaffold/: the results JSON ({eval}.json) and the session\n\
         database (scaffold.db), which holds every session and every eval run.",
-    after_help = "Exit status: 0 when everything passed, 1 when a run, a gate or a comparison\n\
-        failed, 2 when the input was wrong (a bad flag, a missing file).",
+    after_help = "Exit status: 0 when everything passed, 1 when a run, a gate, a score or a\n\
+        comparison failed, 2 when the input was wrong (a bad flag, a missing file).",
     disable_help_subcommand = true
 )]
 pub struct Cli {
