@@ -2,34 +2,21 @@
 //! libtest flags and scaffold's environment variables.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
+mod common;
+
+use common::text;
+
 fn evals(args: &[&str], envs: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["test", "--quiet", "--test", "evals", "--"])
-        .args(args)
-        .env("CI", "true")
-        .env("INSTA_UPDATE", "no")
-        .env("SCAFFOLD_DATABASE", ":memory:")
-        .env_remove("SCAFFOLD_MODE")
-        .env_remove("SCAFFOLD_TAGS")
-        .env_remove("NEXTEST_RUN_ID")
-        .env_remove("NEXTEST");
+    let mut cmd = common::cargo(&["test", "--quiet", "--test", "evals", "--"]);
+    cmd.args(args).env("SCAFFOLD_DATABASE", ":memory:");
     for (k, v) in envs {
         cmd.env(k, v);
     }
     cmd.output().expect("cargo runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn results() -> Value {

@@ -13,6 +13,10 @@ use scaffold::eval::EvalResults;
 use scaffold::store::Store;
 use serde_json::Value;
 
+mod common;
+
+use common::{TempDir, text};
+
 const CELLS: [&str; 8] = [
     "resume-fixture::alpha::c1",
     "resume-fixture::beta::c1",
@@ -53,34 +57,28 @@ fn fixture() -> &'static Path {
     })
 }
 
-/// A directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
+/// The files of one fixture run.
+trait FixtureDir {
+    fn db(&self) -> PathBuf;
+    fn log(&self) -> PathBuf;
+    fn out(&self) -> PathBuf;
+    /// How many times each cell started, from the fixture's log.
+    fn started(&self) -> BTreeMap<String, usize>;
+}
 
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let dir =
-            std::env::temp_dir().join(format!("scaffold-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
+impl FixtureDir for TempDir {
     fn db(&self) -> PathBuf {
-        self.0.join("scaffold.db")
+        self.join("scaffold.db")
     }
 
     fn log(&self) -> PathBuf {
-        self.0.join("cells.log")
+        self.join("cells.log")
     }
 
     fn out(&self) -> PathBuf {
-        self.0.join("reports")
+        self.join("reports")
     }
 
-    /// How many times each cell started, from the fixture's log.
     fn started(&self) -> BTreeMap<String, usize> {
         let text = std::fs::read_to_string(self.log()).unwrap_or_default();
         let mut counts = BTreeMap::new();
@@ -91,38 +89,16 @@ impl TempDir {
     }
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The fixture, set up to use `dir` and nothing of the caller's environment.
 fn fixture_command(dir: &TempDir, args: &[&str], envs: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(fixture());
-    cmd.current_dir(&dir.0)
+    let mut cmd = common::clean(Command::new(fixture()));
+    cmd.current_dir(dir.path())
         .args(args)
-        .env("CI", "true")
-        .env("INSTA_UPDATE", "no")
-        .env("SCAFFOLD_PROGRESS", "0")
         .env("SCAFFOLD_DATABASE", dir.db())
         .env("SCAFFOLD_SNAPSHOTS", "off")
         .env("SCAFFOLD_OUTPUT", dir.out())
-        .env("RESUME_FIXTURE_LOG", dir.log());
-    for var in [
-        "SCAFFOLD_RESUME",
-        "SCAFFOLD_TRIALS",
-        "SCAFFOLD_VARIANTS",
-        "SCAFFOLD_TAGS",
-        "SCAFFOLD_FORMAT",
-        "SCAFFOLD_BASELINE",
-        "SCAFFOLD_MODE",
-        "RESUME_FIXTURE_SLEEP_MS",
-        "NEXTEST_RUN_ID",
-        "NEXTEST",
-    ] {
-        cmd.env_remove(var);
-    }
+        .env("RESUME_FIXTURE_LOG", dir.log())
+        .env_remove("RESUME_FIXTURE_SLEEP_MS");
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -133,14 +109,6 @@ fn run(dir: &TempDir, args: &[&str], envs: &[(&str, &str)]) -> Output {
     fixture_command(dir, args, envs)
         .output()
         .expect("the fixture runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The lines of stderr that are errors.
@@ -156,8 +124,8 @@ fn error_lines(out: &Output) -> Vec<String> {
 fn a_killed_run_resumes_without_redoing_finished_cells() {
     let started = Instant::now();
     let dir = TempDir::new("resume");
-    let stdout = std::fs::File::create(dir.0.join("first.out")).unwrap();
-    let stderr = std::fs::File::create(dir.0.join("first.err")).unwrap();
+    let stdout = std::fs::File::create(dir.join("first.out")).unwrap();
+    let stderr = std::fs::File::create(dir.join("first.err")).unwrap();
     let mut child = fixture_command(
         &dir,
         &["--test-threads", "1"],
@@ -175,8 +143,8 @@ fn a_killed_run_resumes_without_redoing_finished_cells() {
         if let Some(status) = child.try_wait().unwrap() {
             panic!(
                 "the fixture ended ({status}) before it was killed:\n{}{}",
-                std::fs::read_to_string(dir.0.join("first.out")).unwrap_or_default(),
-                std::fs::read_to_string(dir.0.join("first.err")).unwrap_or_default()
+                std::fs::read_to_string(dir.join("first.out")).unwrap_or_default(),
+                std::fs::read_to_string(dir.join("first.err")).unwrap_or_default()
             );
         }
         assert!(Instant::now() < deadline, "no 3 cells recorded in time");
@@ -412,7 +380,7 @@ fn trials_variants_output_and_snapshot_settings() {
     assert!(json.results.iter().all(|c| c.variant == "beta"));
 
     // Invalid values: one error line naming the variable.
-    let file = dir.0.join("a-file");
+    let file = dir.join("a-file");
     std::fs::write(&file, "").unwrap();
     let file = file.display().to_string();
     for (var, value, expected) in [
@@ -436,7 +404,7 @@ fn trials_variants_output_and_snapshot_settings() {
     }
 
     // Snapshots in a directory of our own: new ones are not accepted silently.
-    let snaps = dir.0.join("snaps");
+    let snaps = dir.join("snaps");
     let out = run(
         &dir,
         &["--exact", CELLS[1]],

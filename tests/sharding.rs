@@ -2,75 +2,23 @@
 //! each shard into its own database, then merging the shards' results.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Instant;
 
 use scaffold::eval::EvalResults;
 use scaffold::eval::results::MergeError;
 use scaffold::store::Store;
 
-/// A directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
+mod common;
 
-impl TempDir {
-    fn new() -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let dir =
-            std::env::temp_dir().join(format!("scaffold-sharding-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{TempDir, nextest_installed, text};
 
 fn cargo(args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .env("CI", "true")
-        .env("INSTA_UPDATE", "no")
-        .env("SCAFFOLD_PROGRESS", "0");
-    for var in [
-        "SCAFFOLD_RESUME",
-        "SCAFFOLD_TRIALS",
-        "SCAFFOLD_VARIANTS",
-        "SCAFFOLD_TAGS",
-        "SCAFFOLD_MODE",
-        "SCAFFOLD_DATABASE",
-        "SCAFFOLD_SNAPSHOTS",
-        "NEXTEST_RUN_ID",
-        "NEXTEST",
-    ] {
-        cmd.env_remove(var);
-    }
+    let mut cmd = common::cargo(args);
     for (k, v) in envs {
         cmd.env(k, v);
     }
     cmd.output().expect("cargo runs")
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn nextest_installed() -> bool {
-    Command::new(env!("CARGO"))
-        .args(["nextest", "--version"])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// Every cell of the example suite, as `cargo test --test evals -- --list` names them.
@@ -98,10 +46,10 @@ fn nextest_shards_merge_into_the_whole_suite() {
         return;
     }
     let started = Instant::now();
-    let dir = TempDir::new();
+    let dir = TempDir::new("sharding");
     let mut parts: Vec<EvalResults> = Vec::new();
     for k in 1..=2 {
-        let db = dir.0.join(format!("shard-{k}.db"));
+        let db = dir.path().join(format!("shard-{k}.db"));
         let partition = format!("hash:{k}/2");
         let out = cargo(
             &[

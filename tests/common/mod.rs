@@ -1,0 +1,69 @@
+//! What the root package's tests share: commands with a clean environment,
+//! their output as text, temporary directories.
+#![allow(dead_code)] // Each test binary uses its own part.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A command whose environment holds none of the caller's `SCAFFOLD_*` or
+/// nextest variables, with snapshots never written and no progress bar.
+pub fn clean(mut cmd: Command) -> Command {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("SCAFFOLD_") || key.starts_with("NEXTEST") {
+            cmd.env_remove(key.as_ref());
+        }
+    }
+    cmd.env("CI", "true")
+        .env("INSTA_UPDATE", "no")
+        .env("SCAFFOLD_PROGRESS", "0");
+    cmd
+}
+
+/// `cargo {args}` in the root package, with a [`clean`] environment.
+pub fn cargo(args: &[&str]) -> Command {
+    let mut cmd = clean(Command::new(env!("CARGO")));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
+    cmd
+}
+
+/// Standard output then standard error, as text.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Whether `cargo nextest` can run here.
+pub fn nextest_installed() -> bool {
+    Command::new(env!("CARGO"))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A directory under the system temp dir, removed when dropped.
+pub struct TempDir(tempfile::TempDir);
+
+impl TempDir {
+    /// A fresh directory whose name starts with `scaffold-{name}-`.
+    pub fn new(name: &str) -> TempDir {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("scaffold-{name}-"))
+            .tempdir()
+            .expect("a temporary directory");
+        TempDir(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// `name` inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+}
