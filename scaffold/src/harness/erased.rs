@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::registry::Built;
 use super::snapshot::session_summary;
 use crate::dataset::Dataset;
-use crate::eval::{CellEnv, CellId, CellResult, Eval};
+use crate::eval::{CellEnv, CellId, CellResult, Eval, GateOptions};
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
 use crate::workflow::{State, Workflow};
@@ -91,6 +91,8 @@ pub trait ErasedEval: Send + Sync {
     /// Fork every cell from `from` (e.g. [`ForkFrom::from_env`]), replacing
     /// the eval's own `fork_from`.
     fn set_fork_from(&mut self, from: ForkFrom);
+    /// How the results are judged: quarantine, confidence, pass@k, gate.
+    fn gate_options(&self) -> GateOptions;
 }
 
 /// Erase an eval's state type (the `#[eval]` macro calls this).
@@ -214,5 +216,9 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn set_fork_from(&mut self, from: ForkFrom) {
         Eval::set_fork_from(self, from);
+    }
+
+    fn gate_options(&self) -> GateOptions {
+        Eval::gate_options(self).clone()
     }
 }
