@@ -43,6 +43,7 @@ fn cell(
             value: quality,
             unit: None,
             detail: None,
+            borderline: false,
         },
     );
     if !passed {
@@ -54,6 +55,7 @@ fn cell(
             actual: None,
             trajectory: None,
             children: Vec::new(),
+            borderline: false,
         });
     }
     c

@@ -113,6 +113,7 @@ mod scorers {
                 value: if pass { 1.0 } else { 0.0 },
                 unit: None,
                 detail: None,
+                borderline: false,
             }
         }
     }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use scaffold::eval::results::{AssertionRecord, ScoreRecord};
-use scaffold::eval::{CellRecord, CompareOptions, Comparison, EvalResults, RunConfig, compare};
+use scaffold::eval::{
+    CellRecord, CompareOptions, Comparison, EvalResults, GateOptions, RunConfig, compare,
+};
 use scaffold::report::{self, Format};
 use scaffold::workflow::RunStatus;
 use serde_json::json;
@@ -21,6 +23,7 @@ fn score(pass: bool, value: f64, detail: Option<&str>) -> ScoreRecord {
         value,
         unit: None,
         detail: detail.map(str::to_string),
+        borderline: false,
     }
 }
 
@@ -33,6 +36,7 @@ fn assertion(kind: &str, passed: bool, message: &str) -> AssertionRecord {
         actual: None,
         trajectory: None,
         children: Vec::new(),
+        borderline: false,
     }
 }
 
@@ -134,6 +138,247 @@ fn comparison(candidate: &EvalResults) -> Comparison {
         base.results,
     );
     compare(&base, candidate, &CompareOptions::default())
+}
+
+// ---------------------------------------------------------------- trials
+
+/// Two variants × three cases × three trials: `gpt-4o::sqli` flaky and
+/// quarantined, `claude::xss` flaky, `gpt-4o::clean` quarantined but
+/// passing every trial, a pattern that matches nothing, and a borderline
+/// judgement (an `llm.judge` assertion and a judge scorer).
+fn trial_results() -> EvalResults {
+    let passes: [(&str, &str, [bool; 3]); 6] = [
+        ("gpt-4o", "sqli", [false, false, true]),
+        ("gpt-4o", "xss", [true, true, true]),
+        ("gpt-4o", "clean", [true, true, true]),
+        ("claude", "sqli", [true, true, true]),
+        ("claude", "xss", [false, true, false]),
+        ("claude", "clean", [true, true, true]),
+    ];
+    let mut cells = Vec::new();
+    for (vi, (variant, case, trials)) in passes.iter().enumerate() {
+        for (t, passed) in trials.iter().enumerate() {
+            let mut c = CellRecord::new(*variant, *case);
+            c.dataset = "review.v1".into();
+            c.trial = t as u32;
+            c.passed = *passed;
+            c.session_id = format!("session-{vi}-{t}");
+            c.metrics.latency_ms = 900 + 100 * vi as u64;
+            c.metrics.cost_usd = 0.002;
+            c.scores.insert(
+                "quality".into(),
+                score(*passed, if *passed { 0.9 } else { 0.4 }, None),
+            );
+            if !passed {
+                c.assertions
+                    .push(assertion("output.contains", false, "no \"injection\""));
+            }
+            cells.push(c);
+        }
+    }
+    // claude::sqli::t1: the judge scored 0.72 against a minimum of 0.7.
+    let judged = &mut cells[10];
+    assert_eq!(
+        (judged.variant.as_str(), judged.case.as_str(), judged.trial),
+        ("claude", "sqli", 1)
+    );
+    let mut judge = assertion(
+        "llm.judge",
+        true,
+        "judge judge-model scored 0.72, at least 0.7 (borderline: within 0.05 of the minimum): names the flaw",
+    );
+    judge.borderline = true;
+    judged.assertions.push(judge);
+    let quality = judged.scores.get_mut("quality").unwrap();
+    quality.value = 0.74;
+    quality.detail = Some("judge judge-model scored a mean of 0.74 over 3 asks [0.72, 0.78, 0.72], 95% CI 0.6403–0.8397, at least 0.7 (borderline: within 0.05 of the minimum): ok".into());
+    quality.borderline = true;
+    let config = RunConfig {
+        trials: 3,
+        inputs: 3,
+        variants: vec!["gpt-4o".into(), "claude".into()],
+        scorers: vec!["quality".into()],
+        min_pass_rate: 0.8,
+    };
+    EvalResults::new("flaky-review", TIMESTAMP, config, cells).with_gate_options(GateOptions {
+        quarantine: vec![
+            "gpt-4o::sqli".into(),
+            "gpt-4o::clean".into(),
+            "nothing-here".into(),
+        ],
+        min_trials_for_winner: 5,
+        ..GateOptions::default()
+    })
+}
+
+#[test]
+fn trial_statistics_flag_flaky_cells_and_quarantine_keeps_them_out_of_the_gate() {
+    let r = trial_results();
+    let flaky: Vec<String> = r.flaky().map(|t| t.label()).collect();
+    assert_eq!(flaky, ["gpt-4o::sqli", "claude::xss"]);
+    let sqli = r
+        .trial_stats
+        .iter()
+        .find(|t| t.label() == "gpt-4o::sqli")
+        .unwrap();
+    assert_eq!((sqli.trials, sqli.passes, sqli.quarantined), (3, 1, true));
+    // pass@1 = 1/3, pass@3 = 1 − C(2,3)/C(3,3) = 1, pass^3 = C(1,3)/C(3,3) = 0.
+    assert!((sqli.pass_at_k[&1] - 1.0 / 3.0).abs() < 1e-12);
+    assert_eq!((sqli.pass_at_k[&3], sqli.pass_hat_k[&3]), (1.0, 0.0));
+    let gate = r.gate_verdict();
+    // Counted: 12 cells (6 quarantined left out), 10 passed: 83% ≥ 80%.
+    assert_eq!(
+        (gate.cells, gate.passes, gate.quarantined_cells),
+        (12, 10, 6)
+    );
+    assert!(gate.passed, "{}", gate.describe());
+    assert_eq!(gate.quarantined, ["gpt-4o::clean", "gpt-4o::sqli"]);
+    assert_eq!(gate.release_candidates, ["gpt-4o::clean"]);
+    assert_eq!(gate.unmatched_quarantine, ["nothing-here"]);
+    // Without the quarantine the flaky cells fail the gate: 14/18 = 78%.
+    let unquarantined = r.clone().with_gate_options(GateOptions::default());
+    assert!(!unquarantined.gate_passed());
+    // On the Wilson lower bound (10/12 → 0.552) the same run fails.
+    let strict = r.clone().with_gate_options(GateOptions {
+        on_lower_bound: true,
+        ..r.gate_options.clone()
+    });
+    let g = strict.gate_verdict();
+    assert!(!g.passed);
+    assert!((g.value - 0.5519).abs() < 1e-4, "{}", g.value);
+    assert!(g.describe().starts_with("FAILED: Wilson lower bound 55.2% of pass rate 83.3% (95% CI 55.2%–95.3%, 12 cells, 6 quarantined left out)"), "{}", g.describe());
+    // Five trials are needed for a winner; three ran.
+    let cmp = r.comparison.as_ref().unwrap();
+    assert_eq!(
+        cmp.verdict_message(),
+        "not enough trials (3 < 5) to call a winner"
+    );
+    assert!(
+        cmp.recommendation
+            .as_ref()
+            .unwrap()
+            .reason
+            .ends_with("; not enough trials (3 < 5) to call a winner")
+    );
+    // The borderline judgements, from an assertion and a scorer.
+    let borderline = r.borderline();
+    assert_eq!(borderline.len(), 2);
+    assert!(
+        borderline
+            .iter()
+            .all(|(cell, _)| cell == "claude::sqli::t1")
+    );
+}
+
+#[test]
+fn every_format_marks_flaky_quarantined_and_borderline_cells() {
+    let r = trial_results();
+    let table = report::render(Format::Table, &r, None);
+    assert!(
+        table.contains("  Flaky: 2 of 6 cells disagree across trials"),
+        "{table}"
+    );
+    assert!(table.contains("    FLAKY, QUARANTINED gpt-4o::sqli: 1/3 passed (95% CI 6–79%; pass@1 0.33, pass@3 1.00, pass^3 0.00)"), "{table}");
+    assert!(
+        table.contains("    QUARANTINED gpt-4o::clean: 3/3 passed"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  Borderline: 2 judgements within the margin of the threshold"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  Significance: not enough trials (3 < 5) to call a winner"),
+        "{table}"
+    );
+    golden("trials.txt", &table);
+
+    let md = report::render(Format::Markdown, &r, None);
+    assert!(md.contains("> **warning: 2 quarantined cells did not count towards the gate: gpt-4o::clean (3/3 passed), gpt-4o::sqli (1/3 passed)**"), "{md}");
+    assert!(
+        md.contains("| `gpt-4o::sqli` | **FLAKY, QUARANTINED** | 1/3 |"),
+        "{md}"
+    );
+    assert!(md.contains("### Borderline judgements (2)"), "{md}");
+    assert!(md.contains("| `gpt-4o::sqli::t0` (QUARANTINED) |"), "{md}");
+    golden("trials.md", &md);
+
+    let xml = report::render(Format::Junit, &r, None);
+    assert_well_formed(&xml);
+    assert!(
+        xml.contains(r#"<property name="flakyCells" value="gpt-4o::sqli,claude::xss"/>"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<property name="quarantinedCells" value="gpt-4o::clean,gpt-4o::sqli"/>"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("FLAKY: claude::xss passed 1/3 trials"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("QUARANTINED: not counted by the gate or baseline blocking"),
+        "{xml}"
+    );
+    golden("trials.junit.xml", &xml);
+
+    let html = report::render(Format::Html, &r, None);
+    assert!(
+        html.contains("<section id=\"flaky\">") && html.contains("<section id=\"borderline\">")
+    );
+    // Three trials of gpt-4o::sqli carry both badges; claude::xss's three the flaky one.
+    assert_eq!(
+        html.matches("<span class=\"badge quarantined\"").count(),
+        6 + 2
+    );
+    assert_eq!(html.matches("<span class=\"badge flaky\">").count(), 6 + 2);
+    golden("trials.html", &html);
+
+    let json = report::render(Format::Json, &r, None);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    report::json::validate(&value).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(value["trialStats"][1]["label"], serde_json::Value::Null);
+    assert_eq!(
+        (
+            &value["trialStats"][1]["case"],
+            &value["trialStats"][1]["flaky"]
+        ),
+        (&json!("sqli"), &json!(true))
+    );
+    assert_eq!(value["results"][0]["quarantined"], true);
+    assert_eq!(value["gate"]["releaseCandidates"], json!(["gpt-4o::clean"]));
+    assert_eq!(EvalResults::from_json(&json).unwrap(), r);
+    golden("trials.json", &json);
+}
+
+#[test]
+fn documents_without_trial_statistics_still_load_and_get_them() {
+    let r = trial_results();
+    let mut value = serde_json::to_value(&r).unwrap();
+    let doc = value.as_object_mut().unwrap();
+    doc.remove("trialStats");
+    doc.remove("gate");
+    for s in doc["summary"].as_object_mut().unwrap().values_mut() {
+        s.as_object_mut().unwrap().remove("passRateInterval");
+    }
+    let back = EvalResults::from_json(&value.to_string()).unwrap();
+    assert_eq!(back, r, "derived fields are recomputed on load");
+    // A document written before quarantine existed: no gate options at all.
+    doc_without_options(&r);
+}
+
+fn doc_without_options(r: &EvalResults) {
+    let mut value = serde_json::to_value(r).unwrap();
+    let doc = value.as_object_mut().unwrap();
+    doc.remove("gateOptions");
+    for c in doc["results"].as_array_mut().unwrap() {
+        c.as_object_mut().unwrap().remove("quarantined");
+    }
+    let back = EvalResults::from_json(&value.to_string()).unwrap();
+    assert_eq!(back.gate_options, GateOptions::default());
+    assert!(back.results.iter().all(|c| !c.quarantined));
+    assert_eq!(back.flaky().count(), 2);
 }
 
 fn golden_dir() -> PathBuf {

@@ -227,6 +227,7 @@ fn summaries_use_the_same_definitions() {
                 value: quality,
                 unit: None,
                 detail: None,
+                borderline: false,
             },
         );
         cells.push(c);

@@ -7,10 +7,28 @@
 //! `base + k`, so numbering does not depend on what the cache held.
 //!
 //! The model is asked for structured output `{score, reasoning}` (score in
-//! 0..=1) with an [`OutputSchema`]. Verdicts are cached by a SHA-256 of the
-//! model, rubric, criteria and output text: [`InMemoryJudgeCache`] by
-//! default (one per [`Judge`]), or any [`JudgeCache`] (the persistent one in
-//! the store implements the same trait).
+//! 0..=1) with an [`OutputSchema`]. Verdicts are cached by a SHA-256 of
+//! everything the judge's answer depends on ([`JudgeKey`]): model, rubric,
+//! criteria, output text, temperature, the trial and which ask it is, so
+//! that repeated trials and re-asks never replay one cached answer.
+//! [`InMemoryJudgeCache`] by default (one per [`Judge`]), or any
+//! [`JudgeCache`] (the persistent one in the store implements the same
+//! trait). The minimum score is not part of the key: it is not in the
+//! prompt, and the pass/fail decision is made afresh from the cached score.
+//!
+//! # Borderline verdicts
+//!
+//! A score `s` is **borderline** when `|s − minScore| ≤ margin` (bounds
+//! included; default margin 0.05, see [`Borderline`]): a judge that
+//! scores on both sides of the threshold from run to run lands here. The
+//! result is marked `borderline`. With `reask: n`, a borderline verdict
+//! makes the judge answer `n` more times (each its own call: recording id
+//! node `judge-reask{i}`, cache key ask `i`) and the assertion is decided on
+//! the mean of the `n + 1` scores, `mean ≥ minScore`, reported with every
+//! score and the mean's Student t interval (`x̄ ± t(1 − α/2, n)·s/√(n+1)`,
+//! at [`Borderline::confidence`]). Re-asking a judge at temperature 0
+//! mostly returns the same score: give borderline-prone judges a
+//! temperature.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -49,6 +67,89 @@ pub struct LlmJudge {
     /// Path into the output to judge (default: all of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// Scores within this distance of `minScore` are borderline (default:
+    /// the judge's, 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borderline_margin: Option<f64>,
+    /// Re-ask the judge this many more times when borderline and decide on
+    /// the mean (default: the judge's, 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reask: Option<u32>,
+}
+
+/// When a judge's score is too close to its threshold to trust, and what to
+/// do about it (see the [module docs](self#borderline-verdicts)).
+///
+/// ```
+/// use scaffold::assert::Borderline;
+/// let b = Borderline::margin(0.05).reask(4);
+/// assert!(b.is_borderline(0.75, 0.7) && b.is_borderline(0.65, 0.7));
+/// assert!(!b.is_borderline(0.751, 0.7) && !b.is_borderline(0.649, 0.7));
+/// assert!(!Borderline::off().is_borderline(0.7, 0.7));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Borderline {
+    /// `|score − minScore| ≤ margin` is borderline (default 0.05; negative: never).
+    pub margin: f64,
+    /// Extra asks when borderline (default 0: just mark it).
+    pub reask: u32,
+    /// Confidence of the mean's interval after re-asking (default 0.95).
+    pub confidence: f64,
+}
+
+impl Default for Borderline {
+    fn default() -> Self {
+        Borderline {
+            margin: 0.05,
+            reask: 0,
+            confidence: crate::eval::stats::DEFAULT_CONFIDENCE,
+        }
+    }
+}
+
+impl Borderline {
+    /// Borderline within `margin` of the threshold, no re-asking.
+    pub fn margin(margin: f64) -> Self {
+        Borderline {
+            margin,
+            ..Borderline::default()
+        }
+    }
+
+    /// Never borderline.
+    pub fn off() -> Self {
+        Borderline::margin(-1.0)
+    }
+
+    /// Re-ask the judge `n` more times when borderline.
+    pub fn reask(mut self, n: u32) -> Self {
+        self.reask = n;
+        self
+    }
+
+    /// The confidence of the mean's interval after re-asking.
+    pub fn confidence(mut self, confidence: f64) -> Self {
+        self.confidence = confidence;
+        self
+    }
+
+    /// Whether `score` is within the margin of `threshold`, bounds included
+    /// (up to 1e-9, so 0.75 is within 0.05 of 0.7 despite binary fractions).
+    pub fn is_borderline(&self, score: f64, threshold: f64) -> bool {
+        self.margin >= 0.0 && (score - threshold).abs() <= self.margin + 1e-9
+    }
+
+    /// This policy with an assertion's own `borderlineMargin` and `reask`.
+    fn for_assertion(mut self, a: &LlmJudge) -> Self {
+        if let Some(m) = a.borderline_margin {
+            self.margin = m;
+        }
+        if let Some(n) = a.reask {
+            self.reask = n;
+        }
+        self
+    }
 }
 
 /// A judge's answer.
@@ -62,13 +163,13 @@ pub struct JudgeVerdict {
     pub model: String,
 }
 
-/// The cache key of a verdict: hex SHA-256 over model, rubric, criteria and
-/// output, each length-prefixed so that no two inputs collide by concatenation.
+/// The cache key of a verdict: hex SHA-256 of a [`JudgeKey`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct JudgeCacheKey(pub String);
 
 impl JudgeCacheKey {
-    /// The key of one judgement.
+    /// The key of a first ask at temperature 0 outside any trial
+    /// (`JudgeKey::new(..).key()`).
     ///
     /// ```
     /// use scaffold::assert::JudgeCacheKey;
@@ -78,18 +179,102 @@ impl JudgeCacheKey {
     /// assert_eq!(a.0.len(), 64);
     /// ```
     pub fn new(model: &str, rubric: Option<&str>, criteria: &[String], output: &str) -> Self {
+        JudgeKey::new(model, rubric, criteria, output).key()
+    }
+}
+
+/// Everything a judge's answer depends on: what is hashed into its
+/// [`JudgeCacheKey`], each field tagged and length-prefixed so that no two
+/// keys collide by concatenation.
+///
+/// ```
+/// use scaffold::assert::JudgeKey;
+/// let criteria = ["is polite".to_string()];
+/// let key = |trial, ask| JudgeKey::new("gpt-4o", None, &criteria, "hello").trial(trial).ask(ask).key();
+/// // Three trials of the same output are three verdicts; so are re-asks.
+/// assert_ne!(key(Some(0), 0), key(Some(1), 0));
+/// assert_ne!(key(Some(0), 0), key(Some(0), 1));
+/// let warm = JudgeKey::new("gpt-4o", None, &criteria, "hello").temperature(0.7).key();
+/// assert_ne!(warm, key(None, 0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JudgeKey<'a> {
+    /// The judge model.
+    pub model: &'a str,
+    /// The rubric.
+    pub rubric: Option<&'a str>,
+    /// The criteria, in order.
+    pub criteria: &'a [String],
+    /// The output text judged.
+    pub output: &'a str,
+    /// The sampling temperature.
+    pub temperature: f64,
+    /// The trial of the cell judged, when the eval runs several.
+    pub trial: Option<u32>,
+    /// Which ask: 0 the first, `i` the i-th re-ask of a borderline verdict.
+    pub ask: u32,
+}
+
+impl<'a> JudgeKey<'a> {
+    /// A first ask at temperature 0, outside any trial.
+    pub fn new(
+        model: &'a str,
+        rubric: Option<&'a str>,
+        criteria: &'a [String],
+        output: &'a str,
+    ) -> Self {
+        JudgeKey {
+            model,
+            rubric,
+            criteria,
+            output,
+            temperature: 0.0,
+            trial: None,
+            ask: 0,
+        }
+    }
+
+    /// At this temperature.
+    pub fn temperature(mut self, t: f64) -> Self {
+        self.temperature = t;
+        self
+    }
+
+    /// For this trial.
+    pub fn trial(mut self, trial: Option<u32>) -> Self {
+        self.trial = trial;
+        self
+    }
+
+    /// The `ask`-th re-ask (0: the first ask).
+    pub fn ask(mut self, ask: u32) -> Self {
+        self.ask = ask;
+        self
+    }
+
+    /// The hash.
+    pub fn key(&self) -> JudgeCacheKey {
         let mut h = Sha256::new();
         let mut field = |tag: &str, s: &str| {
             h.update(tag.as_bytes());
             h.update((s.len() as u64).to_le_bytes());
             h.update(s.as_bytes());
         };
-        field("model", model);
-        field("rubric", rubric.unwrap_or(""));
-        for c in criteria {
+        // Version 2: with temperature, trial and ask (version 1 keys, of
+        // model, rubric, criteria and output only, are never matched).
+        field("key", "2");
+        field("model", self.model);
+        field("rubric", self.rubric.unwrap_or(""));
+        for c in self.criteria {
             field("criterion", c);
         }
-        field("output", output);
+        field("output", self.output);
+        field("temperature", &self.temperature.to_string());
+        field(
+            "trial",
+            &self.trial.map(|t| t.to_string()).unwrap_or_default(),
+        );
+        field("ask", &self.ask.to_string());
         let digest = h.finalize();
         let mut hex = String::with_capacity(64);
         for b in digest {
@@ -163,7 +348,9 @@ pub struct Judge {
     provider: Arc<dyn Provider>,
     by_model: Vec<(String, Arc<dyn Provider>)>,
     recording: Option<RecordingId>,
+    trial: Option<u32>,
     cache: Arc<dyn JudgeCache>,
+    borderline: Borderline,
 }
 
 impl std::fmt::Debug for Judge {
@@ -175,6 +362,8 @@ impl std::fmt::Debug for Judge {
                 &self.by_model.iter().map(|(m, _)| m).collect::<Vec<_>>(),
             )
             .field("recording", &self.recording)
+            .field("trial", &self.trial)
+            .field("borderline", &self.borderline)
             .finish_non_exhaustive()
     }
 }
@@ -212,7 +401,9 @@ impl Judge {
             provider,
             by_model: Vec::new(),
             recording: None,
+            trial: None,
             cache: Arc::new(InMemoryJudgeCache::new()),
+            borderline: Borderline::default(),
         }
     }
 
@@ -223,9 +414,24 @@ impl Judge {
     }
 
     /// The recording id of the first judge call (node `judge`); later ones
-    /// count up from its invocation.
+    /// count up from its invocation. Its trial is the judge's trial.
     pub fn recording_id(mut self, id: RecordingId) -> Self {
+        self.trial = id.trial;
         self.recording = Some(id);
+        self
+    }
+
+    /// The trial of the cell judged (part of every cache key; set by
+    /// [`Judge::recording_id`] too).
+    pub fn trial(mut self, trial: Option<u32>) -> Self {
+        self.trial = trial;
+        self
+    }
+
+    /// When verdicts are borderline and whether to re-ask (default
+    /// [`Borderline::default`]); an assertion's own settings win.
+    pub fn borderline(mut self, borderline: Borderline) -> Self {
+        self.borderline = borderline;
         self
     }
 
@@ -262,10 +468,15 @@ impl Judge {
             })
     }
 
-    fn recording_for(&self, k: u32) -> Option<String> {
+    /// The recording id of ask `ask` of the `k`-th judgement: node
+    /// `{node}` for the first ask, `{node}-reask{ask}` for re-asks.
+    fn recording_for(&self, k: u32, ask: u32) -> Option<String> {
         self.recording.as_ref().map(|base| {
             let mut id = base.clone();
             id.invocation = base.invocation.saturating_add(k);
+            if ask > 0 {
+                id.node = format!("{}-reask{ask}", base.node);
+            }
             id.to_string()
         })
     }
@@ -333,6 +544,57 @@ fn parse_verdict(text: &str, model: &str) -> Result<JudgeVerdict, String> {
     })
 }
 
+/// One judgement's fixed parts: what is asked, of whom, under which key.
+struct Asking<'a> {
+    a: &'a LlmJudge,
+    judge: &'a Judge,
+    provider: &'a Arc<dyn Provider>,
+    model: &'a str,
+    output: &'a str,
+    k: u32,
+}
+
+impl Asking<'_> {
+    /// Ask `ask` (0: first): the verdict and whether it came from the cache.
+    async fn ask(&self, ask: u32) -> Result<(JudgeVerdict, bool), String> {
+        let temperature = self.a.temperature.unwrap_or(0.0);
+        let key = JudgeKey {
+            model: self.model,
+            rubric: self.a.rubric.as_deref(),
+            criteria: &self.a.criteria,
+            output: self.output,
+            temperature,
+            trial: self.judge.trial,
+            ask,
+        }
+        .key();
+        if let Some(v) = self.judge.cache.get(&key) {
+            return Ok((v, true));
+        }
+        let request = CompletionRequest {
+            system: Some(SYSTEM.to_string()),
+            messages: vec![Message::user(prompt(self.a, self.output))],
+            output_schema: Some(verdict_schema()),
+            options: ProviderOptions {
+                temperature: Some(temperature),
+                ..ProviderOptions::default()
+            },
+            context: CallContext {
+                recording_id: self.judge.recording_for(self.k, ask),
+            },
+            ..CompletionRequest::default()
+        };
+        let response = self
+            .provider
+            .complete(&request, &mut ())
+            .await
+            .map_err(|e| format!("the judge call to {} failed: {e}", self.model))?;
+        let v = parse_verdict(&response.text, self.model)?;
+        self.judge.cache.set(&key, &v);
+        Ok((v, false))
+    }
+}
+
 /// Evaluate one `llm.judge`, the `k`-th of its evaluation.
 pub(crate) async fn run(a: &LlmJudge, ctx: &EvalContext<'_>, k: u32) -> Outcome {
     let Some(judge) = ctx.get_judge() else {
@@ -361,60 +623,98 @@ pub(crate) async fn run(a: &LlmJudge, ctx: &EvalContext<'_>, k: u32) -> Outcome 
     };
     let output_text = text(target);
     let model = provider.model().to_string();
-    let key = JudgeCacheKey::new(&model, a.rubric.as_deref(), &a.criteria, &output_text);
     let expected = json!({"minScore": a.min_score, "criteria": a.criteria});
-
-    let (verdict, cached) = match judge.cache.get(&key) {
-        Some(v) => (v, true),
-        None => {
-            let request = CompletionRequest {
-                system: Some(SYSTEM.to_string()),
-                messages: vec![Message::user(prompt(a, &output_text))],
-                output_schema: Some(verdict_schema()),
-                options: ProviderOptions {
-                    temperature: Some(a.temperature.unwrap_or(0.0)),
-                    ..ProviderOptions::default()
-                },
-                context: CallContext {
-                    recording_id: judge.recording_for(k),
-                },
-                ..CompletionRequest::default()
-            };
-            let response = match provider.complete(&request, &mut ()).await {
-                Ok(r) => r,
+    let asking = Asking {
+        a,
+        judge,
+        provider,
+        model: &model,
+        output: &output_text,
+        k,
+    };
+    let (verdict, cached) = match asking.ask(0).await {
+        Ok(v) => v,
+        Err(e) => return Outcome::fail(e).expected(expected),
+    };
+    let policy = judge.borderline.for_assertion(a);
+    let borderline = policy.is_borderline(verdict.score, a.min_score);
+    let mut scores = vec![verdict.score];
+    if borderline {
+        for ask in 1..=policy.reask {
+            match asking.ask(ask).await {
+                Ok((v, _)) => scores.push(v.score),
                 Err(e) => {
-                    return Outcome::fail(format!("the judge call to {model} failed: {e}"))
+                    return Outcome::fail(format!("re-asking the borderline judge: {e}"))
                         .expected(expected);
                 }
-            };
-            match parse_verdict(&response.text, &model) {
-                Ok(v) => {
-                    judge.cache.set(&key, &v);
-                    (v, false)
-                }
-                Err(e) => return Outcome::fail(e).expected(expected),
             }
         }
+    }
+    let mean = crate::eval::stats::mean(&scores).unwrap_or(verdict.score);
+    let interval = crate::eval::stats::mean_interval(&scores, policy.confidence);
+    let passed = mean >= a.min_score;
+    let how = if scores.len() > 1 {
+        let listed: Vec<String> = scores.iter().map(|s| display::num(*s)).collect();
+        let ci = interval
+            .map(|i| {
+                format!(
+                    ", {:.0}% CI {}–{}",
+                    i.confidence * 100.0,
+                    display::num(round4(i.lower)),
+                    display::num(round4(i.upper))
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "scored a mean of {} over {} asks [{}]{ci}",
+            display::num(round4(mean)),
+            scores.len(),
+            listed.join(", ")
+        )
+    } else {
+        format!("scored {}", display::num(verdict.score))
     };
-    let passed = verdict.score >= a.min_score;
-    let message = format!(
-        "judge {model}{} scored {}, {} {}: {}",
+    let mut message = format!(
+        "judge {model}{} {how}, {} {}",
         if cached { " (cached)" } else { "" },
-        display::num(verdict.score),
         if passed {
             "at least"
         } else {
             "below the minimum"
         },
         display::num(a.min_score),
-        display::cut(&verdict.reasoning, 300)
     );
+    if borderline {
+        let _ = write!(
+            message,
+            " (borderline: within {} of the minimum)",
+            display::num(policy.margin)
+        );
+    }
+    let _ = write!(message, ": {}", display::cut(&verdict.reasoning, 300));
+    let mut actual = json!({
+        "score": if scores.len() > 1 { mean } else { verdict.score },
+        "reasoning": verdict.reasoning,
+        "model": verdict.model,
+        "cached": cached,
+    });
+    if borderline {
+        actual["borderline"] = json!(true);
+        actual["margin"] = json!(policy.margin);
+    }
+    if scores.len() > 1 {
+        actual["scores"] = json!(scores);
+        if let Some(i) = interval {
+            actual["interval"] = json!(i);
+        }
+    }
     Outcome::new(passed, message)
         .expected(expected)
-        .actual(json!({
-            "score": verdict.score,
-            "reasoning": verdict.reasoning,
-            "model": verdict.model,
-            "cached": cached,
-        }))
+        .actual(actual)
+        .borderline(borderline)
+}
+
+/// Rounded to 4 decimals (for messages).
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
 }

@@ -126,7 +126,8 @@ pub use compose::{All, Any, Not};
 pub use context::EvalContext;
 pub use glob::{Glob, GlobError};
 pub use judge::{
-    InMemoryJudgeCache, Judge, JudgeCache, JudgeCacheKey, JudgeVerdict, LlmJudge, verdict_schema,
+    Borderline, InMemoryJudgeCache, Judge, JudgeCache, JudgeCacheKey, JudgeKey, JudgeVerdict,
+    LlmJudge, verdict_schema,
 };
 pub use legacy::LEGACY_TYPES;
 pub use matcher::{MATCHER_KEYS, check_expected, is_matcher, matches_value, values_equal};
@@ -490,6 +491,8 @@ impl Assertion {
             model: None,
             temperature: None,
             path: None,
+            borderline_margin: None,
+            reask: None,
         })
     }
 

@@ -31,6 +31,10 @@ pub struct AssertionResult {
     /// For `all`, `any` and `not`: the results of the inner assertions.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<AssertionResult>,
+    /// An `llm.judge` whose score is within the borderline margin of its
+    /// minimum (see [`Borderline`](super::Borderline)).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub borderline: bool,
 }
 
 impl std::fmt::Display for AssertionResult {
@@ -55,6 +59,7 @@ pub(crate) struct Outcome {
     pub(crate) actual: Option<Value>,
     pub(crate) trajectory: Option<Vec<String>>,
     pub(crate) children: Vec<AssertionResult>,
+    pub(crate) borderline: bool,
 }
 
 impl Outcome {
@@ -92,6 +97,11 @@ impl Outcome {
         self
     }
 
+    pub(crate) fn borderline(mut self, borderline: bool) -> Outcome {
+        self.borderline = borderline;
+        self
+    }
+
     pub(crate) fn trajectory(mut self, t: Vec<String>) -> Outcome {
         self.trajectory = Some(t);
         self
@@ -106,6 +116,7 @@ impl Outcome {
             actual: self.actual,
             trajectory: self.trajectory,
             children: self.children,
+            borderline: self.borderline,
         }
     }
 }

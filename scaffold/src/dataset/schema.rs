@@ -233,6 +233,8 @@ pub(crate) const TYPES: &[TypeSpec] = &[
             opt("model", K::Str),
             opt("temperature", K::Number),
             opt("path", K::Path),
+            opt("borderlineMargin", K::Score),
+            opt("reask", K::Count),
         ],
     ),
     ty("all", &[req("assertions", K::Assertions)]),

@@ -202,11 +202,17 @@ impl<S: State> Eval<S> {
         let Cell {
             id, dataset, case, ..
         } = cell;
+        // One judge per cell, its recording id and cache keys carrying the
+        // trial: repeats never replay another trial's verdict.
         let judge = self.judge.as_ref().map(|provider| {
-            Judge::from_arc(provider.clone()).recording_id(
+            let judge = Judge::from_arc(provider.clone()).recording_id(
                 RecordingId::new(dataset.key(), &case.id, &id.variant, "judge", 0)
                     .with_trial(id.trial),
-            )
+            );
+            match self.borderline {
+                Some(b) => judge.borderline(b),
+                None => judge,
+            }
         });
         let error = result.error.as_ref().map(|e| e.to_string());
         let scorer_ctx = ScorerContext {

@@ -7,6 +7,7 @@
 
 mod cell;
 pub mod compare;
+pub mod gate;
 pub mod results;
 pub mod stats;
 
@@ -15,14 +16,16 @@ pub use compare::{
     CompareOptions, Comparison, Recommendation, VariantCompareOptions, VariantComparison, Verdict,
     WinnerVerdict, compare, compare_variants,
 };
+pub use gate::{Gate, GateOptions, GateStatistic};
 pub use results::{CellRecord, EvalResults, RunConfig};
-pub use stats::{LatencyStats, ScoreStats, VariantSummary, summarize};
+pub use stats::{CaseTrials, Interval, LatencyStats, ScoreStats, VariantSummary, summarize};
 
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::assert::Borderline;
 use crate::dataset::{Case, Dataset};
 use crate::provider::Provider;
 use crate::scorer::Scorer;
@@ -59,6 +62,8 @@ pub struct Eval<S> {
     pub(crate) timeout: Option<Duration>,
     pub(crate) judge: Option<Arc<dyn Provider>>,
     pub(crate) fork_from: Option<ForkFrom>,
+    pub(crate) gate: GateOptions,
+    pub(crate) borderline: Option<Borderline>,
 }
 
 impl<S> fmt::Debug for Eval<S> {
@@ -74,6 +79,7 @@ impl<S> fmt::Debug for Eval<S> {
             .field("scorers", &self.scorers.len())
             .field("min_pass_rate", &self.min_pass_rate)
             .field("fork_from", &self.fork_from)
+            .field("gate", &self.gate)
             .finish_non_exhaustive()
     }
 }
@@ -99,6 +105,8 @@ impl<S: State> Eval<S> {
             timeout: None,
             judge: None,
             fork_from: None,
+            gate: GateOptions::default(),
+            borderline: None,
         }
     }
 
@@ -141,6 +149,75 @@ impl<S: State> Eval<S> {
     /// The share of cells that must pass (default 1.0).
     pub fn min_pass_rate(mut self, rate: f64) -> Self {
         self.min_pass_rate = rate.clamp(0.0, 1.0);
+        self
+    }
+
+    /// Quarantine cells: patterns `case` (under every variant) or
+    /// `variant::case`, `*` matching a whole segment. Quarantined cells run
+    /// and are reported (marked QUARANTINED), but the gate and baseline
+    /// blocking do not count them; the summary lists them. The package's
+    /// `evals/quarantine.yaml` adds more (see [`gate`]).
+    pub fn quarantine<I, T>(mut self, patterns: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.gate
+            .quarantine
+            .extend(patterns.into_iter().map(Into::into));
+        self
+    }
+
+    /// Gate on the lower bound of the pass rate's Wilson interval instead
+    /// of the pass rate itself (default false).
+    ///
+    /// ```
+    /// use scaffold::eval::Eval;
+    /// # #[derive(Clone, Default, serde::Serialize, serde::Deserialize)] struct S;
+    /// let eval = Eval::<S>::new().min_pass_rate(0.8).gate_on_lower_bound(true).confidence(0.9);
+    /// assert!(eval.gate_options().on_lower_bound);
+    /// assert_eq!(eval.gate_options().confidence, 0.9);
+    /// ```
+    pub fn gate_on_lower_bound(mut self, on: bool) -> Self {
+        self.gate.on_lower_bound = on;
+        self
+    }
+
+    /// The confidence level of the intervals reported and gated on (default 0.95).
+    pub fn confidence(mut self, confidence: f64) -> Self {
+        self.gate.confidence = confidence.clamp(0.5, 0.9999);
+        self
+    }
+
+    /// The k of pass@k and pass^k (default: 1 and the number of trials).
+    pub fn pass_at_k(mut self, ks: impl IntoIterator<Item = u32>) -> Self {
+        self.gate.pass_at_k = ks.into_iter().collect();
+        self
+    }
+
+    /// No variant is called the winner with fewer trials per case than this
+    /// (default 0: no minimum).
+    pub fn min_trials_for_winner(mut self, trials: u32) -> Self {
+        self.gate.min_trials_for_winner = trials;
+        self
+    }
+
+    /// All of the above at once.
+    pub fn gate_with(mut self, options: GateOptions) -> Self {
+        self.gate = options;
+        self
+    }
+
+    /// How the results are judged (quarantine, confidence, pass@k, gate).
+    pub fn gate_options(&self) -> &GateOptions {
+        &self.gate
+    }
+
+    /// When an `llm.judge` verdict counts as borderline and whether to
+    /// re-ask the judge (default: [`Borderline::default`]); an assertion's
+    /// own `borderlineMargin` and `reask` take precedence.
+    pub fn judge_borderline(mut self, borderline: Borderline) -> Self {
+        self.borderline = Some(borderline);
         self
     }
 

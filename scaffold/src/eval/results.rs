@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::compare::{VariantCompareOptions, VariantComparison, compare_variants};
-use super::stats::{VariantSummary, summarize};
+use super::gate::{self, Gate, GateOptions, quarantine_matches};
+use super::stats::{CaseTrials, VariantSummary, case_trials, summarize, wilson_interval};
 use super::{CellId, CellResult};
 use crate::assert::AssertionResult;
 use crate::metrics::Metrics;
@@ -130,6 +131,16 @@ pub struct EvalResults {
     /// The variants compared (absent with a single variant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<VariantComparison>,
+    /// How the results are judged: confidence, pass@k, quarantine, gate.
+    #[serde(default)]
+    pub gate_options: GateOptions,
+    /// Per variant × case over its trials: pass@k, pass^k, interval, flaky.
+    /// Derived from `results` (recomputed when a document is read).
+    #[serde(default)]
+    pub trial_stats: Vec<CaseTrials>,
+    /// The gate's verdict. Derived from `results` and `gateOptions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
 }
 
 /// How the eval was run.
@@ -200,6 +211,9 @@ pub struct ScoreRecord {
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// A judge's score within the borderline margin of its threshold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub borderline: bool,
 }
 
 impl From<&Score> for ScoreRecord {
@@ -209,6 +223,7 @@ impl From<&Score> for ScoreRecord {
             value: s.value,
             unit: s.unit.clone(),
             detail: s.detail.clone(),
+            borderline: s.borderline,
         }
     }
 }
@@ -237,6 +252,9 @@ pub struct AssertionRecord {
     /// For `all`, `any`, `not`: the inner results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<AssertionRecord>,
+    /// An `llm.judge` whose score is within the borderline margin of its minimum.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub borderline: bool,
 }
 
 impl AssertionRecord {
@@ -259,6 +277,7 @@ impl From<&AssertionResult> for AssertionRecord {
             actual: r.actual.clone(),
             trajectory: r.trajectory.clone(),
             children: r.children.iter().map(AssertionRecord::from).collect(),
+            borderline: r.borderline,
         }
     }
 }
@@ -308,6 +327,10 @@ pub struct CellRecord {
     /// The stored session.
     #[serde(default)]
     pub session_id: String,
+    /// Quarantined (see [`GateOptions::quarantine`]): reported, not counted
+    /// by the gate or baseline blocking. Set from the results' gate options.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 impl CellRecord {
@@ -329,6 +352,7 @@ impl CellRecord {
             duration_ms: 0,
             events: 0,
             session_id: String::new(),
+            quarantined: false,
         }
     }
 
@@ -351,6 +375,30 @@ impl CellRecord {
     /// The cell's key within its variant: dataset, case, trial.
     pub fn case_key(&self) -> (String, String, u32) {
         (self.dataset.clone(), self.case.clone(), self.trial)
+    }
+
+    /// The cell's borderline judgements, one line each: `llm.judge` results
+    /// (at any depth) and scores marked borderline.
+    pub fn borderline_judgements(&self) -> Vec<String> {
+        fn walk(a: &AssertionRecord, out: &mut Vec<String>) {
+            if a.borderline {
+                out.push(format!("{}: {}", a.type_name(), a.message));
+            }
+            a.children.iter().for_each(|c| walk(c, out));
+        }
+        let mut out = Vec::new();
+        self.assertions.iter().for_each(|a| walk(a, &mut out));
+        for (name, s) in self.scores.iter().filter(|(_, s)| s.borderline) {
+            out.push(format!(
+                "scorer `{name}` {}{}",
+                s.value,
+                s.detail
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
     }
 
     /// Why the cell failed, one line per failed check (empty when it passed).
@@ -407,6 +455,7 @@ impl From<&CellResult> for CellRecord {
             duration_ms: c.metrics.latency_ms,
             events: c.signal_count,
             session_id: c.session_id.clone(),
+            quarantined: false,
         }
     }
 }
@@ -445,7 +494,65 @@ impl EvalResults {
     pub fn new(
         eval: impl Into<String>,
         timestamp: impl Into<String>,
+        config: RunConfig,
+        cells: Vec<CellRecord>,
+    ) -> EvalResults {
+        EvalResults::build(
+            eval.into(),
+            timestamp.into(),
+            config,
+            GateOptions::default(),
+            cells,
+        )
+    }
+
+    /// [`EvalResults::new`] judged with `options` (see [`EvalResults::with_gate_options`]).
+    pub fn new_with(
+        eval: impl Into<String>,
+        timestamp: impl Into<String>,
+        config: RunConfig,
+        options: GateOptions,
+        cells: Vec<CellRecord>,
+    ) -> EvalResults {
+        EvalResults::build(eval.into(), timestamp.into(), config, options, cells)
+    }
+
+    /// The same results judged with `options` (quarantine, confidence,
+    /// pass@k, lower-bound gate, trials for a winner): quarantine flags,
+    /// trial statistics, intervals, the comparison and the gate recomputed.
+    ///
+    /// ```
+    /// use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+    /// let cells = (0..4).map(|t| {
+    ///     let mut c = CellRecord::new("v", "flaky-case");
+    ///     c.trial = t;
+    ///     c.passed = t % 2 == 0;
+    ///     c
+    /// }).collect();
+    /// let config = RunConfig { trials: 4, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
+    /// assert!(results.trial_stats[0].flaky);
+    /// assert!(!results.gate_passed());
+    /// let options = GateOptions { quarantine: vec!["flaky-case".into()], ..GateOptions::default() };
+    /// let results = results.with_gate_options(options);
+    /// assert!(results.gate_passed());
+    /// assert_eq!(results.gate.unwrap().quarantined, ["v::flaky-case"]);
+    /// ```
+    pub fn with_gate_options(self, options: GateOptions) -> EvalResults {
+        EvalResults::build(
+            self.eval,
+            self.timestamp,
+            self.config,
+            options,
+            self.results,
+        )
+    }
+
+    fn build(
+        eval: String,
+        timestamp: String,
         mut config: RunConfig,
+        options: GateOptions,
         mut cells: Vec<CellRecord>,
     ) -> EvalResults {
         for c in &mut cells {
@@ -469,13 +576,16 @@ impl EvalResults {
                 &summaries,
                 &cells,
                 &config.scorers,
-                &VariantCompareOptions::default(),
+                &VariantCompareOptions {
+                    min_trials_for_winner: options.min_trials_for_winner,
+                    ..VariantCompareOptions::default()
+                },
             )
         });
-        EvalResults {
+        let mut results = EvalResults {
             schema_version: SCHEMA_VERSION,
-            eval: eval.into(),
-            timestamp: timestamp.into(),
+            eval,
+            timestamp,
             config,
             results: cells,
             summary: summaries
@@ -483,7 +593,30 @@ impl EvalResults {
                 .map(|s| (s.variant.clone(), s))
                 .collect(),
             comparison,
+            gate_options: options,
+            trial_stats: Vec::new(),
+            gate: None,
+        };
+        results.derive();
+        results
+    }
+
+    /// Recompute what follows from the cells and the gate options: the
+    /// cells' quarantine flags, the trial statistics, the summaries' pass
+    /// rate intervals and the gate.
+    fn derive(&mut self) {
+        let options = &self.gate_options;
+        for c in &mut self.results {
+            c.quarantined = options
+                .quarantine
+                .iter()
+                .any(|p| quarantine_matches(p, &c.variant, &c.case));
         }
+        self.trial_stats = case_trials(&self.results, &options.pass_at_k, options.confidence);
+        for s in self.summary.values_mut() {
+            s.pass_rate_interval = Some(wilson_interval(s.passed, s.cells, options.confidence));
+        }
+        self.gate = Some(self.gate_verdict());
     }
 
     /// The results of graded cells (what the harness collects).
@@ -532,6 +665,7 @@ impl EvalResults {
             mut timestamp,
             mut config,
             results,
+            gate_options,
             ..
         } = first;
         let mut cells = results;
@@ -564,7 +698,13 @@ impl EvalResults {
             }
         }
         config.inputs = distinct_inputs(&cells);
-        Ok(EvalResults::new(eval, timestamp, config, cells))
+        Ok(EvalResults::build(
+            eval,
+            timestamp,
+            config,
+            gate_options,
+            cells,
+        ))
     }
 
     /// The summaries in the order of `config.variants`.
@@ -595,9 +735,40 @@ impl EvalResults {
         }
     }
 
-    /// Whether the pass rate meets `config.min_pass_rate`.
+    /// Whether the run passes its gate: the pass rate of the cells that are
+    /// not quarantined (or, with [`GateOptions::on_lower_bound`], the lower
+    /// bound of its Wilson interval) meets `config.min_pass_rate`.
     pub fn gate_passed(&self) -> bool {
-        self.pass_rate() + 1e-12 >= self.config.min_pass_rate
+        self.gate_verdict().passed
+    }
+
+    /// The gate's verdict and what it was based on (see [`gate`](super::gate)).
+    pub fn gate_verdict(&self) -> Gate {
+        gate::judge(
+            self.results
+                .iter()
+                .map(|c| (c.variant.as_str(), c.case.as_str(), c.passed, c.quarantined)),
+            self.config.min_pass_rate,
+            &self.gate_options,
+        )
+    }
+
+    /// The variant × case cells whose trials disagree.
+    pub fn flaky(&self) -> impl Iterator<Item = &CaseTrials> {
+        self.trial_stats.iter().filter(|t| t.flaky)
+    }
+
+    /// Every borderline judgement: the cell's label and what was borderline.
+    pub fn borderline(&self) -> Vec<(String, String)> {
+        let trials = self.config.trials;
+        self.results
+            .iter()
+            .flat_map(|c| {
+                c.borderline_judgements()
+                    .into_iter()
+                    .map(move |b| (c.label(trials), b))
+            })
+            .collect()
     }
 
     /// Pretty JSON, the file format.
@@ -651,7 +822,9 @@ fn parse(text: &str, path: &Path) -> Result<EvalResults, ResultsError> {
             found,
         });
     }
-    serde_json::from_str(text).map_err(err)
+    let mut results: EvalResults = serde_json::from_str(text).map_err(err)?;
+    results.derive();
+    Ok(results)
 }
 
 /// A score that is not a finite number fails with value 0 (JSON has no NaN,

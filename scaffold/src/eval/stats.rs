@@ -11,12 +11,19 @@
 //!   `h = (n - 1) q / 100`, the result is `x[⌊h⌋] + (h - ⌊h⌋) (x[⌊h⌋+1] - x[⌊h⌋])`.
 //! * **per case** — totals divided by the number of cells (a cell is one
 //!   case run once: variant × case × trial).
+//! * **pass rate interval** — the Wilson score interval; see [`trials`] for
+//!   it, pass@k, pass^k and flakiness across trials.
 
 pub mod significance;
+pub mod trials;
 
 pub use significance::{
     Alternative, StatsError, TTest, Wilcoxon, WilcoxonMethod, WilcoxonOptions, paired_t_test,
     wilcoxon_signed_rank,
+};
+pub use trials::{
+    CaseTrials, DEFAULT_CONFIDENCE, Interval, case_trials, mean_interval, pass_at_k, pass_hat_k,
+    reported_ks, wilson_interval,
 };
 
 use std::collections::BTreeMap;
@@ -233,6 +240,10 @@ pub struct VariantSummary {
     pub tokens: TokenStats,
     /// Per scorer, by name.
     pub scores: BTreeMap<String, ScoreStats>,
+    /// The Wilson interval of `passRate` (95% unless the eval's gate
+    /// options say otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_rate_interval: Option<Interval>,
 }
 
 /// Summaries per variant, in the order the variants first appear in `cells`.
@@ -303,6 +314,7 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
             .into_iter()
             .map(|(k, (values, passes))| (k, ScoreStats::of(&values, passes)))
             .collect(),
+        pass_rate_interval: Some(wilson_interval(passed, n, DEFAULT_CONFIDENCE)),
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::registry::Built;
 use super::snapshot::session_summary;
 use crate::dataset::Dataset;
-use crate::eval::{CellEnv, CellId, CellResult, Eval};
+use crate::eval::{CellEnv, CellId, CellResult, Eval, GateOptions};
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
 use crate::workflow::{State, Workflow};
@@ -97,6 +97,8 @@ pub trait ErasedEval: Send + Sync {
         let _ = index;
         None
     }
+    /// How the results are judged: quarantine, confidence, pass@k, gate.
+    fn gate_options(&self) -> GateOptions;
 }
 
 /// Erase an eval's state type (the `#[eval]` macro calls this).
@@ -225,5 +227,9 @@ impl<S: State> ErasedEval for Eval<S> {
     fn cell_case(&self, index: usize) -> Option<(&str, &Value)> {
         let cell = self.cell_at(index)?;
         Some((cell.dataset.key(), &cell.case.input))
+    }
+
+    fn gate_options(&self) -> GateOptions {
+        Eval::gate_options(self).clone()
     }
 }

@@ -782,6 +782,12 @@ impl Harness {
             blocked = true;
         }
         let timestamp = crate::util::now_rfc3339();
+        let quarantine_file = manifest_dir.join(crate::eval::gate::QUARANTINE_FILE);
+        let quarantine = crate::eval::gate::load_quarantine(&quarantine_file).unwrap_or_else(|e| {
+            eprintln!("\nerror: quarantine: {e}");
+            blocked = true;
+            Default::default()
+        });
         let mut explained = 0;
         for eval in &self.evals {
             let name = eval.name();
@@ -796,27 +802,21 @@ impl Harness {
                 scorers: eval.scorer_names(),
                 min_pass_rate: eval.min_pass_rate(),
             };
-            let results = EvalResults::new(name, timestamp.clone(), config, cells);
+            let mut options = eval.gate_options();
+            options
+                .quarantine
+                .extend(quarantine.get(name).into_iter().flatten().cloned());
+            let results = EvalResults::new_with(name, timestamp.clone(), config, options, cells);
             if self.formats.contains(&Format::Table) {
                 eprintln!("\n{}", reports::table::render_results(&results));
             } else {
                 eprintln!();
             }
-            let rate = results.pass_rate();
-            let gate = results.config.min_pass_rate;
-            if results.gate_passed() {
-                eprintln!(
-                    "  Gate: passed: pass rate {:.1}% ≥ min_pass_rate {:.1}%",
-                    rate * 100.0,
-                    gate * 100.0
-                );
-            } else {
-                gate_failed = true;
-                eprintln!(
-                    "  Gate: FAILED: pass rate {:.1}% is below min_pass_rate {:.1}%",
-                    rate * 100.0,
-                    gate * 100.0
-                );
+            let gate = results.gate_verdict();
+            gate_failed |= !gate.passed;
+            eprintln!("  Gate: {}", gate.describe());
+            for line in gate.notes(&results.eval, &results.trial_stats) {
+                eprintln!("  {line}");
             }
             let comparison = match baseline.for_eval(name) {
                 Ok(Some(base)) => {

@@ -58,6 +58,59 @@ pub(crate) fn p_value(p: f64) -> String {
     }
 }
 
+/// `57–100%`: an interval of rates.
+pub(crate) fn interval(i: &crate::eval::Interval) -> String {
+    format!("{:.0}–{:.0}%", i.lower * 100.0, i.upper * 100.0)
+}
+
+/// `95% CI`: the heading of an interval at `confidence`.
+pub(crate) fn ci_heading(confidence: f64) -> String {
+    format!("{} CI", pct(confidence))
+}
+
+/// `pass@1 0.67, pass@3 1.00, pass^3 0.00`: the estimators of one cell.
+pub(crate) fn pass_k(t: &crate::eval::CaseTrials) -> String {
+    let at = t.pass_at_k.iter().map(|(k, v)| format!("pass@{k} {v:.2}"));
+    let hat = t
+        .pass_hat_k
+        .iter()
+        .filter(|(k, _)| **k > 1)
+        .map(|(k, v)| format!("pass^{k} {v:.2}"));
+    at.chain(hat).collect::<Vec<_>>().join(", ")
+}
+
+/// `FLAKY`, `QUARANTINED`, `FLAKY, QUARANTINED` or nothing.
+pub(crate) fn markers(t: &crate::eval::CaseTrials) -> String {
+    let mut m = Vec::new();
+    if t.flaky {
+        m.push("FLAKY");
+    }
+    if t.quarantined {
+        m.push("QUARANTINED");
+    }
+    m.join(", ")
+}
+
+/// The cells reports list under flakiness: the flaky and the quarantined.
+pub(crate) fn notable_trials(results: &crate::eval::EvalResults) -> Vec<&crate::eval::CaseTrials> {
+    results
+        .trial_stats
+        .iter()
+        .filter(|t| t.flaky || t.quarantined)
+        .collect()
+}
+
+/// The gate in a few words: `pass rate ≥ 80%` or `Wilson lower bound (95%) ≥ 80%`.
+pub(crate) fn gate_rule(results: &crate::eval::EvalResults) -> String {
+    let o = &results.gate_options;
+    let min = pct(results.config.min_pass_rate);
+    if o.on_lower_bound {
+        format!("Wilson lower bound ({}) ≥ {min}", ci_heading(o.confidence))
+    } else {
+        format!("pass rate ≥ {min}")
+    }
+}
+
 /// A number with at most 4 decimals, no trailing zeros.
 pub(crate) fn num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {

@@ -2,17 +2,23 @@
 //! fetched. Sections: the verdict, the variants table with the
 //! recommendation, plots (each scorer's and the latency distribution per
 //! variant, cost against quality with the Pareto frontier), the
-//! significance tests, the comparison with a baseline, and every cell.
+//! significance tests, the flaky and quarantined cells, the borderline
+//! judgements, the comparison with a baseline, and every cell.
 //!
 //! Elements tests can find: `<svg class="plot score-distribution"
 //! id="plot-score-{scorer}">`, `id="plot-latency"`, `<svg
-//! id="plot-cost-quality">` with `<path class="frontier">`, and the
-//! sections `#variants`, `#plots`, `#significance`, `#baseline`, `#cells`.
+//! id="plot-cost-quality">` with `<path class="frontier">`, the sections
+//! `#variants`, `#plots`, `#significance`, `#flaky`, `#borderline`,
+//! `#baseline`, `#cells`, and `<span class="badge flaky">` /
+//! `<span class="badge quarantined">` markers on cells.
 
 use std::fmt::Write as _;
 
 use super::escape::xml;
-use super::fmt::{duration, num, pct, points, scorer_heading, t_test_cell, usd, wilcoxon_cell};
+use super::fmt::{
+    ci_heading, duration, gate_rule, interval, notable_trials, num, pass_k, pct, points,
+    scorer_heading, t_test_cell, usd, wilcoxon_cell,
+};
 use super::plot::{self, Series};
 use crate::eval::compare::Severity;
 use crate::eval::{Comparison, EvalResults};
@@ -36,6 +42,9 @@ tr.failed td:first-child { border-left: 3px solid var(--bad); }
 tr.passed td:first-child { border-left: 3px solid var(--ok); }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
 .badge { font-size: 12px; padding: 1px 6px; border-radius: 4px; background: #f3f4f6; }
+.badge.flaky { background: #fef3c7; color: var(--warn); font-weight: 600; }
+.badge.quarantined { background: #e0e7ff; color: #3730a3; font-weight: 600; }
+.notes { border-left: 3px solid var(--warn); padding: 4px 10px; background: #fffbeb; }
 .critical { color: var(--bad); font-weight: 600; }
 .warning { color: var(--warn); }
 figure { margin: 12px 0; }
@@ -69,6 +78,8 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     variants(&mut out, results);
     plots(&mut out, results);
     significance(&mut out, results);
+    flaky(&mut out, results);
+    borderline(&mut out, results);
     if let Some(cmp) = baseline {
         comparison(&mut out, cmp);
     }
@@ -99,7 +110,8 @@ fn swatch(results: &EvalResults, name: &str) -> String {
 }
 
 fn header(out: &mut String, results: &EvalResults) {
-    let gate = results.gate_passed();
+    let verdict = results.gate_verdict();
+    let gate = verdict.passed;
     let _ = writeln!(
         out,
         "<header>\n<h1>Eval <code>{}</code></h1>",
@@ -107,14 +119,22 @@ fn header(out: &mut String, results: &EvalResults) {
     );
     let _ = writeln!(
         out,
-        r#"<p class="verdict {}">{} · {}/{} cells passed ({}) · gate ≥ {}</p>"#,
+        r#"<p class="verdict {}">{} · {}/{} cells passed ({}) · gate: {}</p>"#,
         if gate { "pass" } else { "fail" },
         if gate { "Passed" } else { "Failed" },
         results.passed_count(),
         results.cell_count(),
         pct(results.pass_rate()),
-        pct(results.config.min_pass_rate)
+        xml(&gate_rule(results))
     );
+    let notes = verdict.notes(&results.eval, &results.trial_stats);
+    if !notes.is_empty() {
+        out.push_str("<div class=\"notes\">\n");
+        for n in notes {
+            let _ = writeln!(out, "<p><strong>{}</strong></p>", xml(&n));
+        }
+        out.push_str("</div>\n");
+    }
     let c = &results.config;
     let _ = writeln!(
         out,
@@ -134,7 +154,12 @@ fn header(out: &mut String, results: &EvalResults) {
 
 fn variants(out: &mut String, results: &EvalResults) {
     let scorers = results.scorer_columns();
-    out.push_str("<section id=\"variants\">\n<h2>Variants</h2>\n<table>\n<thead><tr><th>Variant</th><th class=\"num\">Pass</th><th class=\"num\">Latency avg</th><th class=\"num\">p50</th><th class=\"num\">p95</th><th class=\"num\">p99</th><th class=\"num\">Cost / case</th><th class=\"num\">Cost total</th><th class=\"num\">Tokens / case</th>");
+    let _ = write!(
+        out,
+        "<section id=\"variants\">\n<h2>Variants</h2>\n<table>\n<thead><tr><th>Variant</th><th class=\"num\">Pass</th><th class=\"num\">Pass {}</th>",
+        ci_heading(results.gate_options.confidence)
+    );
+    out.push_str("<th class=\"num\">Latency avg</th><th class=\"num\">p50</th><th class=\"num\">p95</th><th class=\"num\">p99</th><th class=\"num\">Cost / case</th><th class=\"num\">Cost total</th><th class=\"num\">Tokens / case</th>");
     for s in &scorers {
         let _ = write!(out, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));
     }
@@ -147,7 +172,7 @@ fn variants(out: &mut String, results: &EvalResults) {
     for s in results.summaries() {
         let _ = write!(
             out,
-            "<tr><td>{}{}{}</td><td class=\"num\">{}/{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+            "<tr><td>{}{}{}</td><td class=\"num\">{}/{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
             swatch(results, &s.variant),
             xml(&s.variant),
             if frontier.contains(&s.variant) {
@@ -158,6 +183,8 @@ fn variants(out: &mut String, results: &EvalResults) {
             s.passed,
             s.cells,
             pct(s.pass_rate),
+            s.pass_rate_interval
+                .map_or_else(|| "–".to_string(), |i| interval(&i)),
             duration(s.latency.mean),
             duration(s.latency.p50),
             duration(s.latency.p95),
@@ -316,7 +343,7 @@ fn significance(out: &mut String, results: &EvalResults) {
     let _ = writeln!(
         out,
         "<section id=\"significance\">\n<h2>Significance</h2>\n<p><strong>{}</strong> (α = {}, quality = {}; paired by dataset, case and trial).</p>",
-        cmp.verdict.message(),
+        xml(&cmp.verdict_message()),
         cmp.alpha,
         xml(&cmp.quality)
     );
@@ -423,6 +450,74 @@ fn comparison(out: &mut String, cmp: &Comparison) {
     );
 }
 
+/// `<span class="badge flaky">FLAKY</span>` and the quarantine badge, as they apply.
+fn badges(flaky: bool, quarantined: bool) -> String {
+    let mut out = String::new();
+    if flaky {
+        out.push_str(" <span class=\"badge flaky\">FLAKY</span>");
+    }
+    if quarantined {
+        out.push_str(
+            " <span class=\"badge quarantined\" title=\"not counted by the gate or baseline blocking\">QUARANTINED</span>",
+        );
+    }
+    out
+}
+
+fn flaky(out: &mut String, results: &EvalResults) {
+    let notable = notable_trials(results);
+    if notable.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<section id=\"flaky\">\n<h2>Flaky and quarantined cells</h2>\n<p>Flaky (trials disagree): {} of {} cells. Quarantined cells are reported but not counted by the gate or baseline blocking.</p>",
+        results.flaky().count(),
+        results.trial_stats.len()
+    );
+    let _ = writeln!(
+        out,
+        "<table>\n<thead><tr><th>Cell</th><th>Status</th><th class=\"num\">Passed</th><th class=\"num\">Pass rate</th><th class=\"num\">{}</th><th>pass@k, pass^k</th></tr></thead>\n<tbody>",
+        ci_heading(results.gate_options.confidence)
+    );
+    for t in notable {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}<code>{}</code></td><td>{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+            swatch(results, &t.variant),
+            xml(&t.label()),
+            badges(t.flaky, t.quarantined).trim_start(),
+            t.passes,
+            t.trials,
+            pct(t.pass_rate),
+            interval(&t.interval),
+            xml(&pass_k(t))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+fn borderline(out: &mut String, results: &EvalResults) {
+    let list = results.borderline();
+    if list.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<section id=\"borderline\">\n<h2>Borderline judgements ({})</h2>\n<table>\n<thead><tr><th>Cell</th><th>Judgement</th></tr></thead>\n<tbody>",
+        list.len()
+    );
+    for (cell, what) in &list {
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td></tr>",
+            xml(cell),
+            xml(what)
+        );
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
 fn cells(out: &mut String, results: &EvalResults) {
     let scorers = results.scorer_columns();
     out.push_str("<section id=\"cells\">\n<h2>Cells</h2>\n<table>\n<thead><tr><th>Cell</th><th>Result</th><th class=\"num\">Latency</th><th class=\"num\">Cost</th><th class=\"num\">Tokens</th>");
@@ -430,13 +525,19 @@ fn cells(out: &mut String, results: &EvalResults) {
         let _ = write!(out, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));
     }
     out.push_str("<th>Why</th></tr></thead>\n<tbody>\n");
+    let flaky: std::collections::HashSet<(&str, &str, &str)> = results
+        .flaky()
+        .map(|t| (t.variant.as_str(), t.dataset.as_str(), t.case.as_str()))
+        .collect();
     for c in &results.results {
+        let is_flaky = flaky.contains(&(c.variant.as_str(), c.dataset.as_str(), c.case.as_str()));
         let _ = write!(
             out,
-            "<tr class=\"{}\"><td>{}<code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+            "<tr class=\"{}\"><td>{}<code>{}</code>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
             if c.passed { "passed" } else { "failed" },
             swatch(results, &c.variant),
             xml(&c.label(results.config.trials)),
+            badges(is_flaky, c.quarantined),
             if c.passed { "pass" } else { "fail" },
             duration(c.metrics.latency_ms as f64),
             xml(&usd(c.metrics.cost_usd)),

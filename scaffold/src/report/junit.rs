@@ -3,14 +3,18 @@
 //! A cell whose run failed has an `<error>`; a cell that ran but failed
 //! assertions or scorers has a `<failure>` whose `message` is the first
 //! failure and whose text lists them all. `time` is the cell's latency in
-//! seconds; `<system-out>` holds the session id and the output (cut at 4000
-//! characters).
+//! seconds; `<system-out>` holds the session id, the output (cut at 4000
+//! characters) and, for flaky or quarantined cells, a `FLAKY` /
+//! `QUARANTINED` line (a quarantined cell's failure does not count towards
+//! the gate). The suite's properties include the gate's statistic, its
+//! interval, and the flaky and quarantined cells.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::escape::xml;
-use crate::eval::EvalResults;
 use crate::eval::results::CellRecord;
+use crate::eval::{CaseTrials, EvalResults};
 
 /// Characters of output kept in `<system-out>`.
 const MAX_OUTPUT: usize = 4000;
@@ -55,6 +59,7 @@ pub fn render(results: &EvalResults) -> String {
     );
     out.push_str("    <properties>\n");
     let c = &results.config;
+    let gate = results.gate_verdict();
     let props = [
         ("trials", c.trials.to_string()),
         ("inputs", c.inputs.to_string()),
@@ -64,26 +69,42 @@ pub fn render(results: &EvalResults) -> String {
         ("passRate", results.pass_rate().to_string()),
         (
             "gate",
-            if results.gate_passed() {
-                "passed"
-            } else {
-                "failed"
-            }
-            .to_string(),
+            if gate.passed { "passed" } else { "failed" }.to_string(),
         ),
+        ("gateDetail", gate.describe()),
+        ("flakyCells", labels(results.flaky())),
+        ("quarantinedCells", gate.quarantined.join(",")),
     ];
     for (k, v) in props {
         let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", xml(&v));
     }
     out.push_str("    </properties>\n");
+    let flaky: HashMap<(&str, &str, &str), &CaseTrials> = results
+        .flaky()
+        .map(|t| ((t.variant.as_str(), t.dataset.as_str(), t.case.as_str()), t))
+        .collect();
     for cell in cells {
-        testcase(&mut out, results, cell);
+        let key = (
+            cell.variant.as_str(),
+            cell.dataset.as_str(),
+            cell.case.as_str(),
+        );
+        testcase(&mut out, results, cell, flaky.get(&key).copied());
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
 }
 
-fn testcase(out: &mut String, results: &EvalResults, cell: &CellRecord) {
+fn labels<'a>(cells: impl Iterator<Item = &'a CaseTrials>) -> String {
+    cells.map(|t| t.label()).collect::<Vec<_>>().join(",")
+}
+
+fn testcase(
+    out: &mut String,
+    results: &EvalResults,
+    cell: &CellRecord,
+    flaky: Option<&CaseTrials>,
+) {
     let _ = writeln!(
         out,
         "    <testcase name=\"{}\" classname=\"{}.{}\" time=\"{}\">",
@@ -111,6 +132,18 @@ fn testcase(out: &mut String, results: &EvalResults, cell: &CellRecord) {
         );
     }
     let mut system_out = format!("session: {}", cell.session_id);
+    if let Some(t) = flaky {
+        let _ = write!(
+            system_out,
+            "\nFLAKY: {} passed {}/{} trials",
+            t.label(),
+            t.passes,
+            t.trials
+        );
+    }
+    if cell.quarantined {
+        system_out.push_str("\nQUARANTINED: not counted by the gate or baseline blocking");
+    }
     if let Some(output) = &cell.output {
         let text = match output {
             serde_json::Value::String(s) => s.clone(),

@@ -1,12 +1,17 @@
 //! Markdown, written to read well as a CI step summary
 //! (`$GITHUB_STEP_SUMMARY`): a headline with the gate's verdict, the
-//! per-variant table, the recommendation and significance, the failed cells
-//! folded in a `<details>`, and the comparison with a baseline.
+//! per-variant table (with the pass rate's confidence interval), the
+//! recommendation and significance, the flaky and quarantined cells, the
+//! borderline judgements, the failed cells folded in a `<details>`, and the
+//! comparison with a baseline.
 
 use std::fmt::Write as _;
 
 use super::escape::{md_cell, md_code, md_code_cell, md_text};
-use super::fmt::{duration, num, pct, points, scorer_heading, t_test_cell, usd, wilcoxon_cell};
+use super::fmt::{
+    ci_heading, duration, gate_rule, interval, markers, notable_trials, num, pass_k, pct, points,
+    scorer_heading, t_test_cell, usd, wilcoxon_cell,
+};
 use crate::eval::compare::{Regression, Severity};
 use crate::eval::{Comparison, EvalResults, VariantSummary};
 
@@ -30,7 +35,8 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     let mut out = String::new();
     let passed = results.passed_count();
     let total = results.cell_count();
-    let gate = results.gate_passed();
+    let verdict = results.gate_verdict();
+    let gate = verdict.passed;
     let _ = writeln!(
         out,
         "## {} Eval {}: {passed}/{total} cells passed ({})\n",
@@ -41,19 +47,24 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     let c = &results.config;
     let _ = writeln!(
         out,
-        "{} input{} × {} variant{} × {} trial{} · gate: pass rate ≥ {} ({}) · {}\n",
+        "{} input{} × {} variant{} × {} trial{} · gate: {} ({}) · {}\n",
         c.inputs,
         plural(c.inputs),
         c.variants.len(),
         plural(c.variants.len()),
         c.trials,
         plural(c.trials as usize),
-        pct(c.min_pass_rate),
+        gate_rule(results),
         if gate { "passed" } else { "**failed**" },
         md_cell(&results.timestamp)
     );
+    for note in verdict.notes(&results.eval, &results.trial_stats) {
+        let _ = writeln!(out, "> **{}**\n", md_text(&note));
+    }
     summary_table(&mut out, results);
     highlights(&mut out, results);
+    flaky(&mut out, results);
+    borderline(&mut out, results);
     failures(&mut out, results);
     if let Some(cmp) = baseline {
         comparison(&mut out, cmp);
@@ -67,11 +78,15 @@ fn plural(n: usize) -> &'static str {
 
 fn summary_table(out: &mut String, results: &EvalResults) {
     let scorers = results.scorer_columns();
-    out.push_str("| Variant | Pass | Latency avg | p50 | p95 | p99 | Cost / case | Cost total | Tokens / case |");
+    let _ = write!(
+        out,
+        "| Variant | Pass | Pass {} | Latency avg | p50 | p95 | p99 | Cost / case | Cost total | Tokens / case |",
+        ci_heading(results.gate_options.confidence)
+    );
     for s in &scorers {
         let _ = write!(out, " {} |", md_cell(&scorer_heading(s)));
     }
-    out.push_str("\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|");
+    out.push_str("\n|:--|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for _ in &scorers {
         out.push_str("--:|");
     }
@@ -85,11 +100,13 @@ fn summary_table(out: &mut String, results: &EvalResults) {
 fn row(out: &mut String, s: &VariantSummary, scorers: &[String]) {
     let _ = write!(
         out,
-        "| {} | {}/{} ({}) | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {}/{} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
         md_cell(&s.variant),
         s.passed,
         s.cells,
         pct(s.pass_rate),
+        s.pass_rate_interval
+            .map_or_else(|| "–".to_string(), |i| interval(&i)),
         duration(s.latency.mean),
         duration(s.latency.p50),
         duration(s.latency.p95),
@@ -155,7 +172,7 @@ fn highlights(out: &mut String, results: &EvalResults) {
     let _ = writeln!(
         out,
         "**Significance:** {} (α = {}, quality = {}).\n",
-        cmp.verdict.message(),
+        cmp.verdict_message(),
         cmp.alpha,
         if cmp.quality == "pass" {
             "pass/fail".to_string()
@@ -183,6 +200,67 @@ fn highlights(out: &mut String, results: &EvalResults) {
     }
 }
 
+/// The flaky and quarantined cells: trials, interval, pass@k and pass^k.
+fn flaky(out: &mut String, results: &EvalResults) {
+    let notable = notable_trials(results);
+    if notable.is_empty() {
+        return;
+    }
+    let flaky = results.flaky().count();
+    let _ = writeln!(
+        out,
+        "### Flaky and quarantined cells\n\nFlaky (trials disagree): {flaky} of {} cell{}.\n",
+        results.trial_stats.len(),
+        plural(results.trial_stats.len()),
+    );
+    let _ = writeln!(
+        out,
+        "| Cell | Status | Passed | Pass rate ({}) | pass@k, pass^k |\n|:--|:--|--:|--:|:--|",
+        ci_heading(results.gate_options.confidence)
+    );
+    for t in notable.iter().take(MAX_FAILURES) {
+        let _ = writeln!(
+            out,
+            "| {} | **{}** | {}/{} | {} ({}) | {} |",
+            md_code_cell(&t.label()),
+            markers(t),
+            t.passes,
+            t.trials,
+            pct(t.pass_rate),
+            interval(&t.interval),
+            pass_k(t)
+        );
+    }
+    if notable.len() > MAX_FAILURES {
+        let _ = writeln!(
+            out,
+            "| … | | | | and {} more |",
+            notable.len() - MAX_FAILURES
+        );
+    }
+    out.push('\n');
+}
+
+/// Judgements within the borderline margin of their threshold.
+fn borderline(out: &mut String, results: &EvalResults) {
+    let list = results.borderline();
+    if list.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Borderline judgements ({})\n\n| Cell | Judgement |\n|:--|:--|",
+        list.len()
+    );
+    for (cell, what) in list.iter().take(MAX_FAILURES) {
+        let _ = writeln!(out, "| {} | {} |", md_code_cell(cell), md_cell(what));
+    }
+    if list.len() > MAX_FAILURES {
+        let _ = writeln!(out, "| … | and {} more |", list.len() - MAX_FAILURES);
+    }
+    out.push('\n');
+}
+
 fn failures(out: &mut String, results: &EvalResults) {
     let failed: Vec<_> = results.results.iter().filter(|c| !c.passed).collect();
     if failed.is_empty() {
@@ -198,8 +276,9 @@ fn failures(out: &mut String, results: &EvalResults) {
     for c in failed.iter().take(MAX_FAILURES) {
         let _ = writeln!(
             out,
-            "| {} | {} |",
+            "| {}{} | {} |",
             md_code_cell(&c.label(results.config.trials)),
+            if c.quarantined { " (QUARANTINED)" } else { "" },
             md_cell(&c.failures().join("; "))
         );
     }

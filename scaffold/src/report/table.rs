@@ -1,7 +1,14 @@
-//! The terminal table: one row per variant, then Best / Cheapest / Fastest.
+//! The terminal table: one row per variant (with the pass rate's
+//! confidence interval when the summaries have one), then Best / Cheapest /
+//! Fastest; after it, for a results document, the flaky and quarantined
+//! cells, the borderline judgements and the significance verdict.
 
+use super::fmt::{ci_heading, interval, markers, notable_trials, pass_k};
 use crate::eval::compare::primary_scorer;
 use crate::eval::{EvalResults, VariantSummary};
+
+/// Flaky or quarantined cells, and borderline judgements, listed before "and N more".
+const MAX_LISTED: usize = 10;
 
 /// What the table's title line says about the eval.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,10 +49,11 @@ fn pad(s: &str, width: usize) -> String {
 /// use scaffold::report::table::{render, TableHeader};
 /// let v = VariantSummary { variant: "gpt-4o".into(), cells: 5, passed: 4, pass_rate: 0.8,
 ///     avg_latency: 2100.0, avg_cost: 0.04, latency: Default::default(), cost: Default::default(),
-///     tokens: Default::default(), scores: Default::default() };
+///     tokens: Default::default(), scores: Default::default(),
+///     pass_rate_interval: Some(scaffold::eval::stats::wilson_interval(4, 5, 0.95)) };
 /// let out = render(&TableHeader { eval: "code-review", inputs: 5, variants: 1, trials: 1, scorers: &[] }, &[v]);
 /// assert!(out.contains("│ gpt-4o "));
-/// assert!(out.contains("4/5 (80%)"));
+/// assert!(out.contains("4/5 (80%) │ 38–96%"));
 /// assert!(out.contains("Cheapest: gpt-4o ($0.04 avg)"));
 /// ```
 pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String {
@@ -57,12 +65,13 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
             }
         }
     }
-    let mut head = vec![
-        "Variant".to_string(),
-        "pass".into(),
-        "latency".into(),
-        "cost".into(),
-    ];
+    let confidence = summaries
+        .iter()
+        .find_map(|s| s.pass_rate_interval)
+        .map(|i| i.confidence);
+    let mut head = vec!["Variant".to_string(), "pass".into()];
+    head.extend(confidence.map(ci_heading));
+    head.extend(["latency".into(), "cost".into()]);
     // A scorer named like a metric column gets its own, distinct heading.
     head.extend(scorer_names.iter().map(|s| super::fmt::scorer_heading(s)));
     let rows: Vec<Vec<String>> = summaries
@@ -71,9 +80,11 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
             let mut row = vec![
                 s.variant.clone(),
                 format!("{}/{} ({:.0}%)", s.passed, s.cells, s.pass_rate * 100.0),
-                latency(s.avg_latency),
-                dollars(s.avg_cost),
             ];
+            if confidence.is_some() {
+                row.push(s.pass_rate_interval.map_or("-".into(), |i| interval(&i)));
+            }
+            row.extend([latency(s.avg_latency), dollars(s.avg_cost)]);
             for name in &scorer_names {
                 row.push(match s.scores.get(*name) {
                     Some(st) => format!("{:.2} ± {:.2}", st.mean, st.stddev),
@@ -209,7 +220,51 @@ pub fn render_results(results: &EvalResults) -> String {
     };
     let mut out = render(&header, &summaries);
     if let Some(c) = &results.comparison {
-        out.push_str(&format!("  Significance: {}\n", c.verdict.message()));
+        out.push_str(&format!("  Significance: {}\n", c.verdict_message()));
+    }
+    out.push_str(&trial_lines(results));
+    out
+}
+
+/// The flaky and quarantined cells and the borderline judgements.
+fn trial_lines(results: &EvalResults) -> String {
+    let mut out = String::new();
+    let flaky = results.flaky().count();
+    if flaky > 0 {
+        out.push_str(&format!(
+            "  Flaky: {flaky} of {} cells disagree across trials\n",
+            results.trial_stats.len()
+        ));
+    }
+    let notable = notable_trials(results);
+    for t in notable.iter().take(MAX_LISTED) {
+        out.push_str(&format!(
+            "    {} {}: {}/{} passed ({} {}; {})\n",
+            markers(t),
+            t.label(),
+            t.passes,
+            t.trials,
+            ci_heading(t.interval.confidence),
+            interval(&t.interval),
+            pass_k(t)
+        ));
+    }
+    if notable.len() > MAX_LISTED {
+        out.push_str(&format!("    and {} more\n", notable.len() - MAX_LISTED));
+    }
+    let borderline = results.borderline();
+    if !borderline.is_empty() {
+        out.push_str(&format!(
+            "  Borderline: {} judgement{} within the margin of the threshold\n",
+            borderline.len(),
+            if borderline.len() == 1 { "" } else { "s" }
+        ));
+        for (cell, what) in borderline.iter().take(MAX_LISTED) {
+            out.push_str(&format!("    {cell}: {what}\n"));
+        }
+        if borderline.len() > MAX_LISTED {
+            out.push_str(&format!("    and {} more\n", borderline.len() - MAX_LISTED));
+        }
     }
     out
 }

@@ -153,6 +153,7 @@ where
             value: r.value,
             unit: None,
             detail: r.detail,
+            borderline: false,
         }
     }
 }

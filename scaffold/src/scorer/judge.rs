@@ -5,6 +5,11 @@
 //! call is recorded and played back like any other, under the recording id
 //! of the cell with node `scorer-{name}`.
 //!
+//! A score within [`borderline_margin`](LlmJudgeScorer::borderline_margin)
+//! of the minimum is marked `borderline`; with [`reask`](LlmJudgeScorer::reask)
+//! the judge is asked again (recording node `scorer-{name}-reask{i}`) and
+//! the value is the mean of every score.
+//!
 //! Verdicts are cached in two layers: in memory for the scorer's lifetime,
 //! and persistently in the `judge_cache` table of the session store's file
 //! (see [`SqliteJudgeCache`]), so re-running a suite does not pay for
@@ -90,6 +95,8 @@ impl LlmJudgeScorer {
                 model: None,
                 temperature: None,
                 path: None,
+                borderline_margin: None,
+                reask: None,
             },
             memory: Arc::new(InMemoryJudgeCache::new()),
             explicit: None,
@@ -131,6 +138,20 @@ impl LlmJudgeScorer {
     /// Sampling temperature of the judge (default 0).
     pub fn temperature(mut self, t: f64) -> Self {
         self.spec.temperature = Some(t);
+        self
+    }
+
+    /// Scores within `margin` of the minimum are borderline (default 0.05;
+    /// bounds included; see [`Borderline`](crate::assert::Borderline)).
+    pub fn borderline_margin(mut self, margin: f64) -> Self {
+        self.spec.borderline_margin = Some(margin);
+        self
+    }
+
+    /// When borderline, ask the judge `n` more times and decide on the mean
+    /// of all the scores (each ask its own recording and cache entry).
+    pub fn reask(mut self, n: u32) -> Self {
+        self.spec.reask = Some(n);
         self
     }
 
@@ -192,7 +213,10 @@ impl<S: Sync> Scorer<S> for LlmJudgeScorer {
         let read_cache = !matches!(RecorderMode::from_env(), Ok(RecorderMode::Record));
         let cache =
             LayeredJudgeCache::new(self.memory.clone(), self.persistent(ctx.store), read_cache);
-        let mut judge = Judge::from_arc(self.provider.clone()).cache(Arc::new(cache));
+        // The trial is part of every cache key: trials never share a verdict.
+        let mut judge = Judge::from_arc(self.provider.clone())
+            .cache(Arc::new(cache))
+            .trial(ctx.trial);
         if let Some(id) = ctx.recording_id(&format!("scorer-{}", self.name), 0) {
             judge = judge.recording_id(id);
         }
@@ -212,6 +236,7 @@ impl<S: Sync> Scorer<S> for LlmJudgeScorer {
             value,
             unit: None,
             detail: Some(result.message),
+            borderline: result.borderline,
         }
     }
 }

@@ -67,6 +67,7 @@ fn grade(name: &str, raw: f64, ideal: f64, max: f64, show: impl Fn(f64) -> Strin
             show(ideal),
             show(max)
         )),
+        borderline: false,
     }
 }
 

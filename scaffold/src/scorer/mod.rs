@@ -59,6 +59,9 @@ pub struct Score {
     /// Why, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// A judge's score within the borderline margin of its threshold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub borderline: bool,
 }
 
 impl Score {
@@ -75,6 +78,7 @@ impl Score {
             value,
             unit: None,
             detail: None,
+            borderline: false,
         }
     }
 

@@ -330,6 +330,7 @@ impl<S: Sync> Scorer<S> for Similarity {
                 self.min,
                 cut(&expected, 80)
             )),
+            borderline: false,
         }
     }
 }

@@ -50,6 +50,7 @@ impl<S: Sync> Scorer<S> for OutputValid {
             value: if pass { 1.0 } else { 0.0 },
             unit: None,
             detail,
+            borderline: false,
         }
     }
 }

@@ -22,6 +22,11 @@
 //! (unless [`CompareOptions::block_on_pass_rate_drop`] is off), or — only
 //! with [`CompareOptions::block_on_metric_regressions`] — any metric
 //! regression.
+//!
+//! **Quarantine**: cells quarantined in the candidate (see
+//! [`gate`](crate::eval::gate)) never block. Their pass → fail regressions
+//! are reported as warnings marked `quarantined`, and the pass-rate drop
+//! that blocks is computed without them (on both sides).
 
 use std::collections::BTreeMap;
 
@@ -125,6 +130,9 @@ pub struct Regression {
     /// For pass → fail: the candidate's failed assertions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed_assertions: Vec<AssertionRecord>,
+    /// The cell is quarantined in the candidate: reported, never blocks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 /// What improved.
@@ -364,18 +372,24 @@ pub fn compare(
                 kind: RegressionKind::PassToFail,
                 metric: None,
                 description: format!(
-                    "passed in the baseline, fails now: {}",
+                    "passed in the baseline, fails now{}: {}",
+                    if c.quarantined {
+                        " (QUARANTINED: does not block)"
+                    } else {
+                        ""
+                    },
                     c.failures().join("; ")
                 ),
                 baseline: side(b, None),
                 candidate: side(c, None),
                 delta: None,
-                severity: if options.critical_on_pass_to_fail {
+                severity: if options.critical_on_pass_to_fail && !c.quarantined {
                     Severity::Critical
                 } else {
                     Severity::Warning
                 },
                 failed_assertions: c.assertions.iter().filter(|a| !a.passed).cloned().collect(),
+                quarantined: c.quarantined,
             }),
             (false, true) => improvements.push(Improvement {
                 case_id: label.clone(),
@@ -408,6 +422,7 @@ pub fn compare(
                     delta: Some(cv - bv),
                     severity: Severity::Warning,
                     failed_assertions: Vec::new(),
+                    quarantined: c.quarantined,
                 });
             } else {
                 improvements.push(Improvement {
@@ -493,19 +508,49 @@ pub fn compare(
             list(&critical)
         ));
     }
-    if options.block_on_pass_rate_drop && pass_rate_delta <= -options.pass_rate_threshold {
+    // The drop that blocks leaves out the candidate's quarantined cells, on both sides.
+    let quarantined: Vec<&Key> = cand
+        .iter()
+        .filter(|(_, c)| c.quarantined)
+        .map(|(k, _)| k)
+        .collect();
+    let (gated_base, gated_cand) = if quarantined.is_empty() {
+        (b_run.pass_rate, c_run.pass_rate)
+    } else {
+        let rate = |cells: &BTreeMap<Key, &CellRecord>| {
+            let kept: Vec<bool> = cells
+                .iter()
+                .filter(|(k, _)| !quarantined.contains(k))
+                .map(|(_, c)| c.passed)
+                .collect();
+            let passed = kept.iter().filter(|p| **p).count();
+            if kept.is_empty() {
+                0.0
+            } else {
+                passed as f64 / kept.len() as f64
+            }
+        };
+        (rate(&base), rate(&cand))
+    };
+    let gated_delta = gated_cand - gated_base;
+    if options.block_on_pass_rate_drop && gated_delta <= -options.pass_rate_threshold {
         reasons.push(format!(
-            "the pass rate fell by {:.1} points ({:.1}% → {:.1}%), past the {:.1}-point threshold",
-            -pass_rate_delta * 100.0,
-            b_run.pass_rate * 100.0,
-            c_run.pass_rate * 100.0,
+            "the pass rate fell by {:.1} points ({:.1}% → {:.1}%{}), past the {:.1}-point threshold",
+            -gated_delta * 100.0,
+            gated_base * 100.0,
+            gated_cand * 100.0,
+            if quarantined.is_empty() {
+                ""
+            } else {
+                ", quarantined cells left out"
+            },
             options.pass_rate_threshold * 100.0
         ));
     }
     if options.block_on_metric_regressions {
         let metric: Vec<&str> = regressions
             .iter()
-            .filter(|r| r.kind == RegressionKind::MetricDegraded)
+            .filter(|r| r.kind == RegressionKind::MetricDegraded && !r.quarantined)
             .map(|r| r.case_id.as_str())
             .collect();
         if !metric.is_empty() {

@@ -15,6 +15,13 @@
 //! is a *clear winner* when it is ahead of every other variant and both
 //! tests give `p < alpha` each time; otherwise there is *no clear winner,
 //! run more trials*.
+//!
+//! **Trials for a winner**: with
+//! [`VariantCompareOptions::min_trials_for_winner`] `m`, a comparison whose
+//! cases ran fewer than `m` trials (the fewest any variant × case ran) calls
+//! no winner whatever the tests say: the verdict is "no clear winner", the
+//! confidence low, and the recommendation says "not enough trials (n < m)
+//! to call a winner".
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -40,6 +47,9 @@ pub struct VariantCompareOptions {
     pub quality: Option<String>,
     /// Pairs per test at which a clear winner earns high confidence (default 10).
     pub high_confidence_pairs: usize,
+    /// Trials per case below which no winner is called (default 0: no minimum).
+    #[serde(default)]
+    pub min_trials_for_winner: u32,
 }
 
 impl Default for VariantCompareOptions {
@@ -48,6 +58,7 @@ impl Default for VariantCompareOptions {
             alpha: 0.05,
             quality: None,
             high_confidence_pairs: 10,
+            min_trials_for_winner: 0,
         }
     }
 }
@@ -159,6 +170,47 @@ pub struct VariantComparison {
     pub verdict: WinnerVerdict,
     /// The significance level used.
     pub alpha: f64,
+    /// The fewest trials any variant × case ran.
+    #[serde(default)]
+    pub trials_per_case: u32,
+    /// Trials per case a winner needs (0: no minimum).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_trials_for_winner: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl VariantComparison {
+    /// Whether too few trials ran to call a winner.
+    pub fn too_few_trials(&self) -> bool {
+        self.trials_per_case < self.min_trials_for_winner
+    }
+
+    /// The verdict in words: `clear winner`, `no clear winner, run more
+    /// trials`, or `not enough trials (2 < 5) to call a winner`.
+    pub fn verdict_message(&self) -> String {
+        if self.too_few_trials() {
+            format!(
+                "not enough trials ({} < {}) to call a winner",
+                self.trials_per_case, self.min_trials_for_winner
+            )
+        } else {
+            self.verdict.message().to_string()
+        }
+    }
+}
+
+/// The fewest trials any variant × case of `cells` ran (0 without cells).
+fn trials_per_case(cells: &[CellRecord]) -> u32 {
+    let mut counts: BTreeMap<(&str, &str, &str), u32> = BTreeMap::new();
+    for c in cells {
+        *counts
+            .entry((c.variant.as_str(), c.dataset.as_str(), c.case.as_str()))
+            .or_default() += 1;
+    }
+    counts.into_values().min().unwrap_or(0)
 }
 
 /// The objectives of one variant.
@@ -291,14 +343,16 @@ pub fn compare_variants(
             ));
         }
     }
-    let clear = !significance.is_empty() && significance.iter().all(|t| t.significant);
+    let trials = trials_per_case(cells);
+    let too_few = trials < options.min_trials_for_winner;
+    let clear = !too_few && !significance.is_empty() && significance.iter().all(|t| t.significant);
     let verdict = if clear {
         WinnerVerdict::ClearWinner
     } else {
         WinnerVerdict::NoClearWinner
     };
     let recommendation = best.map(|(name, point)| {
-        recommend(
+        let mut r = recommend(
             name,
             point,
             &points,
@@ -306,7 +360,15 @@ pub fn compare_variants(
             &significance,
             &quality_name,
             options,
-        )
+        );
+        if too_few {
+            r.reason.push_str(&format!(
+                "; not enough trials ({trials} < {}) to call a winner",
+                options.min_trials_for_winner
+            ));
+            r.confidence = Confidence::Low;
+        }
+        r
     });
     VariantComparison {
         by_pass_rate: names(&by_pass_rate),
@@ -322,6 +384,8 @@ pub fn compare_variants(
         significance,
         verdict,
         alpha: options.alpha,
+        trials_per_case: trials,
+        min_trials_for_winner: options.min_trials_for_winner,
     }
 }
 

@@ -1,0 +1,296 @@
+//! Repeated trials: confidence intervals of pass rates and mean scores, the
+//! unbiased pass@k and pass^k estimators, and per-cell trial statistics
+//! (a *cell across trials* is one variant × case, run `n` times).
+//!
+//! Definitions, so numbers can be checked elsewhere:
+//!
+//! * **Wilson score interval** of `c` successes in `n` trials at confidence
+//!   `1 − α` (`scipy.stats.binomtest(c, n).proportion_ci(method="wilson")`):
+//!   with `p = c/n` and `z` the `1 − α/2` quantile of the standard normal,
+//!   `(p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n)`. It stays inside
+//!   0..1 and is sensible at 0/n and n/n, where the normal (Wald) interval
+//!   collapses to a point. With no trials it is `[0, 1]`.
+//! * **pass@k** — the chance that at least one of `k` trials drawn without
+//!   replacement from the `n` run passes: `1 − C(n−c, k) / C(n, k)` (the
+//!   unbiased estimator of Chen et al., 2021). **pass^k** — the chance that
+//!   all `k` pass: `C(c, k) / C(n, k)`. Both only for `1 ≤ k ≤ n`.
+//! * **flaky** — the trials of a cell disagree: some passed, some failed.
+//! * **mean interval** — Student's t interval of a mean,
+//!   `x̄ ± t(1 − α/2, m − 1) · s / √m` with the sample standard deviation
+//!   `s`; absent with fewer than two values.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+use super::{mean, sample_stddev};
+use crate::eval::results::CellRecord;
+
+/// The confidence level used unless one is asked for (95%).
+pub const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+/// A confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interval {
+    /// Lower bound.
+    pub lower: f64,
+    /// Upper bound.
+    pub upper: f64,
+    /// The confidence level, e.g. 0.95.
+    pub confidence: f64,
+}
+
+impl Interval {
+    /// Whether `x` lies inside (bounds included).
+    pub fn contains(&self, x: f64) -> bool {
+        self.lower <= x && x <= self.upper
+    }
+}
+
+/// `z` such that `P(|Z| ≤ z) = confidence` for a standard normal `Z`.
+fn z_two_sided(confidence: f64) -> f64 {
+    let c = confidence.clamp(1e-9, 1.0 - 1e-12);
+    // Normal::standard() cannot fail.
+    Normal::standard().inverse_cdf(1.0 - (1.0 - c) / 2.0)
+}
+
+/// The Wilson score interval of `successes` out of `trials`.
+///
+/// ```
+/// use scaffold::eval::stats::wilson_interval;
+/// let i = wilson_interval(8, 10, 0.95);
+/// assert!((i.lower - 0.490).abs() < 5e-4 && (i.upper - 0.943).abs() < 5e-4);
+/// assert_eq!(wilson_interval(10, 10, 0.95).upper, 1.0);
+/// assert_eq!(wilson_interval(0, 0, 0.95).lower, 0.0);
+/// ```
+pub fn wilson_interval(successes: usize, trials: usize, confidence: f64) -> Interval {
+    let mut interval = Interval {
+        lower: 0.0,
+        upper: 1.0,
+        confidence,
+    };
+    if trials == 0 {
+        return interval;
+    }
+    let successes = successes.min(trials);
+    let n = trials as f64;
+    let p = successes as f64 / n;
+    let z = z_two_sided(confidence);
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let center = (p + z2 / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    if successes > 0 {
+        interval.lower = (center - half).clamp(0.0, 1.0);
+    }
+    if successes < trials {
+        interval.upper = (center + half).clamp(0.0, 1.0);
+    }
+    interval
+}
+
+/// `C(a, k) / C(n, k)` as a product, without overflow (0 when `a < k`).
+fn choose_ratio(a: usize, n: usize, k: usize) -> f64 {
+    if a < k {
+        return 0.0;
+    }
+    (0..k).map(|i| (a - i) as f64 / (n - i) as f64).product()
+}
+
+/// pass@k: the chance that at least one of `k` of the `n` trials (drawn
+/// without replacement) passes, given `c` passed; `None` unless `1 ≤ k ≤ n`.
+///
+/// ```
+/// use scaffold::eval::stats::pass_at_k;
+/// assert!((pass_at_k(10, 3, 1).unwrap() - 0.3).abs() < 1e-12);
+/// assert!((pass_at_k(10, 3, 5).unwrap() - (1.0 - 21.0 / 252.0)).abs() < 1e-12);
+/// assert_eq!(pass_at_k(3, 0, 3), Some(0.0));
+/// assert_eq!(pass_at_k(3, 1, 4), None);
+/// ```
+pub fn pass_at_k(n: usize, c: usize, k: usize) -> Option<f64> {
+    if k == 0 || k > n {
+        return None;
+    }
+    Some(1.0 - choose_ratio(n - c.min(n), n, k))
+}
+
+/// pass^k: the chance that all of `k` of the `n` trials (drawn without
+/// replacement) pass, given `c` passed; `None` unless `1 ≤ k ≤ n`.
+///
+/// ```
+/// use scaffold::eval::stats::pass_hat_k;
+/// assert!((pass_hat_k(10, 3, 2).unwrap() - 3.0 / 45.0).abs() < 1e-12);
+/// assert_eq!(pass_hat_k(3, 3, 3), Some(1.0));
+/// assert_eq!(pass_hat_k(3, 2, 3), Some(0.0));
+/// ```
+pub fn pass_hat_k(n: usize, c: usize, k: usize) -> Option<f64> {
+    if k == 0 || k > n {
+        return None;
+    }
+    Some(choose_ratio(c.min(n), n, k))
+}
+
+/// Student's t interval of the mean of `values`; `None` with fewer than two.
+///
+/// ```
+/// use scaffold::eval::stats::mean_interval;
+/// let i = mean_interval(&[0.6, 0.7, 0.8], 0.95).unwrap();
+/// assert!((i.lower - 0.451586).abs() < 1e-6 && (i.upper - 0.948414).abs() < 1e-6);
+/// assert!(mean_interval(&[0.5], 0.95).is_none());
+/// ```
+pub fn mean_interval(values: &[f64], confidence: f64) -> Option<Interval> {
+    let m = values.len();
+    let sd = sample_stddev(values)?;
+    let x = mean(values)?;
+    let c = confidence.clamp(1e-9, 1.0 - 1e-12);
+    let t = StudentsT::new(0.0, 1.0, (m - 1) as f64)
+        .ok()?
+        .inverse_cdf(1.0 - (1.0 - c) / 2.0);
+    let half = t * sd / (m as f64).sqrt();
+    Some(Interval {
+        lower: x - half,
+        upper: x + half,
+        confidence,
+    })
+}
+
+/// One variant × case over its trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseTrials {
+    /// The variant.
+    pub variant: String,
+    /// The dataset of the case.
+    #[serde(default)]
+    pub dataset: String,
+    /// The case id.
+    pub case: String,
+    /// Trials run.
+    pub trials: usize,
+    /// Trials passed.
+    pub passes: usize,
+    /// `passes / trials`.
+    pub pass_rate: f64,
+    /// The Wilson interval of the pass rate.
+    pub interval: Interval,
+    /// pass@k for each reported k (keys are k).
+    #[serde(default)]
+    pub pass_at_k: BTreeMap<u32, f64>,
+    /// pass^k for each reported k (keys are k).
+    #[serde(default)]
+    pub pass_hat_k: BTreeMap<u32, f64>,
+    /// Some trials passed and some failed.
+    pub flaky: bool,
+    /// Quarantined: reported, but not counted by the gate or baseline blocking.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
+}
+
+impl CaseTrials {
+    /// `{variant}::{case}`, the cell's name without eval and trial.
+    pub fn label(&self) -> String {
+        format!("{}::{}", self.variant, self.case)
+    }
+
+    /// Whether every trial passed.
+    pub fn all_passed(&self) -> bool {
+        self.trials > 0 && self.passes == self.trials
+    }
+}
+
+/// The k of pass@k and pass^k for a cell run `n` times: those of `ks` in
+/// `1..=n`, or 1 and `n` when `ks` is empty.
+pub fn reported_ks(ks: &[u32], n: usize) -> Vec<u32> {
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    let mut out: Vec<u32> = if ks.is_empty() {
+        vec![1, n]
+    } else {
+        ks.to_vec()
+    };
+    out.retain(|k| (1..=n).contains(k));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Per variant × case (in the order they first appear in `cells`): trials,
+/// passes, the Wilson interval at `confidence`, pass@k and pass^k for the
+/// k of [`reported_ks`], and whether the trials disagree. A case is
+/// quarantined when any of its trials is.
+///
+/// ```
+/// use scaffold::eval::CellRecord;
+/// use scaffold::eval::stats::case_trials;
+/// let cells: Vec<CellRecord> = (0..3).map(|t| {
+///     let mut c = CellRecord::new("gpt-4o", "sqli");
+///     c.trial = t;
+///     c.passed = t != 1;
+///     c
+/// }).collect();
+/// let s = &case_trials(&cells, &[], 0.95)[0];
+/// assert_eq!((s.trials, s.passes, s.flaky), (3, 2, true));
+/// assert_eq!(s.pass_at_k[&3], 1.0);
+/// assert_eq!(s.pass_hat_k[&3], 0.0);
+/// ```
+pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<CaseTrials> {
+    let mut order: Vec<(&str, &str, &str)> = Vec::new();
+    let mut counts: BTreeMap<(&str, &str, &str), (usize, usize, bool)> = BTreeMap::new();
+    for c in cells {
+        let key = (c.variant.as_str(), c.dataset.as_str(), c.case.as_str());
+        let e = counts.entry(key).or_insert_with(|| {
+            order.push(key);
+            (0, 0, false)
+        });
+        e.0 += 1;
+        e.1 += usize::from(c.passed);
+        e.2 |= c.quarantined;
+    }
+    order
+        .into_iter()
+        .map(|key @ (variant, dataset, case)| {
+            let (n, c, quarantined) = counts[&key];
+            let ks = reported_ks(ks, n);
+            let k_map = |f: fn(usize, usize, usize) -> Option<f64>| {
+                ks.iter()
+                    .filter_map(|&k| Some((k, f(n, c, k as usize)?)))
+                    .collect()
+            };
+            CaseTrials {
+                variant: variant.to_string(),
+                dataset: dataset.to_string(),
+                case: case.to_string(),
+                trials: n,
+                passes: c,
+                pass_rate: if n == 0 { 0.0 } else { c as f64 / n as f64 },
+                interval: wilson_interval(c, n, confidence),
+                pass_at_k: k_map(pass_at_k),
+                pass_hat_k: k_map(pass_hat_k),
+                flaky: c > 0 && c < n,
+                quarantined,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_edges() {
+        let i = wilson_interval(0, 10, 0.95);
+        assert_eq!(i.lower, 0.0);
+        assert!((i.upper - 0.27753279986288926).abs() < 1e-12);
+        // More successes than trials are capped.
+        assert_eq!(wilson_interval(12, 10, 0.95).upper, 1.0);
+    }
+
+    #[test]
+    fn ks_default_and_filtering() {
+        assert_eq!(reported_ks(&[], 5), [1, 5]);
+        assert_eq!(reported_ks(&[], 1), [1]);
+        assert_eq!(reported_ks(&[10, 3, 0, 3], 5), [3]);
+    }
+}
