@@ -98,7 +98,8 @@ fn fixture_command(dir: &TempDir, args: &[&str], envs: &[(&str, &str)]) -> Comma
         .env("SCAFFOLD_SNAPSHOTS", "off")
         .env("SCAFFOLD_OUTPUT", dir.out())
         .env("RESUME_FIXTURE_LOG", dir.log())
-        .env_remove("RESUME_FIXTURE_SLEEP_MS");
+        .env_remove("RESUME_FIXTURE_SLEEP_MS")
+        .env_remove("RESUME_FIXTURE_QUARANTINE");
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -419,4 +420,56 @@ fn trials_variants_output_and_snapshot_settings() {
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn a_quarantined_cell_fails_loudly_without_failing_its_test_or_the_gate() {
+    let dir = TempDir::new("resume-quarantine");
+    // Not quarantined: the failing cell fails its test (the run passes the
+    // gate at 75%, but under nextest that cell's process would fail).
+    let out = run(&dir, &["--test-threads", "1"], &[]);
+    let all = text(&out);
+    assert!(
+        all.contains("test [eval] resume-fixture::alpha::c1 ... FAILED"),
+        "{all}"
+    );
+
+    let out = run(
+        &dir,
+        &["--test-threads", "1"],
+        &[("RESUME_FIXTURE_QUARANTINE", "alpha::c1,gone")],
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        all.contains("test [eval] resume-fixture::alpha::c1 ... ok"),
+        "{all}"
+    );
+    assert!(
+        all.contains("QUARANTINED resume-fixture::alpha::c1 failed; not counted, its test passes:"),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "warning: 1 quarantined cell did not count towards the gate: alpha::c1 (0/1 passed)"
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains("warning: quarantine pattern `gone` matches no cell of eval `resume-fixture`"),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "Gate: passed: pass rate 100.0% (95% CI 64.6%–100.0%, 7 cells, 1 quarantined left out)"
+        ),
+        "{all}"
+    );
+    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
+    let cell = json
+        .results
+        .iter()
+        .find(|c| c.case == "c1" && c.variant == "alpha")
+        .unwrap();
+    assert!(cell.quarantined && !cell.passed);
 }

@@ -242,6 +242,9 @@ pub struct GateArgs {
     /// Minimum pass rate, a fraction (0.9) or a percentage (90%) [default: each eval's own]
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub min_pass_rate: Option<String>,
+    /// Judge the lower bound of the pass rate's Wilson interval, not the rate itself
+    #[arg(long)]
+    pub lower_bound: bool,
     /// Baseline results (file or directory): fail on blocking regressions against it
     #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,

@@ -388,8 +388,9 @@ fn report_compare_and_gate_on_stored_results() {
     let out = cli(&["gate", "--results", base]);
     assert_eq!(out.code, 0, "{}", out.all());
     assert!(
-        out.stdout
-            .contains("PASS  qa  pass rate 100.0% (4/4) ≥ min 90.0%"),
+        out.stdout.contains(
+            "PASS  qa  pass rate 100.0% (95% CI 51.0%–100.0%, 4 cells) ≥ min_pass_rate 90.0%"
+        ),
         "{}",
         out.stdout
     );
@@ -397,8 +398,9 @@ fn report_compare_and_gate_on_stored_results() {
     let out = cli(&["gate", "--results", cand]);
     assert_eq!(out.code, 1, "{}", out.all());
     assert!(
-        out.stdout
-            .contains("FAIL  qa  pass rate 50.0% (2/4) < min 90.0%"),
+        out.stdout.contains(
+            "FAIL  qa  pass rate 50.0% (95% CI 15.0%–85.0%, 4 cells) is below min_pass_rate 90.0%"
+        ),
         "{}",
         out.stdout
     );
@@ -410,6 +412,23 @@ fn report_compare_and_gate_on_stored_results() {
     );
     let out = cli(&["gate", "--results", cand, "--min-pass-rate", "50%"]);
     assert_eq!(out.code, 0, "{}", out.all());
+    // 2 of 4 is 50%, but its interval's lower bound is not.
+    let out = cli(&[
+        "gate",
+        "--results",
+        cand,
+        "--min-pass-rate",
+        "50%",
+        "--lower-bound",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert!(
+        out.stdout.contains(
+            "FAIL  qa  Wilson lower bound 15.0% of pass rate 50.0% (95% CI 15.0%–85.0%, 4 cells) is below min_pass_rate 50.0%"
+        ),
+        "{}",
+        out.stdout
+    );
     let out = cli(&[
         "gate",
         "--results",
@@ -552,7 +571,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("PASS  code-review  pass rate 100.0% (10/10)"),
+            .contains("PASS  code-review  pass rate 100.0% (95% CI 72.2%–100.0%, 10 cells)"),
         "{}",
         gate.stdout
     );
@@ -746,7 +765,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("PASS  code-review  pass rate 100.0% (10/10)")
+            .contains("PASS  code-review  pass rate 100.0% (95% CI 72.2%–100.0%, 10 cells)")
     );
 
     // export → import into another database → show there.
@@ -1044,7 +1063,7 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
     assert_eq!(gate.code, 1, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("FAIL  code-review  pass rate 50.0% (1/2) < min 100.0%")
+            .contains("FAIL  code-review  pass rate 50.0% (95% CI 9.5%–90.5%, 2 cells) is below min_pass_rate 100.0%")
     );
     let gate = cli(&["gate", "--results", s(&out_all), "--min-pass-rate", "50%"]);
     assert_eq!(gate.code, 0, "{}", gate.all());
@@ -1186,7 +1205,7 @@ fn nextest_shards_merge_then_gate() {
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("PASS  code-review  pass rate 100.0% (10/10) ≥ min 100.0%"),
+            .contains("PASS  code-review  pass rate 100.0% (95% CI 72.2%–100.0%, 10 cells) ≥ min_pass_rate 100.0%"),
         "{}",
         gate.stdout
     );

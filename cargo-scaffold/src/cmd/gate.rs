@@ -7,7 +7,7 @@ use crate::cli::GateArgs;
 use crate::cmd::compare::options;
 use crate::error::{CliError, CmdResult, Exit};
 use crate::results::{self, Baseline, BaselineFor};
-use crate::text::{pct, pts};
+use crate::text::pts;
 
 /// A rate given as a fraction (`0.9`) or a percentage (`90%`).
 pub fn parse_rate(raw: &str, flag: &str) -> Result<f64, CliError> {
@@ -28,21 +28,29 @@ pub fn parse_rate(raw: &str, flag: &str) -> Result<f64, CliError> {
     }
 }
 
-/// Whether `results` meet `min`, and the line that says so.
-pub fn pass_rate_line(results: &EvalResults, min: f64) -> (bool, String) {
-    let rate = results.pass_rate();
-    let ok = rate + 1e-12 >= min;
-    let line = format!(
-        "{}  {}  pass rate {} ({}/{}) {} min {}",
-        if ok { "PASS" } else { "FAIL" },
-        results.eval,
-        pct(rate),
-        results.passed_count(),
-        results.cell_count(),
-        if ok { "≥" } else { "<" },
-        pct(min)
+/// The gate's verdict on `results` (quarantine left out, on the Wilson lower
+/// bound when the eval or `lower_bound` asks), against `min` when given, else
+/// the eval's own `min_pass_rate`; and the lines that say so.
+pub fn verdict(results: &EvalResults, min: Option<f64>, lower_bound: bool) -> (bool, Vec<String>) {
+    let mut judged = results.clone();
+    if let Some(min) = min {
+        judged.config.min_pass_rate = min;
+    }
+    judged.gate_options.on_lower_bound |= lower_bound;
+    let gate = judged.gate_verdict();
+    let head = if gate.passed { "PASS" } else { "FAIL" };
+    let described = gate.describe();
+    // `describe` starts with `passed: ` or `FAILED: `, which `head` says already.
+    let what = described
+        .split_once(": ")
+        .map_or(described.as_str(), |(_, w)| w);
+    let mut lines = vec![format!("{head}  {}  {what}", results.eval)];
+    lines.extend(
+        gate.notes(&results.eval, &results.trial_stats)
+            .into_iter()
+            .map(|n| format!("        {n}")),
     );
-    (ok, line)
+    (gate.passed, lines)
 }
 
 /// `cargo scaffold gate`.
@@ -62,11 +70,15 @@ pub fn run(args: &GateArgs) -> CmdResult {
     let mut failed = 0;
     for item in &loaded {
         let results = &item.results;
-        let (ok, line) = pass_rate_line(results, min.unwrap_or(results.config.min_pass_rate));
-        println!("{line}");
+        let (ok, lines) = verdict(results, min, args.lower_bound);
+        lines.iter().for_each(|l| println!("{l}"));
         failed += usize::from(!ok);
         if !ok {
-            for cell in results.results.iter().filter(|c| !c.passed) {
+            for cell in results
+                .results
+                .iter()
+                .filter(|c| !c.passed && !c.quarantined)
+            {
                 let why = cell.failures().join("; ");
                 println!(
                     "        {}: {}",
