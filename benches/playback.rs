@@ -5,70 +5,30 @@
 //! A two-agent workflow (writer → reviewer, both on the OpenAI provider) runs
 //! over 500 cases × 2 variants. The cells are first recorded against the fake
 //! provider server, then each cell is run through the harness's cell path
-//! (`Eval::run_cell`: run, 4 assertions, scorer, in-memory store) in playback,
+//! (`Eval::run_cell`: run, 4 assertions, a code-check scorer, in-memory store) in playback,
 //! over real HTTP to the shared wiremock server. The baseline, measured in the
 //! same run, is the same cells with a scripted provider (no HTTP, no
 //! recordings): the difference is what playback costs per cell.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use scaffold::dataset::{Format, load_str};
+use common::{Doc, code_check, dataset, median, p95, scripted_echo, two_agent_workflow, us};
 use scaffold::eval::{CellEnv, Eval};
 use scaffold::prelude::*;
 use scaffold::provider::openai::OpenAi;
 use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};
 use scaffold::testing::FakeProviderServer;
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Doc {
-    topic: String,
-    draft: String,
-    review: String,
-}
-
-fn workflow(writer: Arc<dyn Provider>, reviewer: Arc<dyn Provider>) -> Workflow<Doc> {
-    let write = Agent::<Doc>::new("writer")
-        .provider_arc(writer)
-        .prompt(|s| format!("Write one sentence about {}", s.topic))
-        .update(|t, s| s.draft = t)
-        .emits("draft:ready");
-    let review = Agent::<Doc>::new("reviewer")
-        .provider_arc(reviewer)
-        .prompt(|s| format!("Review: {}", s.draft))
-        .update(|t, s| s.review = t);
-    Workflow::new("write-review", Doc::default())
-        .start(|input, s| s.topic = input["topic"].as_str().unwrap_or_default().to_string())
-        .phase("write", Phase::run(write).next("review"))
-        .phase("review", Phase::run(review).next("done"))
-        .terminal("done")
-        .output(|s| json!(s.review))
-}
-
-fn dataset(cases: usize) -> scaffold::dataset::Dataset {
-    let mut yaml = String::from(
-        "name: bench\ndefaultAssertions:\n  - type: signal.not\n    pattern: \"error:*\"\n  - type: signal.trajectory\n    patterns: [harness:start, draft:ready, harness:end]\n  - type: agent.activated\n    agentId: reviewer\n  - type: output.contains\n    text: Echo\ncases:\n",
-    );
-    for i in 0..cases {
-        yaml.push_str(&format!(
-            "  - id: case-{i}\n    input: {{topic: \"topic number {i}\"}}\n    assertions: []\n"
-        ));
-    }
-    match load_str(&yaml, Format::Yaml, "bench.yaml") {
-        Ok(d) => d,
-        Err(e) => panic!("bench dataset: {e}"),
-    }
-}
 
 fn eval(provider: impl Fn() -> Arc<dyn Provider>, cases: usize) -> Eval<Doc> {
     Eval::new()
         .name("bench")
-        .variant("a", workflow(provider(), provider()))
-        .variant("b", workflow(provider(), provider()))
-        .dataset(dataset(cases))
-        .scorer(scaffold::scorer::output_valid())
+        .variant("a", two_agent_workflow(provider(), provider()))
+        .variant("b", two_agent_workflow(provider(), provider()))
+        .dataset(dataset(cases, common::TWO_AGENT_TRAJECTORY))
+        .scorer(code_check())
 }
 
 /// Per-cell times of every cell of `eval`, run one after the other.
@@ -83,14 +43,6 @@ async fn time_cells(eval: &Eval<Doc>, env: &CellEnv) -> (Vec<Duration>, usize) {
     }
     times.sort();
     (times, failed)
-}
-
-fn median_us(times: &[Duration]) -> f64 {
-    times[times.len() / 2].as_secs_f64() * 1e6
-}
-
-fn p95_us(times: &[Duration]) -> f64 {
-    times[(times.len() * 95 / 100).min(times.len() - 1)].as_secs_f64() * 1e6
 }
 
 fn main() {
@@ -141,12 +93,7 @@ fn main() {
         store.flush().expect("flush");
 
         // Baseline: the same cells with a scripted provider (no HTTP).
-        let scripted = || -> Arc<dyn Provider> {
-            Arc::new(ScriptedProvider::responder("gpt-4o-mini", |req| {
-                ScriptedReply::text(format!("Echo: {}", req.messages[0].text()))
-            }))
-        };
-        let base = eval(scripted, cases);
+        let base = eval(scripted_echo, cases);
         let env = CellEnv {
             store: Some(store.clone()),
             transport: None,
@@ -154,18 +101,18 @@ fn main() {
         let _ = time_cells(&base, &env).await;
         let (baseline, _) = time_cells(&base, &env).await;
 
-        let (p, b) = (median_us(&played), median_us(&baseline));
+        let (p, b) = (us(median(&played)), us(median(&baseline)));
         println!(
             "playback, {} cells of a two-agent workflow (2 HTTP calls per cell):",
             played.len()
         );
         println!(
             "  playback cell      median {p:>9.1} µs   p95 {:>9.1} µs",
-            p95_us(&played)
+            us(p95(&played))
         );
         println!(
             "  scripted baseline  median {b:>9.1} µs   p95 {:>9.1} µs",
-            p95_us(&baseline)
+            us(p95(&baseline))
         );
         println!(
             "  playback overhead  median {:>9.1} µs per cell ({:.1}× the baseline cell)",

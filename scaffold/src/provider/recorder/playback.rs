@@ -1,13 +1,18 @@
-//! Playback mode: one wiremock server per process answers every recorded
-//! call from its cassette, found by key.
+//! Playback mode: one wiremock server at a time per process answers every
+//! recorded call from its cassette, found by key.
 //!
 //! The server is started lazily by the first playback request, on a
 //! dedicated thread with its own tokio runtime (test harness runtimes come
-//! and go; the server must outlive them), and lives until the process ends.
-//! It has ONE mock, whose responder finds the cassette by key, compares the
+//! and go; the server must outlive them). Every `REQUESTS_PER_SERVER`
+//! requests a fresh server takes over and the previous one stops once its
+//! requests in flight are answered, because wiremock keeps a copy of every
+//! request a mock matched.
+//!
+//! A server has ONE mock, whose responder finds the cassette by key, compares the
 //! request that came over the wire with the recorded one and answers with
 //! the recorded status, headers and body. Request recording of the server
-//! is off, so memory does not grow with the number of calls.
+//! is off and servers are replaced, so memory does not grow with the number
+//! of calls.
 //!
 //! The server runs on one thread, so work done there limits throughput.
 //! The playback transport therefore reads and parses the cassette on the
@@ -53,19 +58,48 @@ const ERROR_STATUS: u16 = 599;
 /// Parsed cassettes kept in memory at most.
 const CACHE_CAPACITY: usize = 256;
 
-/// The playback server's address, once started.
-static SERVER: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+/// Requests one playback server answers before a fresh one takes over.
+///
+/// wiremock keeps a copy of every request a mock matched (its headers hold
+/// on to the connection's read buffer, several KiB each), whether or not
+/// request recording is on, and frees them only on `reset`, which would
+/// race with requests in flight. So the playback server is replaced after
+/// this many requests and dropped once its last request is answered:
+/// memory stays bounded however many cells a run has.
+const REQUESTS_PER_SERVER: u64 = if cfg!(test) { 4 } else { 512 };
 
-/// Start the process-wide playback server if needed; its base URI.
-pub(crate) async fn server_uri() -> Result<&'static str, String> {
-    SERVER
-        .get_or_try_init(start_server)
-        .await
-        .map(String::as_str)
+/// One playback server: its address, how many requests were sent to it,
+/// and the handle that stops it when the last user lets go.
+pub(crate) struct PlaybackServer {
+    uri: String,
+    sent: AtomicU64,
+    /// Dropping it stops the server's thread.
+    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
-async fn start_server() -> Result<String, String> {
+/// The playback server in use.
+static SERVER: tokio::sync::Mutex<Option<Arc<PlaybackServer>>> =
+    tokio::sync::Mutex::const_new(None);
+
+/// The playback server for one request, started or replaced if needed.
+/// Hold on to it until the answer has arrived.
+pub(crate) async fn server() -> Result<Arc<PlaybackServer>, String> {
+    let mut current = SERVER.lock().await;
+    if let Some(server) = current.as_ref()
+        && server.sent.fetch_add(1, Ordering::Relaxed) < REQUESTS_PER_SERVER
+    {
+        return Ok(server.clone());
+    }
+    let server = Arc::new(start_server().await?);
+    server.sent.store(1, Ordering::Relaxed);
+    // The previous server stops when its requests in flight are answered.
+    *current = Some(server.clone());
+    Ok(server)
+}
+
+async fn start_server() -> Result<PlaybackServer, String> {
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<String, String>>();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     std::thread::Builder::new()
         .name("scaffold-playback".to_string())
         .spawn(move || {
@@ -90,14 +124,18 @@ async fn start_server() -> Result<String, String> {
                     .mount(&server)
                     .await;
                 let _ = tx.send(Ok(server.uri()));
-                // Keep the server (and this runtime) alive for the whole process.
-                std::future::pending::<()>().await;
+                // Serve until the last user of this server lets go (or the process ends).
+                let _ = stopped.await;
                 drop(server);
             });
         })
         .map_err(|e| format!("playback: could not start the playback server thread: {e}"))?;
     match rx.await {
-        Ok(Ok(uri)) => Ok(uri),
+        Ok(Ok(uri)) => Ok(PlaybackServer {
+            uri,
+            sent: AtomicU64::new(0),
+            _stop: stop,
+        }),
         Ok(Err(e)) => Err(format!(
             "playback: could not start the playback server: {e}"
         )),
@@ -392,7 +430,8 @@ impl Transport for PlaybackTransport {
         let loaded =
             load(&path).map_err(|e| TransportError::Playback(load_error_message(&id, &path, e)))?;
         let staged = Staged::new(loaded);
-        let uri = server_uri().await.map_err(TransportError::Playback)?;
+        let server = server().await.map_err(TransportError::Playback)?;
+        let uri = &server.uri;
         let (_, path, query) = split_url(&request.url);
         let url = match query {
             Some(q) => format!("{uri}{path}?{q}"),
@@ -418,6 +457,7 @@ impl Transport for PlaybackTransport {
         };
         let response = self.inner.send(rewritten, context).await?;
         drop(staged);
+        drop(server);
         if response.status == ERROR_STATUS && response.header(ERROR_HEADER).is_some() {
             let bytes = match response.body {
                 HttpBody::Full(bytes) => bytes.to_vec(),
@@ -529,6 +569,79 @@ mod tests {
             err.contains("no recording") && err.contains(&other),
             "{err}"
         );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn servers_are_replaced_and_the_old_ones_stop() {
+        let dir = std::env::temp_dir().join(format!("scaffold-rotation-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let id = RecordingId::new("d", "rotation", "v", "n", 0);
+        let body = serde_json::json!({"model": "m"});
+        Cassette {
+            version: CASSETTE_VERSION,
+            id: id.to_string(),
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: "/v1/chat/completions".into(),
+                query: None,
+                headers: Default::default(),
+                body: Some(body.clone()),
+            },
+            response: RecordedResponse {
+                status: 200,
+                headers: Default::default(),
+                body: Some(serde_json::json!({"ok": true})),
+                text: None,
+                sse: None,
+                truncated: false,
+                error: None,
+            },
+            timing: Timing::default(),
+        }
+        .save(&dir.join(format!("{id}.json")))
+        .unwrap();
+        let transport = PlaybackTransport::new(
+            crate::provider::http::ReqwestTransport::shared(),
+            &dir,
+            Arc::new(Redactor::default()),
+        );
+        let context = CallContext {
+            recording_id: Some(id.to_string()),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // Every answer is right across several replacements of the server.
+            for _ in 0..3 * REQUESTS_PER_SERVER {
+                let request = HttpRequest {
+                    method: "POST".into(),
+                    url: "http://api.invalid/v1/chat/completions".into(),
+                    headers: vec![],
+                    body: Some(body.clone()),
+                };
+                let response = transport.send(request, &context).await.unwrap();
+                assert_eq!(response.status, 200);
+            }
+            // A replaced server stops once nobody uses it.
+            let old = server().await.unwrap();
+            let old_address = old.uri.trim_start_matches("http://").to_string();
+            let mut new = server().await.unwrap();
+            while new.uri == old.uri {
+                new = server().await.unwrap();
+            }
+            drop((old, new));
+            let stopped = (0..500).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::net::TcpStream::connect(&old_address).is_err()
+            });
+            assert!(
+                stopped,
+                "the replaced playback server at {old_address} still listens"
+            );
+        });
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -1,0 +1,869 @@
+//! The benchmark suite: every figure of DESIGN.md's performance budgets,
+//! each beside its budget and a baseline measured in the same run.
+//!
+//! ```text
+//! cargo bench --bench suite
+//! SCAFFOLD_BENCH_PARTS=playback,live SCAFFOLD_BENCH_SIZES=200,2000 cargo bench --bench suite
+//! benches/side_by_side.sh        # the same, with promptfoo on the same workloads
+//! ```
+//!
+//! - **playback**: the harness (`scaffold::harness::main_in`, as `cargo test
+//!   --test evals` runs it) in a child process over a temporary package of
+//!   N cells (N/2 cases × 2 variants, OpenAI and Anthropic) of a two-agent
+//!   workflow: 2 HTTP calls per cell to the wiremock playback server, 4
+//!   assertions and a code-check scorer, the SQLite store (a file), an insta
+//!   snapshot per cell, the table and the JSON results. The cassettes are
+//!   first recorded in record mode against `FakeProviderServer`. Figures:
+//!   wall time and CPU time of the whole process per cell, and its peak
+//!   resident memory (VmHWM). Baseline: the same harness and cells on a
+//!   scripted echo model (no HTTP, no cassettes), run alternately with it.
+//! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
+//!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
+//!   32 test threads; wall time as a ratio to the ideal ⌈cells /
+//!   concurrency⌉ × latency. Baseline: the same 200 calls made by the
+//!   provider alone, as many at a time, in this process.
+//! - **store**, **assertions**: `cargo bench -p scaffold --bench store` and
+//!   `--bench assertions`, run as they are, their figures checked here.
+//! - **promptfoo** (when `PROMPTFOO_CLI` and `PROMPTFOO_NODE` name its
+//!   `main.js` and a Node 22 binary; `benches/side_by_side.sh` sets them):
+//!   promptfoo on the same workloads (N/2 cases × 2 providers, `contains`,
+//!   `icontains`, `regex` and a `javascript` check, the same fake server),
+//!   alternating with ours, and the ratios.
+//!
+//! Environment: `SCAFFOLD_BENCH_PARTS` (default `playback,live,store,assertions`),
+//! `SCAFFOLD_BENCH_SIZES` (cells, default `200,2000,10000`),
+//! `SCAFFOLD_BENCH_REPS` (timed runs of each configuration, default 3, 2
+//! from 5,000 cells; the median is reported), `SCAFFOLD_BENCH_KEEP=1` (keep the temporary packages,
+//! with their recordings and snapshots, to profile a child on them: the
+//! command line of a child is `SCAFFOLD_BENCH_CHILD={package} SCAFFOLD_BENCH_EVAL=playback
+//! SCAFFOLD_DATABASE=... {this binary} playback::`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Doc, SelfUsage, code_check, load_average, ms};
+use scaffold::dataset::{Dataset, DatasetError};
+use scaffold::eval::Eval;
+use scaffold::prelude::*;
+use scaffold::provider::anthropic::Anthropic;
+use scaffold::provider::openai::OpenAi;
+use scaffold::provider::{CompletionRequest, Message};
+use scaffold::testing::FakeProviderServer;
+
+/// Set in a child: the package directory it runs the harness in.
+const CHILD_ENV: &str = "SCAFFOLD_BENCH_CHILD";
+/// Set in a child: the file it writes its [`SelfUsage`] to.
+const STATS_ENV: &str = "SCAFFOLD_BENCH_STATS";
+/// Set in a child: the eval that gets the dataset `evals/bench.yaml`.
+const EVAL_ENV: &str = "SCAFFOLD_BENCH_EVAL";
+
+const LATENCY: Duration = Duration::from_millis(100);
+const LIVE_CELLS: usize = 200;
+const BUDGET_PLAYBACK_MS: f64 = 0.1;
+const BUDGET_LIVE_RATIO: f64 = 1.10;
+
+// ---------------------------------------------------------------------------
+// The child: the evals this binary registers, run by the real harness.
+
+/// The dataset of `eval`: `evals/bench.yaml` when it is the one being
+/// measured, one case otherwise (its cells are filtered out).
+fn cases_of(eval: &str) -> Result<Dataset, DatasetError> {
+    if std::env::var(EVAL_ENV).is_ok_and(|e| e == eval) {
+        scaffold::dataset::load("evals/bench.yaml")
+    } else {
+        Ok(common::dataset(1, common::TWO_AGENT_TRAJECTORY))
+    }
+}
+
+fn openai() -> Arc<dyn Provider> {
+    Arc::new(OpenAi::new("gpt-4o-mini"))
+}
+
+fn anthropic() -> Arc<dyn Provider> {
+    Arc::new(Anthropic::new("claude-haiku-4-5"))
+}
+
+#[scaffold::eval(name = "playback")]
+fn playback_eval() -> Eval<Doc> {
+    Eval::new().scorer(code_check())
+}
+
+#[scaffold::variant(eval = "playback_eval", name = "openai")]
+fn playback_openai() -> Workflow<Doc> {
+    common::two_agent_workflow(openai(), openai())
+}
+
+#[scaffold::variant(eval = "playback_eval", name = "anthropic")]
+fn playback_anthropic() -> Workflow<Doc> {
+    common::two_agent_workflow(anthropic(), anthropic())
+}
+
+#[scaffold::dataset(eval = "playback_eval")]
+fn playback_cases() -> Result<Dataset, DatasetError> {
+    cases_of("playback")
+}
+
+#[scaffold::eval(name = "scripted")]
+fn scripted_eval() -> Eval<Doc> {
+    Eval::new().scorer(code_check())
+}
+
+#[scaffold::variant(eval = "scripted_eval", name = "a")]
+fn scripted_a() -> Workflow<Doc> {
+    common::two_agent_workflow(common::scripted_echo(), common::scripted_echo())
+}
+
+#[scaffold::variant(eval = "scripted_eval", name = "b")]
+fn scripted_b() -> Workflow<Doc> {
+    common::two_agent_workflow(common::scripted_echo(), common::scripted_echo())
+}
+
+#[scaffold::dataset(eval = "scripted_eval")]
+fn scripted_cases() -> Result<Dataset, DatasetError> {
+    cases_of("scripted")
+}
+
+#[scaffold::eval(name = "live")]
+fn live_eval() -> Eval<Doc> {
+    Eval::new().scorer(code_check())
+}
+
+#[scaffold::variant(eval = "live_eval", name = "openai")]
+fn live_openai() -> Workflow<Doc> {
+    common::one_agent_workflow(openai())
+}
+
+#[scaffold::variant(eval = "live_eval", name = "anthropic")]
+fn live_anthropic() -> Workflow<Doc> {
+    common::one_agent_workflow(anthropic())
+}
+
+#[scaffold::dataset(eval = "live_eval")]
+fn live_cases() -> Result<Dataset, DatasetError> {
+    cases_of("live")
+}
+
+fn child(dir: &str) -> ExitCode {
+    let code = scaffold::harness::main_in(dir);
+    if let Some(path) = std::env::var_os(STATS_ENV) {
+        let _ = std::fs::write(path, SelfUsage::read().to_line());
+    }
+    code
+}
+
+fn main() -> ExitCode {
+    if let Ok(dir) = std::env::var(CHILD_ENV) {
+        return child(&dir);
+    }
+    match parent() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The parent: prepares packages, runs children, prints figures.
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// One measured process.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    usage: SelfUsage,
+    /// The harness's time from the first cell to the last (libtest's
+    /// `finished in`), when the tool printed it.
+    cells: Option<Duration>,
+}
+
+/// The median of each figure over runs.
+fn median_sample(samples: &[Sample]) -> Sample {
+    let mid = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    Sample {
+        wall: Duration::from_nanos(mid(samples
+            .iter()
+            .map(|s| s.wall.as_nanos() as u64)
+            .collect())),
+        usage: SelfUsage {
+            peak_rss_kib: mid(samples.iter().map(|s| s.usage.peak_rss_kib).collect()),
+            cpu: Duration::from_nanos(mid(samples
+                .iter()
+                .map(|s| s.usage.cpu.as_nanos() as u64)
+                .collect())),
+        },
+        cells: None,
+    }
+}
+
+fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.to_string())
+        .split(',')
+        .map(|s| s.trim().replace('_', ""))
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// promptfoo, when the side-by-side script made it available.
+struct Promptfoo {
+    node: PathBuf,
+    cli: PathBuf,
+    version: String,
+}
+
+impl Promptfoo {
+    fn from_env() -> Option<Promptfoo> {
+        let node = PathBuf::from(std::env::var_os("PROMPTFOO_NODE")?);
+        let cli = PathBuf::from(std::env::var_os("PROMPTFOO_CLI")?);
+        let version = Command::new(&node)
+            .arg(&cli)
+            .arg("--version")
+            .env("PROMPTFOO_DISABLE_TELEMETRY", "1")
+            .env("PROMPTFOO_DISABLE_UPDATE", "1")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        let node_version = Command::new(&node)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        Some(Promptfoo {
+            node,
+            cli,
+            version: format!("promptfoo {version} on Node {node_version}"),
+        })
+    }
+
+    /// Write a promptfoo suite of `cases` cases × 2 providers into `dir`.
+    fn write_suite(&self, dir: &Path, cases: usize, base_url: &str) -> Res<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let mut tests = String::new();
+        for i in 0..cases {
+            tests.push_str(&format!("- vars: {{topic: \"topic number {i}\"}}\n"));
+        }
+        std::fs::write(dir.join("tests.yaml"), tests)?;
+        let config = format!(
+            "description: bench\n\
+             prompts: ['Write one sentence about {{{{topic}}}}']\n\
+             providers:\n\
+             \x20 - id: openai:chat:gpt-4o-mini\n    config: {{apiBaseUrl: '{base_url}'}}\n\
+             \x20 - id: openai:chat:gpt-4o\n    config: {{apiBaseUrl: '{base_url}'}}\n\
+             defaultTest:\n  assert:\n\
+             \x20   - {{type: contains, value: Echo}}\n\
+             \x20   - {{type: icontains, value: echo}}\n\
+             \x20   - {{type: regex, value: '^Echo: '}}\n\
+             \x20   - {{type: javascript, value: 'output.length > 0'}}\n\
+             tests: file://tests.yaml\n"
+        );
+        let path = dir.join("promptfooconfig.yaml");
+        std::fs::write(&path, config)?;
+        std::fs::write(
+            dir.join("maxrss.cjs"),
+            "process.on('exit', () => { const u = process.resourceUsage(); \
+             require('fs').writeFileSync(process.env.SCAFFOLD_BENCH_STATS, \
+             `${u.maxRSS} ${u.userCPUTime + u.systemCPUTime}`); });\n",
+        )?;
+        Ok(path)
+    }
+
+    /// Run `promptfoo eval` on the suite in `dir`; `concurrency` None is its default.
+    fn run(&self, dir: &Path, concurrency: Option<usize>) -> Res<Sample> {
+        let stats = dir.join("stats.txt");
+        let _ = std::fs::remove_file(&stats);
+        let mut cmd = Command::new(&self.node);
+        cmd.arg(&self.cli)
+            .args(["eval", "-c", "promptfooconfig.yaml", "--no-cache"])
+            .args(["--no-table", "--no-progress-bar", "-o", "out.json"])
+            .current_dir(dir)
+            .env("PROMPTFOO_CONFIG_DIR", dir.join(".promptfoo"))
+            .env("PROMPTFOO_DISABLE_TELEMETRY", "1")
+            .env("PROMPTFOO_DISABLE_UPDATE", "1")
+            .env("PROMPTFOO_DISABLE_SHARING", "1")
+            .env("OPENAI_API_KEY", "sk-bench")
+            .env(
+                "NODE_OPTIONS",
+                format!("--require {}", dir.join("maxrss.cjs").display()),
+            )
+            .env(STATS_ENV, &stats);
+        if let Some(c) = concurrency {
+            cmd.args(["--max-concurrency", &c.to_string()]);
+        }
+        run_measured(cmd, &stats, dir, "promptfoo", &[0])
+    }
+}
+
+/// Run `cmd`, stdout discarded, stderr kept in `dir`; its wall time and the usage it wrote to `stats`.
+fn run_measured(
+    mut cmd: Command,
+    stats: &Path,
+    dir: &Path,
+    what: &str,
+    ok_codes: &[i32],
+) -> Res<Sample> {
+    let log = dir.join(format!("{what}.stderr.txt"));
+    let out = dir.join(format!("{what}.stdout.txt"));
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out)?)
+        .stderr(std::fs::File::create(&log)?);
+    let start = Instant::now();
+    let status = cmd.status()?;
+    let wall = start.elapsed();
+    if !status.code().is_some_and(|c| ok_codes.contains(&c)) {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(30).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(format!("{what} failed ({status}):\n{}", tail.join("\n")).into());
+    }
+    let usage = std::fs::read_to_string(stats)
+        .ok()
+        .and_then(|l| SelfUsage::from_line(&l))
+        .ok_or_else(|| format!("{what} wrote no usage figures to {}", stats.display()))?;
+    // libtest's own clock: from the first cell to the last.
+    let cells = std::fs::read_to_string(&out).ok().and_then(|text| {
+        let line = text.lines().rev().find(|l| l.contains("finished in "))?;
+        let secs = line.rsplit("finished in ").next()?.trim_end_matches('s');
+        secs.parse::<f64>().ok().map(Duration::from_secs_f64)
+    });
+    Ok(Sample { wall, usage, cells })
+}
+
+/// A temporary package for the harness: `evals/bench.yaml` with `cases` cases.
+struct Package {
+    dir: PathBuf,
+}
+
+impl Package {
+    fn new(root: &Path, name: &str, cases: usize) -> Res<Package> {
+        let dir = root.join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("evals"))?;
+        std::fs::write(
+            dir.join("evals").join("bench.yaml"),
+            common::dataset_yaml("bench", cases, common::TWO_AGENT_TRAJECTORY),
+        )?;
+        Ok(Package { dir })
+    }
+
+    /// Run the harness on eval `eval` in a child process.
+    fn run(&self, eval: &str, mode: &str, update_snapshots: bool, args: &[String]) -> Res<Sample> {
+        self.run_with(eval, mode, update_snapshots, args, &[])
+    }
+
+    /// [`Package::run`] with more environment variables.
+    fn run_with(
+        &self,
+        eval: &str,
+        mode: &str,
+        update_snapshots: bool,
+        args: &[String],
+        env: &[(&str, &Path)],
+    ) -> Res<Sample> {
+        let db = self.dir.join("scaffold.db");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+        let stats = self.dir.join("stats.txt");
+        let _ = std::fs::remove_file(&stats);
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg(format!("{eval}::"))
+            .args(args)
+            .current_dir(&self.dir)
+            .env(CHILD_ENV, &self.dir)
+            .env(STATS_ENV, &stats)
+            .env(EVAL_ENV, eval)
+            .env("SCAFFOLD_MODE", mode)
+            .env("SCAFFOLD_DATABASE", &db)
+            .env("CARGO_TARGET_DIR", self.dir.join("target"))
+            .env(
+                "INSTA_UPDATE",
+                if update_snapshots { "always" } else { "no" },
+            )
+            .env("SCAFFOLD_PROGRESS", "0")
+            .env("OPENAI_API_KEY", "sk-bench")
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench")
+            .env_remove("SCAFFOLD_BASELINE")
+            .env_remove("SCAFFOLD_TAGS")
+            .env_remove("SCAFFOLD_FORMAT")
+            .env_remove("INSTA_WORKSPACE_ROOT")
+            .env_remove("NEXTEST_RUN_ID")
+            .env_remove("NEXTEST")
+            .env_remove("INSTA_PENDING_DIR");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run_measured(cmd, &stats, &self.dir, eval, &[0])
+    }
+}
+
+fn with_urls(server: &FakeProviderServer) {
+    // SAFETY: the parent sets these before starting any child; its own
+    // threads (the fake server's runtime) do not read the environment.
+    unsafe {
+        std::env::set_var("OPENAI_BASE_URL", server.openai_base_url());
+        std::env::set_var("ANTHROPIC_BASE_URL", server.anthropic_base_url());
+    }
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn per_cell_ms(d: Duration, cells: usize) -> f64 {
+    ms(d) / cells as f64
+}
+
+/// Figures for the side-by-side table: (workload, ours, promptfoo, unit).
+type Side = Vec<(String, f64, f64, &'static str)>;
+
+fn parent() -> Res<()> {
+    let parts = env_list("SCAFFOLD_BENCH_PARTS", "playback,live,store,assertions");
+    let sizes: Vec<usize> = env_list("SCAFFOLD_BENCH_SIZES", "200,2000,10000")
+        .iter()
+        .map(|s| s.parse::<usize>())
+        .collect::<Result<_, _>>()?;
+    let reps: Option<usize> = std::env::var("SCAFFOLD_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(|n: usize| n.max(1));
+    let promptfoo = Promptfoo::from_env();
+    let root = std::env::temp_dir().join(format!("scaffold-bench-suite-{}", std::process::id()));
+    std::fs::create_dir_all(&root)?;
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    println!("scaffold benchmark suite");
+    println!(
+        "  machine: {cpus} CPU(s), {}; load average at start {}",
+        cpu_model(),
+        load_average()
+    );
+    if let Some(pf) = &promptfoo {
+        println!("  side by side with {}", pf.version);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let mut side: Side = Vec::new();
+    let mut verdicts: Vec<String> = Vec::new();
+
+    if parts.iter().any(|p| p == "playback") {
+        let server = runtime.block_on(FakeProviderServer::start())?;
+        with_urls(&server);
+        playback(
+            &root,
+            &sizes,
+            reps,
+            &server,
+            promptfoo.as_ref(),
+            &mut side,
+            &mut verdicts,
+        )?;
+    }
+    if parts.iter().any(|p| p == "live") {
+        let server = runtime.block_on(FakeProviderServer::start())?;
+        with_urls(&server);
+        live(
+            &root,
+            reps.unwrap_or(3),
+            &runtime,
+            &server,
+            promptfoo.as_ref(),
+            &mut side,
+            &mut verdicts,
+        )?;
+    }
+    for part in ["store", "assertions"] {
+        if parts.iter().any(|p| p == part) {
+            scaffold_bench(part, &mut verdicts)?;
+        }
+    }
+
+    if !side.is_empty() {
+        println!(
+            "\nside by side (measured in this run, alternately; ratio = promptfoo / scaffold):"
+        );
+        println!(
+            "  {:<44} {:>12} {:>12} {:>8}",
+            "figure", "scaffold", "promptfoo", "ratio"
+        );
+        for (what, ours, theirs, unit) in &side {
+            println!(
+                "  {:<44} {:>9.3} {unit:<2} {:>9.3} {unit:<2} {:>7.1}×",
+                what,
+                ours,
+                theirs,
+                theirs / ours
+            );
+        }
+    }
+    println!("\nbudgets (DESIGN.md):");
+    for v in &verdicts {
+        println!("  {v}");
+    }
+    println!("  load average at end {}", load_average());
+    if keep() {
+        println!("  packages kept in {}", root.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    Ok(())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn playback(
+    root: &Path,
+    sizes: &[usize],
+    reps: Option<usize>,
+    server: &FakeProviderServer,
+    promptfoo: Option<&Promptfoo>,
+    side: &mut Side,
+    verdicts: &mut Vec<String>,
+) -> Res<()> {
+    println!(
+        "\nplayback: two-agent workflow, N/2 cases × 2 variants (OpenAI, Anthropic), 2 HTTP calls per cell\n\
+         to the wiremock playback server, 4 assertions + a code-check scorer, SQLite store, insta snapshot,\n\
+         table and JSON report; one `cargo test --test evals`-style process per run (median of {} runs,\n\
+         2 from 5,000 cells; default test threads). Baseline: the same cells on a scripted echo model\n\
+         (no HTTP).",
+        reps.unwrap_or(3)
+    );
+    if promptfoo.is_some() {
+        println!(
+            "promptfoo: N/2 cases × 2 providers (openai:chat against the fake server, no latency, --no-cache),\n\
+             contains + icontains + regex + javascript, default concurrency."
+        );
+    }
+    println!(
+        "  {:>6}  {:>11} {:>11} {:>9}  {:>11} {:>11} {:>9}  {:>9}",
+        "cells", "wall/cell", "CPU/cell", "peak RSS", "scripted", "CPU/cell", "peak RSS", "ratio"
+    );
+    let mut rss = Vec::new();
+    let mut largest = None;
+    for &cells in sizes {
+        let cases = cells.div_ceil(2);
+        let cells = cases * 2;
+        let pkg = Package::new(root, &format!("playback-{cells}"), cases)?;
+        // Untimed: record the cassettes, write the snapshots.
+        pkg.run("playback", "record", true, &[])?;
+        pkg.run("scripted", "playback", true, &[])?;
+        let pf_dir = pkg.dir.join("promptfoo");
+        if let Some(pf) = promptfoo {
+            pf.write_suite(&pf_dir, cases, &server.openai_base_url())?;
+        }
+        let (mut played, mut scripted, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut no_scan = Vec::new();
+        let pending = pkg.dir.join("pending");
+        let runs = reps.unwrap_or(if cells >= 5000 { 2 } else { 3 });
+        for _ in 0..runs {
+            played.push(pkg.run("playback", "playback", false, &[])?);
+            scripted.push(pkg.run("scripted", "playback", false, &[])?);
+            // Diagnostic: with insta's pending snapshots elsewhere, its
+            // assertion no longer lists `snapshots/` on every cell (see README).
+            no_scan.push(pkg.run_with(
+                "playback",
+                "playback",
+                false,
+                &[],
+                &[("INSTA_PENDING_DIR", &pending)],
+            )?);
+            if let Some(pf) = promptfoo {
+                theirs.push(pf.run(&pf_dir, None)?);
+            }
+        }
+        let (p, s) = (median_sample(&played), median_sample(&scripted));
+        println!(
+            "  {cells:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  {:>8.2}×",
+            per_cell_ms(p.wall, cells),
+            per_cell_ms(p.usage.cpu, cells),
+            mib(p.usage.peak_rss_kib),
+            per_cell_ms(s.wall, cells),
+            per_cell_ms(s.usage.cpu, cells),
+            mib(s.usage.peak_rss_kib),
+            p.wall.as_secs_f64() / s.wall.as_secs_f64(),
+        );
+        let n = median_sample(&no_scan);
+        println!(
+            "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  (playback without insta's scan of snapshots/, {:.2}× faster)",
+            "",
+            per_cell_ms(n.wall, cells),
+            per_cell_ms(n.usage.cpu, cells),
+            mib(n.usage.peak_rss_kib),
+            p.wall.as_secs_f64() / n.wall.as_secs_f64(),
+        );
+        if !theirs.is_empty() {
+            let t = median_sample(&theirs);
+            println!(
+                "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  (promptfoo)",
+                "",
+                per_cell_ms(t.wall, cells),
+                per_cell_ms(t.usage.cpu, cells),
+                mib(t.usage.peak_rss_kib),
+            );
+            side.push((
+                format!("{cells} cells: wall time per cell"),
+                per_cell_ms(p.wall, cells),
+                per_cell_ms(t.wall, cells),
+                "ms",
+            ));
+            side.push((
+                format!("{cells} cells: CPU time per cell"),
+                per_cell_ms(p.usage.cpu, cells),
+                per_cell_ms(t.usage.cpu, cells),
+                "ms",
+            ));
+            side.push((
+                format!("{cells} cells: peak RSS"),
+                mib(p.usage.peak_rss_kib),
+                mib(t.usage.peak_rss_kib),
+                "MiB",
+            ));
+        }
+        rss.push((cells, p.usage.peak_rss_kib));
+        largest = Some((cells, p, s, n));
+        if !keep() {
+            let _ = std::fs::remove_dir_all(&pkg.dir);
+        }
+    }
+    if let Some((cells, p, s, n)) = largest {
+        let wall = per_cell_ms(p.wall, cells);
+        let over = per_cell_ms(p.wall.saturating_sub(s.wall), cells);
+        verdicts.push(format!(
+            "playback at {cells} cells: {wall:.3} ms per cell (wall; {:.3} ms CPU), budget {BUDGET_PLAYBACK_MS} ms: {}; \
+             {over:.3} ms of it over the scripted baseline; {:.3} ms without insta's scan of snapshots/",
+            per_cell_ms(p.usage.cpu, cells),
+            if wall <= BUDGET_PLAYBACK_MS { "met" } else { "NOT met" },
+            per_cell_ms(n.wall, cells),
+        ));
+    }
+    if let (Some(first), Some(last)) = (rss.first(), rss.last())
+        && rss.len() > 1
+    {
+        let ratio = last.1 as f64 / first.1 as f64;
+        verdicts.push(format!(
+            "playback memory: peak RSS {:.1} MiB at {} cells, {:.1} MiB at {} cells ({ratio:.2}×); \
+             budget: does not grow with the cells: {}",
+            mib(first.1),
+            first.0,
+            mib(last.1),
+            last.0,
+            if ratio <= 1.25 { "met" } else { "NOT met" }
+        ));
+    }
+    Ok(())
+}
+
+/// The same calls as the live eval, made by the provider alone, `concurrency` at a time.
+async fn bare_calls(concurrency: usize) -> Duration {
+    let permits = Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let providers: [Arc<dyn Provider>; 2] = [openai(), anthropic()];
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..LIVE_CELLS {
+        let permits = permits.clone();
+        let provider = providers[i % 2].clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let request = CompletionRequest {
+                messages: vec![Message::user(format!(
+                    "Write one sentence about topic number {}",
+                    i / 2
+                ))],
+                ..Default::default()
+            };
+            provider.complete(&request, &mut ()).await.is_ok()
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        ok += usize::from(t.await.unwrap_or(false));
+    }
+    assert_eq!(ok, LIVE_CELLS, "bare provider calls failed");
+    start.elapsed()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn live(
+    root: &Path,
+    reps: usize,
+    runtime: &tokio::runtime::Runtime,
+    server: &FakeProviderServer,
+    promptfoo: Option<&Promptfoo>,
+    side: &mut Side,
+    verdicts: &mut Vec<String>,
+) -> Res<()> {
+    println!(
+        "\nlive: {LIVE_CELLS} cells (100 cases × 2 providers) of a one-agent workflow, one call each, against the\n\
+         fake provider server with {} ms latency; wall time of the whole process ({reps} runs, median) as a ratio\n\
+         to the ideal ⌈cells / concurrency⌉ × latency. Baseline: the same calls by the provider alone.",
+        LATENCY.as_millis()
+    );
+    let cases = LIVE_CELLS / 2;
+    let pkg = Package::new(root, "live", cases)?;
+    // Untimed, without latency: write the snapshots.
+    pkg.run("live", "live", true, &[])?;
+    server.set_latency(LATENCY);
+    let pf_dir = pkg.dir.join("promptfoo");
+    if let Some(pf) = promptfoo {
+        pf.write_suite(&pf_dir, cases, &server.openai_base_url())?;
+    }
+    println!(
+        "  {:>11}  {:>9} {:>9}  {:>9} {:>9}  {:>9}",
+        "concurrency", "ideal", "scaffold", "ratio", "bare", "ratio"
+    );
+    let mut figures: BTreeMap<usize, f64> = BTreeMap::new();
+    for concurrency in [8usize, 32] {
+        let ideal = LATENCY * LIVE_CELLS.div_ceil(concurrency) as u32;
+        let args = vec!["--test-threads".to_string(), concurrency.to_string()];
+        let (mut ours, mut bare, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut cell_phase = Vec::new();
+        for _ in 0..reps {
+            let sample = pkg.run("live", "live", false, &args)?;
+            ours.push(sample.wall);
+            cell_phase.extend(sample.cells);
+            bare.push(runtime.block_on(bare_calls(concurrency)));
+            if let Some(pf) = promptfoo {
+                theirs.push(pf.run(&pf_dir, Some(concurrency))?.wall);
+            }
+        }
+        for v in [&mut ours, &mut bare, &mut theirs, &mut cell_phase] {
+            v.sort();
+        }
+        let (o, b) = (common::median(&ours), common::median(&bare));
+        let ratio = o.as_secs_f64() / ideal.as_secs_f64();
+        println!(
+            "  {concurrency:>11}  {:>6.0} ms {:>6.0} ms  {:>8.3}× {:>6.0} ms  {:>8.3}×  (cells alone: {})",
+            ms(ideal),
+            ms(o),
+            ratio,
+            ms(b),
+            b.as_secs_f64() / ideal.as_secs_f64(),
+            if cell_phase.is_empty() {
+                "?".to_string()
+            } else {
+                let c = common::median(&cell_phase);
+                format!(
+                    "{:.0} ms, {:.3}×",
+                    ms(c),
+                    c.as_secs_f64() / ideal.as_secs_f64()
+                )
+            }
+        );
+        if !theirs.is_empty() {
+            let t = common::median(&theirs);
+            let their_ratio = t.as_secs_f64() / ideal.as_secs_f64();
+            println!(
+                "  {:>11}  {:>9} {:>6.0} ms  {:>8.3}×  (promptfoo --max-concurrency {concurrency})",
+                "",
+                "",
+                ms(t),
+                their_ratio
+            );
+            side.push((
+                format!("live, concurrency {concurrency}: wall / ideal"),
+                ratio,
+                their_ratio,
+                "",
+            ));
+        }
+        figures.insert(concurrency, ratio);
+    }
+    if let Some(ratio) = figures.get(&32) {
+        verdicts.push(format!(
+            "live at concurrency 32: {ratio:.3}× the ideal wall time, budget {BUDGET_LIVE_RATIO:.2}×: {}",
+            if *ratio <= BUDGET_LIVE_RATIO { "met" } else { "NOT met" }
+        ));
+    }
+    if !keep() {
+        let _ = std::fs::remove_dir_all(&pkg.dir);
+    }
+    Ok(())
+}
+
+/// `SCAFFOLD_BENCH_KEEP=1`: keep the temporary packages (to profile a child on them).
+fn keep() -> bool {
+    std::env::var("SCAFFOLD_BENCH_KEEP").is_ok_and(|v| v == "1")
+}
+
+/// Run `cargo bench -p scaffold --bench {name}`, show its output, check its `figures:` line.
+fn scaffold_bench(name: &str, verdicts: &mut Vec<String>) -> Res<()> {
+    println!("\n{name} (cargo bench -p scaffold --bench {name}):");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["bench", "-q", "-p", "scaffold", "--bench", name])
+        .stderr(Stdio::inherit())
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut figures = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("figures:") {
+            for pair in rest.split_whitespace() {
+                if let Some((k, v)) = pair.split_once('=')
+                    && let Ok(v) = v.parse::<f64>()
+                {
+                    figures.insert(k.to_string(), v);
+                }
+            }
+        } else {
+            println!("{line}");
+        }
+    }
+    if !out.status.success() {
+        return Err(format!("cargo bench -p scaffold --bench {name} failed").into());
+    }
+    let get = |k: &str| figures.get(k).copied().unwrap_or(f64::NAN);
+    let met = |ok: bool| if ok { "met" } else { "NOT met" };
+    match name {
+        "store" => {
+            let (rate, base) = (get("insert_rate"), get("baseline_rate"));
+            verdicts.push(format!(
+                "store insert: {rate:.0} signals/s ({:.2}× a bare prepared statement), budget 200000/s: {}",
+                rate / base,
+                met(rate >= 200_000.0)
+            ));
+            let (med, p99) = (get("state_at_median_ms"), get("state_at_p99_ms"));
+            verdicts.push(format!(
+                "state_at at {:.0} signals: median {med:.3} ms, p99 {p99:.3} ms ({:.0}× faster than without \
+                 checkpoints), budget 5 ms: {}",
+                get("signals"),
+                get("state_at_no_checkpoints_median_ms") / med,
+                met(p99 < 5.0)
+            ));
+        }
+        _ => {
+            let (total, scan) = (get("total_ms"), get("scan_ms"));
+            verdicts.push(format!(
+                "20 assertions over {:.0} signals: {total:.1} ms ({:.1}× one bare scan of the names), budget 100 ms: {}",
+                get("signals"),
+                total / scan,
+                met(total < 100.0)
+            ));
+        }
+    }
+    Ok(())
+}
