@@ -415,11 +415,38 @@ fn trials_variants_output_and_snapshot_settings() {
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
+    let snap = snaps.join("resume-fixture__beta__c1.snap");
+    assert!(snap.is_file(), "{}", text(&out));
+    let snapshot_run = || {
+        run(
+            &dir,
+            &["--exact", CELLS[1]],
+            &[("SCAFFOLD_SNAPSHOTS", snaps.to_str().unwrap())],
+        )
+    };
+    // Unchanged: it passes, and a stale pending snapshot is cleaned up.
+    let pending = snaps.join("resume-fixture__beta__c1.snap.new");
+    std::fs::write(&pending, "stale").unwrap();
+    let out = snapshot_run();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!pending.exists());
+    // Drift: the committed snapshot says another answer.
+    let committed = std::fs::read_to_string(&snap).unwrap();
+    assert!(committed.contains("answer from beta"), "{committed}");
+    std::fs::write(
+        &snap,
+        committed.replace("answer from beta", "answer from gamma"),
+    )
+    .unwrap();
+    let out = snapshot_run();
+    assert!(!out.status.success(), "{}", text(&out));
     assert!(
-        snaps.join("resume-fixture__beta__c1.snap").is_file(),
+        text(&out).contains("the session differs from"),
         "{}",
         text(&out)
     );
+    std::fs::write(&snap, committed).unwrap();
+    assert!(snapshot_run().status.success());
 }
 
 #[test]

@@ -696,6 +696,11 @@ impl Harness {
         let snapshot_name = outcome.result.id.snapshot_name();
         let snapshot_ok = match &self.snapshots {
             Snapshots::Off => true,
+            Snapshots::Dir(snapshots)
+                if snapshot::matches_committed(snapshots, &snapshot_name, &outcome.summary) =>
+            {
+                true
+            }
             Snapshots::Dir(snapshots) => {
                 let summary = &outcome.summary;
                 let description = outcome.result.id.to_string();

@@ -110,3 +110,45 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
         "scores": scores,
     })
 }
+
+/// Whether `snapshots/{name}.snap` in `dir` already holds `summary`, checked
+/// the way insta's default comparator does (the normalized YAML text).
+///
+/// The harness asks this before `assert_yaml_snapshot!`: insta scans the
+/// whole snapshot folder on every assertion (for stale pending files), which
+/// makes a suite quadratic in its cells. Only a missing or differing snapshot
+/// goes to insta, which then writes the `.snap.new` and reports the diff. With
+/// `INSTA_UPDATE=force`, `INSTA_FORCE_UPDATE=1` or `INSTA_REQUIRE_FULL_MATCH`
+/// set, every snapshot goes to insta.
+pub(crate) fn matches_committed(dir: &std::path::Path, name: &str, summary: &Value) -> bool {
+    use insta::internals::{SnapshotContents, TextSnapshotContents};
+    let insta_decides = ["INSTA_FORCE_UPDATE", "INSTA_REQUIRE_FULL_MATCH"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "0"))
+        || std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "force");
+    if insta_decides {
+        return false;
+    }
+    let path = dir.join(format!("{name}.snap"));
+    let Ok(committed) = insta::Snapshot::from_file(&path) else {
+        return false;
+    };
+    let text = insta::_macro_support::serialize_value(
+        summary,
+        insta::_macro_support::SerializationFormat::Yaml,
+    );
+    let current = SnapshotContents::Text(TextSnapshotContents::new(
+        text,
+        insta::TextSnapshotKind::File,
+    ));
+    if committed.contents() != &current {
+        return false;
+    }
+    // What insta does for a passing snapshot: drop a pending one left by an
+    // earlier failing run.
+    let pending = dir.join(format!("{name}.snap.new"));
+    if pending.exists() {
+        let _ = std::fs::remove_file(pending);
+    }
+    true
+}
