@@ -5,6 +5,8 @@
 //! assertions read a string as it is and anything else as its compact JSON.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
@@ -172,10 +174,7 @@ fn find(hay: &str, needle: &str, case_sensitive: bool) -> Option<(usize, usize)>
     if case_sensitive {
         hay.find(needle).map(|at| (at, at + needle.len()))
     } else {
-        let re = RegexBuilder::new(&regex::escape(needle))
-            .case_insensitive(true)
-            .build()
-            .ok()?;
+        let re = cached_regex(&regex::escape(needle), Some("i")).ok()?;
         re.find(hay).map(|m| (m.start(), m.end()))
     }
 }
@@ -266,8 +265,30 @@ pub fn build_regex(regex: &str, flags: Option<&str>) -> Result<Regex, String> {
     b.build().map_err(|e| e.to_string())
 }
 
+/// [`build_regex`], compiled once per process: every cell of a suite checks
+/// the same patterns, and compiling one costs more than matching it.
+fn cached_regex(regex: &str, flags: Option<&str>) -> Result<Regex, String> {
+    type Cache = HashMap<(String, String), Regex>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    /// Enough for any suite's patterns; a generated flood just starts over.
+    const MAX: usize = 4096;
+    let key = (regex.to_owned(), flags.unwrap_or("").to_owned());
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(re) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(re);
+    }
+    let re = build_regex(regex, flags)?;
+    if let Ok(mut c) = cache.lock() {
+        if c.len() >= MAX {
+            c.clear();
+        }
+        c.insert(key, re.clone());
+    }
+    Ok(re)
+}
+
 pub(crate) fn matches(a: &OutputMatches, ctx: &EvalContext<'_>) -> Outcome {
-    let re = match build_regex(&a.regex, a.flags.as_deref()) {
+    let re = match cached_regex(&a.regex, a.flags.as_deref()) {
         Ok(r) => r,
         Err(e) => return Outcome::fail(format!("invalid regex /{}/: {e}", a.regex)),
     };
