@@ -7,9 +7,10 @@
 //! runs this same binary again as an eval suite (`SCAFFOLD_GATE_CHILD` set)
 //! with different environments.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Output};
+use std::path::Path;
+use std::process::{ExitCode, Output};
 
+use common::{check, child_command, stderr};
 use libtest_mimic::{Arguments, Failed, Trial};
 use scaffold::dataset::{Dataset, DatasetError, Format as DatasetFormat, load_str};
 use scaffold::eval::{Eval, EvalResults};
@@ -19,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Set in children: the directory they use as their package.
+mod common;
+
 const CHILD_ENV: &str = "SCAFFOLD_GATE_CHILD";
 /// Set in children that should answer 2 + 2 wrong.
 const PLANT_ENV: &str = "SCAFFOLD_GATE_PLANT";
@@ -91,57 +94,18 @@ fn main() -> ExitCode {
 
 /// Run this binary as the eval suite in `dir` with `env`.
 fn child(dir: &Path, env: &[(&str, &str)]) -> Output {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut cmd = Command::new(exe);
-    cmd.env(CHILD_ENV, dir)
-        .env("CARGO_TARGET_DIR", dir.join("target"))
-        .env("SCAFFOLD_DATABASE", ":memory:")
-        .env("SCAFFOLD_FORMAT", "table,json,markdown,junit,html")
+    let mut cmd = child_command(CHILD_ENV, dir);
+    cmd.env("SCAFFOLD_FORMAT", "table,json,markdown,junit,html")
         .env("GITHUB_STEP_SUMMARY", dir.join("step-summary.md"))
-        .env("INSTA_UPDATE", "always")
-        .env("SCAFFOLD_MODE", "playback")
-        .env_remove("INSTA_WORKSPACE_ROOT")
-        .env_remove("CI")
-        .env_remove("NEXTEST")
-        .env_remove("NEXTEST_RUN_ID")
-        .env_remove("SCAFFOLD_BASELINE")
-        .env_remove(PLANT_ENV);
+        .env("INSTA_UPDATE", "always");
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.output().expect("the child runs")
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn check(cond: bool, what: &str, o: &Output) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}\n--- exit: {}\n--- stdout:\n{}\n--- stderr:\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-        .into())
-    }
-}
-
 fn scenario() -> Result<(), Failed> {
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "scaffold-baseline-gate-{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4()
-    ));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let outcome = run_scenario(&dir);
-    if outcome.is_ok() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    outcome
+    common::in_temp_dir("baseline-gate", run_scenario)
 }
 
 fn run_scenario(dir: &Path) -> Result<(), Failed> {

@@ -8,9 +8,10 @@
 //! runs this same binary again as an eval suite (`SCAFFOLD_FLAKY_CHILD`
 //! set) with different environments.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Output};
+use std::path::Path;
+use std::process::{ExitCode, Output};
 
+use common::{check, child_command, stderr};
 use libtest_mimic::{Arguments, Failed, Trial};
 use scaffold::dataset::{Dataset, DatasetError, Format as DatasetFormat, load_str};
 use scaffold::eval::{Eval, EvalResults};
@@ -19,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Set in children: the directory they use as their package.
+mod common;
+
 const CHILD_ENV: &str = "SCAFFOLD_FLAKY_CHILD";
 /// Set in children whose eval quarantines the flaky case itself.
 const API_QUARANTINE_ENV: &str = "SCAFFOLD_FLAKY_API_QUARANTINE";
@@ -94,60 +97,18 @@ fn main() -> ExitCode {
 
 /// Run this binary as the eval suite in `dir` with `env`.
 fn child(dir: &Path, env: &[(&str, &str)]) -> Output {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut cmd = Command::new(exe);
-    cmd.env(CHILD_ENV, dir)
-        .env("CARGO_TARGET_DIR", dir.join("target"))
-        .env("SCAFFOLD_DATABASE", ":memory:")
-        .env("SCAFFOLD_FORMAT", "table,json,markdown")
+    let mut cmd = child_command(CHILD_ENV, dir);
+    cmd.env("SCAFFOLD_FORMAT", "table,json,markdown")
         .env("SCAFFOLD_SNAPSHOTS", "off")
-        .env("SCAFFOLD_MODE", "playback")
-        .args(["--test-threads", "2"])
-        .env_remove("SCAFFOLD_TRIALS")
-        .env_remove("SCAFFOLD_OUTPUT")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env_remove("CI")
-        .env_remove("NEXTEST")
-        .env_remove("NEXTEST_RUN_ID")
-        .env_remove("SCAFFOLD_BASELINE")
-        .env_remove(API_QUARANTINE_ENV)
-        .env_remove(LOWER_BOUND_ENV);
+        .args(["--test-threads", "2"]);
     for (k, v) in env {
         cmd.env(k, v);
     }
     cmd.output().expect("the child runs")
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn check(cond: bool, what: &str, o: &Output) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what}\n--- exit: {}\n--- stdout:\n{}\n--- stderr:\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-        .into())
-    }
-}
-
 fn scenario() -> Result<(), Failed> {
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "scaffold-flaky-gate-{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4()
-    ));
-    std::fs::create_dir_all(dir.join("evals")).map_err(|e| e.to_string())?;
-    let outcome = run_scenario(&dir);
-    if outcome.is_ok() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    outcome
+    common::in_temp_dir("flaky-gate", run_scenario)
 }
 
 fn results(dir: &Path) -> Result<EvalResults, Failed> {
@@ -156,6 +117,7 @@ fn results(dir: &Path) -> Result<EvalResults, Failed> {
 }
 
 fn run_scenario(dir: &Path) -> Result<(), Failed> {
+    std::fs::create_dir_all(dir.join("evals")).map_err(|e| e.to_string())?;
     let quarantine_file = dir.join("evals").join("quarantine.yaml");
 
     // 1. Unquarantined, the flaky cell is flagged and fails the gate.
