@@ -507,13 +507,14 @@ mod tests {
         }
     }
 
-    #[test]
-    fn responder_serves_by_id_without_a_staged_cassette() {
-        let dir = std::env::temp_dir().join(format!("scaffold-responder-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let id = RecordingId::new("d", "c", "v", "n", 0);
-        let body =
-            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    /// Store a cassette of a chat completion `body` answered `{"ok": true}`.
+    fn save_cassette(
+        dir: &Path,
+        id: &RecordingId,
+        body: &serde_json::Value,
+        status: u16,
+        headers: std::collections::BTreeMap<String, String>,
+    ) {
         Cassette {
             version: CASSETTE_VERSION,
             id: id.to_string(),
@@ -525,8 +526,8 @@ mod tests {
                 body: Some(body.clone()),
             },
             response: RecordedResponse {
-                status: 201,
-                headers: [("content-type".to_string(), "application/json".to_string())].into(),
+                status,
+                headers,
                 body: Some(serde_json::json!({"ok": true})),
                 text: None,
                 sse: None,
@@ -537,6 +538,22 @@ mod tests {
         }
         .save(&dir.join(format!("{id}.json")))
         .unwrap();
+    }
+
+    #[test]
+    fn responder_serves_by_id_without_a_staged_cassette() {
+        let dir = std::env::temp_dir().join(format!("scaffold-responder-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let id = RecordingId::new("d", "c", "v", "n", 0);
+        let body =
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        save_cassette(
+            &dir,
+            &id,
+            &body,
+            201,
+            [("content-type".to_string(), "application/json".to_string())].into(),
+        );
         let (scope, _) = register_scope(&dir, Arc::new(Redactor::default()));
         let scope = scope.to_string();
         let id_text = id.to_string();
@@ -578,29 +595,7 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         let id = RecordingId::new("d", "rotation", "v", "n", 0);
         let body = serde_json::json!({"model": "m"});
-        Cassette {
-            version: CASSETTE_VERSION,
-            id: id.to_string(),
-            request: RecordedRequest {
-                method: "POST".into(),
-                path: "/v1/chat/completions".into(),
-                query: None,
-                headers: Default::default(),
-                body: Some(body.clone()),
-            },
-            response: RecordedResponse {
-                status: 200,
-                headers: Default::default(),
-                body: Some(serde_json::json!({"ok": true})),
-                text: None,
-                sse: None,
-                truncated: false,
-                error: None,
-            },
-            timing: Timing::default(),
-        }
-        .save(&dir.join(format!("{id}.json")))
-        .unwrap();
+        save_cassette(&dir, &id, &body, 200, Default::default());
         let transport = PlaybackTransport::new(
             crate::provider::http::ReqwestTransport::shared(),
             &dir,
