@@ -122,10 +122,14 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
 /// set, every snapshot goes to insta.
 pub(crate) fn matches_committed(dir: &std::path::Path, name: &str, summary: &Value) -> bool {
     use insta::internals::{SnapshotContents, TextSnapshotContents};
-    let insta_decides = ["INSTA_FORCE_UPDATE", "INSTA_REQUIRE_FULL_MATCH"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "0"))
-        || std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "force");
+    // The environment is read once per process, not once per cell.
+    static INSTA_DECIDES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let insta_decides = *INSTA_DECIDES.get_or_init(|| {
+        ["INSTA_FORCE_UPDATE", "INSTA_REQUIRE_FULL_MATCH"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "0"))
+            || std::env::var("INSTA_UPDATE").is_ok_and(|v| v == "force")
+    });
     if insta_decides {
         return false;
     }
