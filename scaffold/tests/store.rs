@@ -538,6 +538,39 @@ fn write_errors_are_reported_once_and_do_not_lose_other_writes() {
     assert!(store.session("b").unwrap().is_none());
 }
 
+/// Rows counted by a separate connection, as another process sees the file.
+fn count_from_outside(db: &Path, sql: &str) -> i64 {
+    let raw = rusqlite::Connection::open(db).unwrap();
+    raw.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn lingering_signals_are_committed_without_a_flush() {
+    let dir = TempDir::new();
+    let store = StoreOptions::default()
+        .linger(std::time::Duration::from_millis(50))
+        .open(dir.db())
+        .unwrap();
+    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
+    let signals: Vec<Signal> = (0..10).map(|i| signal(i, "x", json!(i))).collect();
+    store.append("s", &signals).unwrap();
+    // Nobody waits for these writes: they are committed once the linger is
+    // over, with the store still open and no flush.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let sql = "SELECT COUNT(*) FROM signals WHERE session_id = 's'";
+    while count_from_outside(&dir.db(), sql) < 10 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the signals were not committed within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // A read commits what lingers at once.
+    store.append("s", &[signal(10, "y", json!(10))]).unwrap();
+    assert_eq!(store.signals("s").unwrap().len(), 11);
+    assert_eq!(count_from_outside(&dir.db(), sql), 11);
+}
+
 #[test]
 fn checkpoints_are_written_every_interval() {
     let dir = TempDir::new();

@@ -198,9 +198,9 @@ impl SessionMeta {
         }
     }
 
-    /// Like [`SessionMeta::new`] with a fresh UUID v4 as id.
+    /// Like [`SessionMeta::new`] with a fresh id from [`new_session_id`].
     pub fn generate(workflow: impl Into<String>) -> Self {
-        SessionMeta::new(uuid::Uuid::new_v4().to_string(), workflow)
+        SessionMeta::new(new_session_id(), workflow)
     }
 
     /// Set the variant id.
@@ -405,6 +405,13 @@ impl SessionFilter {
     }
 }
 
+/// A fresh session id: a UUID v7, which starts with the time, so that the
+/// rows of new sessions (keyed by id) are appended at the end of the tables'
+/// B-trees instead of at random pages (a write rewrites every page it touches).
+pub fn new_session_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
 /// Settings of a [`Store`], and the constructors that take them.
 ///
 /// ```
@@ -427,6 +434,11 @@ pub struct StoreOptions {
     pub queue_capacity: usize,
     /// How long to wait for another process's write lock. Default 5 s.
     pub busy_timeout: Duration,
+    /// How long writes nobody waits for (a session's signals) may wait for
+    /// more before they are committed, so that a cell's writes share one
+    /// transaction. A durable write ([`Store::record_cell`]), a flush or a
+    /// read commits at once. Default 5 ms; zero commits every batch at once.
+    pub linger: Duration,
 }
 
 impl Default for StoreOptions {
@@ -436,6 +448,7 @@ impl Default for StoreOptions {
             batch_size: 8192,
             queue_capacity: 4096,
             busy_timeout: Duration::from_secs(5),
+            linger: Duration::from_millis(5),
         }
     }
 }
@@ -462,6 +475,12 @@ impl StoreOptions {
     /// Set [`StoreOptions::busy_timeout`].
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// Set [`StoreOptions::linger`].
+    pub fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
         self
     }
 
@@ -716,6 +735,7 @@ impl Store {
             WriterConfig {
                 checkpoint_interval: options.checkpoint_interval,
                 batch_size: options.batch_size.max(1),
+                linger: options.linger,
             },
         );
         let thread = std::thread::Builder::new()

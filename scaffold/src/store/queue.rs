@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 use super::writer::Command;
 
@@ -93,11 +94,38 @@ impl Queue {
             st.writer_waiting = true;
             st = self.not_empty.wait(st).unwrap_or_else(|p| p.into_inner());
         }
+        self.hand_over(st, into);
+        true
+    }
+
+    /// Like [`Queue::take_all`], but waits only until `deadline`: returns
+    /// false when the deadline passed with nothing queued, or the queue is
+    /// closed and empty.
+    pub(crate) fn take_all_until(&self, into: &mut Vec<Command>, deadline: Instant) -> bool {
+        let mut st = self.lock();
+        while st.items.is_empty() {
+            let now = Instant::now();
+            if st.closed || now >= deadline {
+                st.writer_waiting = false;
+                return false;
+            }
+            st.writer_waiting = true;
+            st = self
+                .not_empty
+                .wait_timeout(st, deadline - now)
+                .map(|(st, _)| st)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        self.hand_over(st, into);
+        true
+    }
+
+    /// Move the queued commands into `into` and wake the producers waiting for room.
+    fn hand_over(&self, mut st: MutexGuard<'_, State>, into: &mut Vec<Command>) {
         std::mem::swap(&mut st.items, into);
         if st.producers_waiting > 0 {
             self.not_full.notify_all();
         }
-        true
     }
 
     /// The writer has finished `n` more commands (after committing them and

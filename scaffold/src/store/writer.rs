@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
 use serde_json::Value;
@@ -250,6 +251,8 @@ struct Running {
 pub(crate) struct WriterConfig {
     pub(crate) checkpoint_interval: u64,
     pub(crate) batch_size: usize,
+    /// How long writes nobody waits for may wait for more before a commit.
+    pub(crate) linger: Duration,
 }
 
 /// The writer thread's state.
@@ -292,13 +295,41 @@ impl Writer {
     }
 
     /// Serve commands until the queue is closed, then commit what is left.
+    ///
+    /// Writes nobody waits for (a session's begin, signals and end) linger
+    /// up to [`WriterConfig::linger`] for more, so that a cell's writes and
+    /// the durable record of its result share one transaction instead of
+    /// one each: a commit rewrites every page it touched.
     pub(crate) fn run(mut self, queue: &Queue) {
         let _close = CloseOnDrop(queue);
         let mut taken: Vec<Command> = Vec::new();
         let mut batch: Vec<Command> = Vec::new();
-        while queue.take_all(&mut taken) {
-            let n = taken.len();
-            let mut weight = 0;
+        let mut weight = 0;
+        // Commands taken and not yet committed (or failed and recorded).
+        let mut open = 0;
+        let mut since = Instant::now();
+        loop {
+            let got = if batch.is_empty() {
+                queue.take_all(&mut taken)
+            } else {
+                queue.take_all_until(&mut taken, since + self.config.linger)
+            };
+            if !got {
+                if batch.is_empty() {
+                    // Closed, and everything is written.
+                    break;
+                }
+                // The linger is over (or the queue closed): commit.
+                self.write(&mut batch);
+                weight = 0;
+                queue.completed(std::mem::take(&mut open));
+                continue;
+            }
+            if batch.is_empty() {
+                since = Instant::now();
+            }
+            open += taken.len();
+            let mut waited_for = false;
             for c in taken.drain(..) {
                 if c.is_barrier() {
                     self.write(&mut batch);
@@ -307,14 +338,18 @@ impl Writer {
                     continue;
                 }
                 weight += c.weight();
+                waited_for |= c.waited_for();
                 batch.push(c);
                 if weight >= self.config.batch_size {
                     self.write(&mut batch);
                     weight = 0;
                 }
             }
-            self.write(&mut batch);
-            queue.completed(n);
+            if waited_for || self.config.linger.is_zero() || batch.is_empty() {
+                self.write(&mut batch);
+                weight = 0;
+                queue.completed(std::mem::take(&mut open));
+            }
         }
     }
 

@@ -280,7 +280,7 @@ pub(crate) async fn run_from<S: State>(
     let session_id = options
         .session_id
         .clone()
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        .unwrap_or_else(crate::store::new_session_id);
     let pricing = options
         .pricing
         .clone()
