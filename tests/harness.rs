@@ -107,3 +107,40 @@ fn playback_is_identical_at_1_and_8_threads_and_flags_work() {
         text(&bad)
     );
 }
+
+#[test]
+fn the_results_document_holds_every_cell_whole_from_the_store() {
+    // Memory keeps each finished cell's summary only; the JSON document is
+    // written from the store, cell by cell, and must hold what was stored.
+    let dir = common::TempDir::new("harness-results");
+    let db = dir.join("scaffold.db");
+    let out = dir.join("out");
+    let run = evals(
+        &[],
+        &[
+            ("SCAFFOLD_DATABASE", db.to_str().expect("utf-8 path")),
+            ("SCAFFOLD_OUTPUT", out.to_str().expect("utf-8 path")),
+        ],
+    );
+    assert!(run.status.success(), "{}", text(&run));
+    let written = scaffold::eval::EvalResults::load(out.join("code-review.json"))
+        .expect("results JSON written and valid");
+    let store = scaffold::store::Store::open(&db).expect("store");
+    let runs = store.eval_runs().expect("runs");
+    let stored = store.eval_results(&runs[0].id).expect("stored results");
+    let stored = stored
+        .into_iter()
+        .find(|r| r.eval == "code-review")
+        .expect("code-review stored");
+    assert_eq!(written.results.len(), 10);
+    assert_eq!(written.results, stored.results);
+    // Whole: inputs and the assertions that passed are there.
+    assert!(written.results.iter().all(|c| !c.input.is_null()));
+    assert!(
+        written
+            .results
+            .iter()
+            .any(|c| c.assertions.iter().any(|a| a.passed)),
+        "no passed assertion in the document"
+    );
+}

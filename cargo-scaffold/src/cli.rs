@@ -117,7 +117,7 @@ pub enum Command {
             session is matched to its case by its `case:<id>` tag (eval cells have\n\
             one), or graded against the case given with --case. Prints one line per\n\
             session and exits with 1 when any fails.",
-        after_help = "Sessions: --sessions ID,ID (ids or unique prefixes), --tag TAG (repeat: all\n\
+        after_help = "Sessions: --sessions ID,ID (ids, unique prefixes or the ends `sessions list` shows), --tag TAG (repeat: all\n\
             of them), or --run RUN_ID|latest (the sessions of an eval run); the\n\
             newest eval run when none is given.\n\n\
             Scorers (--scorer, repeatable): output-valid, latency=MAX_MS,IDEAL_MS,\n\
@@ -272,7 +272,7 @@ pub enum SessionsCommand {
     List(SessionsListArgs),
     /// Show one session: metadata, lineage and signals
     #[command(
-        after_help = "ID may be a unique prefix of the session id (as `sessions list` shows it)."
+        after_help = "ID may be a unique prefix of the session id, or its end as `sessions list` shows it."
     )]
     Show(SessionsShowArgs),
     /// Write a session (metadata and signals) to a JSON file
@@ -348,7 +348,7 @@ pub struct SessionsListArgs {
 /// `cargo scaffold sessions show`.
 #[derive(Debug, Args)]
 pub struct SessionsShowArgs {
-    /// The session id, or a unique prefix of it
+    /// The session id, a unique prefix of it, or its end as `sessions list` shows it
     #[arg(value_name = "ID")]
     pub id: String,
     #[command(flatten)]
@@ -364,7 +364,7 @@ pub struct SessionsShowArgs {
 /// `cargo scaffold sessions export`.
 #[derive(Debug, Args)]
 pub struct SessionsExportArgs {
-    /// The session id, or a unique prefix of it
+    /// The session id, a unique prefix of it, or its end as `sessions list` shows it
     #[arg(value_name = "ID")]
     pub id: String,
     #[command(flatten)]
@@ -388,7 +388,7 @@ pub struct SessionsImportArgs {
 /// `cargo scaffold fork`.
 #[derive(Debug, Args)]
 pub struct ForkArgs {
-    /// The parent session: an id (or unique prefix) of the database, or a file from `sessions export`
+    /// The parent session: an id (a unique prefix, or its end as `sessions list` shows it) of the database, or a file from `sessions export`
     #[arg(long, value_name = "ID|FILE.json")]
     pub from: String,
     /// Where to fork: index:N (or N), or phase:NAME:first|last|N
@@ -404,7 +404,7 @@ pub struct ScoreArgs {
     /// The dataset (YAML or JSON) whose assertions to apply
     #[arg(long, value_name = "FILE")]
     pub dataset: PathBuf,
-    /// These sessions (ids or unique prefixes; repeat or comma-separate)
+    /// These sessions (ids, unique prefixes or ends as `sessions list` shows them; repeat or comma-separate)
     #[arg(long, value_name = "ID", value_delimiter = ',', conflicts_with_all = ["tag", "run"])]
     pub sessions: Vec<String>,
     /// Or the sessions with this tag (repeat: all of them)

@@ -63,7 +63,7 @@ pub fn error(e: StoreError) -> CliError {
     CliError::failed(format!("session database: {e}"))
 }
 
-/// The session `id`, or the only one whose id starts with it.
+/// The session `id`, or the only one whose id starts with it, or else ends with it.
 pub fn session(store: &Store, id: &str) -> Result<SessionRecord, CliError> {
     let id = id.trim();
     if id.is_empty() {
@@ -74,7 +74,11 @@ pub fn session(store: &Store, id: &str) -> Result<SessionRecord, CliError> {
     if let Some(s) = store.session(id).map_err(error)? {
         return Ok(s);
     }
-    let matches = store.find_by_prefix(id, 3).map_err(error)?;
+    // A prefix of the id, or its end as `sessions list` shows it.
+    let mut matches = store.find_by_prefix(id, 3).map_err(error)?;
+    if matches.is_empty() {
+        matches = store.find_by_suffix(id, 3).map_err(error)?;
+    }
     match matches.as_slice() {
         [one] => store
             .session(one)
@@ -85,7 +89,7 @@ pub fn session(store: &Store, id: &str) -> Result<SessionRecord, CliError> {
             store.path()
         ))),
         many => Err(CliError::input(format!(
-            "`{id}` is the start of several session ids ({}{}): give more of it",
+            "`{id}` matches several session ids ({}{}): give more of it",
             many[..2].join(", "),
             if many.len() > 2 { ", …" } else { "" }
         ))),

@@ -651,7 +651,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     let json = cli(&["sessions", "show", short_id, "--database", db, "--json"]);
     let doc: Value = serde_json::from_str(&json.stdout).expect("show --json is JSON");
     let id = doc["session"]["id"].as_str().expect("id");
-    assert!(id.starts_with(short_id));
+    assert!(id.ends_with(short_id), "{id} does not end with {short_id}");
     assert_eq!(doc["signals"][0]["name"], "harness:start");
     assert_eq!(
         doc["signals"].as_array().map(Vec::len),
@@ -778,7 +778,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     let out = cli(&[
         "sessions",
         "export",
-        &id[..8],
+        &id[..id.len() - 4],
         "--database",
         db,
         "-o",
@@ -836,7 +836,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     assert_eq!(out.code, 0, "{}", out.all());
     assert_eq!(out.stdout.lines().count(), 12, "{}", out.stdout);
     assert!(
-        out.stdout.starts_with("SESSION   VARIANT"),
+        out.stdout.starts_with("SESSION       VARIANT"),
         "{}",
         out.stdout
     );
@@ -874,7 +874,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
         "--database",
         db,
         "--sessions",
-        &id[..8],
+        &id[id.len() - 12..],
         "--case",
         "sql-injection",
         "--json",
@@ -968,7 +968,7 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
     let out = cli(&[
         "fork",
         "--from",
-        &parent[..8],
+        &parent[parent.len() - 12..],
         "--at",
         "phase:review:first",
         "--database",
@@ -1003,7 +1003,7 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "--database",
         db,
         "--parent",
-        &parent[..8],
+        &parent[parent.len() - 12..],
     ]);
     assert_eq!(children.stdout.lines().count(), 3, "{}", children.stdout);
     let child = &forked.results[0].session_id;

@@ -14,16 +14,19 @@ use crate::paths;
 use crate::store::{self as db, error as store_error};
 use crate::text::{columns, cut, duration};
 
-/// How many characters of an id the table shows.
-pub const SHORT_ID: usize = 8;
+/// How many characters of an id the tables show: its end, since session
+/// ids start with the time they were made (so sessions of a run share their
+/// first characters). `sessions show` and the others take it.
+pub const SHORT_ID: usize = 12;
 
 fn open(database: Option<&Path>) -> Result<Store, CliError> {
     db::open(database).map(|db| db.store)
 }
 
-/// The first characters of an id, as the tables show it.
+/// The last [`SHORT_ID`] characters of an id, as the tables show it.
 pub fn short(id: &str) -> String {
-    id.chars().take(SHORT_ID).collect()
+    let skip = id.chars().count().saturating_sub(SHORT_ID);
+    id.chars().skip(skip).collect()
 }
 
 fn resolve(store: &Store, id: &str) -> Result<SessionRecord, CliError> {

@@ -112,6 +112,10 @@ pub struct ConfigDifference {
     pub other: String,
 }
 
+/// How many characters of a cell's output the reports show (JUnit's
+/// `system-out`); the in-memory summary of a cell keeps this much.
+pub const REPORTED_OUTPUT_CHARS: usize = 4000;
+
 /// One eval run's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -370,6 +374,52 @@ impl CellRecord {
     /// the eval ran `trials > 1` (what the harness calls the cell).
     pub fn test_name(&self, eval: &str, trials: u32) -> String {
         format!("{eval}::{}", self.label(trials))
+    }
+
+    /// The record as the harness keeps it in memory during a run, while the
+    /// store holds the whole: without its input and its passed assertions
+    /// (unless they hold a borderline judgement), and with its output cut to
+    /// what reports show ([`REPORTED_OUTPUT_CHARS`] characters and one more,
+    /// so a cut shows). Everything the statistics, the gate and the table,
+    /// Markdown, JUnit and HTML reports read is kept;
+    /// [`CellRecord::with_details`] puts the rest back.
+    ///
+    /// ```
+    /// use scaffold::eval::CellRecord;
+    /// let mut cell = CellRecord::new("v", "c");
+    /// cell.input = serde_json::json!({"question": "why?"});
+    /// cell.output = Some(serde_json::json!("x".repeat(10_000)));
+    /// let summary = cell.clone().into_summary();
+    /// assert!(summary.input.is_null());
+    /// assert_eq!(summary.output.as_ref().and_then(|o| o.as_str()).map(str::len), Some(4001));
+    /// assert_eq!(summary.with_details(cell.clone()), cell);
+    /// ```
+    pub fn into_summary(mut self) -> CellRecord {
+        fn borderline(a: &AssertionRecord) -> bool {
+            a.borderline || a.children.iter().any(borderline)
+        }
+        self.input = Value::Null;
+        self.assertions.retain(|a| !a.passed || borderline(a));
+        if let Some(output) = &self.output {
+            let text = match output {
+                Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+                other => std::borrow::Cow::Owned(other.to_string()),
+            };
+            if let Some((cut, _)) = text.char_indices().nth(REPORTED_OUTPUT_CHARS + 1) {
+                self.output = Some(Value::String(text[..cut].to_owned()));
+            }
+        }
+        self
+    }
+
+    /// This summary ([`CellRecord::into_summary`]) with the input, output and
+    /// assertions of `full`, the cell's whole record; what the summary
+    /// decided (pass, scores, quarantine) stays.
+    pub fn with_details(mut self, full: CellRecord) -> CellRecord {
+        self.input = full.input;
+        self.output = full.output;
+        self.assertions = full.assertions;
+        self
     }
 
     /// The cell's key within its variant: dataset, case, trial.

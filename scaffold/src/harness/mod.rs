@@ -413,7 +413,11 @@ fn start_run(
                 .recorded_cells(&run.id)
                 .map_err(|e| e.to_string())?
                 .into_iter()
-                .map(|c| (c.cell.clone(), c))
+                .map(|mut c| {
+                    // The store keeps the whole record; memory, its summary.
+                    c.record = c.record.into_summary();
+                    (c.cell.clone(), c)
+                })
                 .collect();
             (EvalRunMeta::new(run.id, run.origin), done)
         }
@@ -730,10 +734,11 @@ impl Harness {
             snapshot_ok,
         );
         drop(outcome);
+        let mut stored = false;
         if let (Some(store), Some(run)) = (&self.store, &self.run) {
             // Durable before the test reports: a run killed after this resumes past the cell.
             match store.record_cell(&run.id, &recorded) {
-                Ok(()) => {}
+                Ok(()) => stored = true,
                 Err(e @ StoreError::QueuedWrites { .. }) => self.store_error(e.to_string()),
                 Err(e) => self.store_error(format!("cell {name} was not recorded: {e}")),
             }
@@ -744,7 +749,13 @@ impl Harness {
         self.push_finished(Finished {
             eval: recorded.eval,
             cell: recorded.cell,
-            record: recorded.record,
+            // Nothing per cell stays in memory beyond its summary once the
+            // store has the whole record (the JSON results are written from it).
+            record: if stored {
+                recorded.record.into_summary()
+            } else {
+                recorded.record
+            },
             snapshot_ok,
         });
         if let Some(p) = &self.progress {
@@ -854,7 +865,8 @@ impl Harness {
                 min_pass_rate: eval.min_pass_rate(),
             };
             let options = self.gate_options[index].clone();
-            let results = EvalResults::new_with(name, timestamp.clone(), config, options, cells);
+            let mut results =
+                EvalResults::new_with(name, timestamp.clone(), config, options, cells);
             if self.formats.contains(&Format::Table) {
                 eprintln!("\n{}", reports::table::render_results(&results));
             } else {
@@ -879,7 +891,7 @@ impl Harness {
                     None
                 }
             };
-            self.write_reports(&dir, &results, comparison.as_ref());
+            self.write_reports(&dir, &mut results, comparison.as_ref());
         }
         let mut store_failed = false;
         if let (Some(store), Some(run)) = (&self.store, &self.run) {
@@ -915,21 +927,27 @@ impl Harness {
     fn write_reports(
         &self,
         dir: &Path,
-        results: &EvalResults,
+        results: &mut EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) {
-        let mut files: Vec<(PathBuf, String)> = Vec::new();
+        let mut files: Vec<(PathBuf, Option<String>)> = Vec::new();
         for &format in &self.formats {
             if format == Format::Table {
                 continue;
             }
             let path = dir.join(format!("{}.{}", results.eval, format.extension()));
-            files.push((path, reports::render(format, results, comparison)));
+            // The JSON document holds every cell whole: written cell by cell
+            // from the store, which has them (memory has their summaries).
+            let text = match (format, &self.store, &self.run) {
+                (Format::Json, Some(_), Some(_)) => None,
+                _ => Some(reports::render(format, results, comparison)),
+            };
+            files.push((path, text));
         }
         if let (Some(cmp), true) = (comparison, self.formats.contains(&Format::Json)) {
             files.push((
                 dir.join(format!("{}.comparison.json", results.eval)),
-                reports::json::render_comparison(cmp),
+                Some(reports::json::render_comparison(cmp)),
             ));
         }
         if files.is_empty() {
@@ -947,7 +965,11 @@ impl Harness {
             } else {
                 "Report"
             };
-            match std::fs::write(&path, text) {
+            let written = match text {
+                Some(text) => std::fs::write(&path, text),
+                None => self.write_results_streamed(&path, results),
+            };
+            match written {
                 Ok(()) => eprintln!("  {label}: {}", path.display()),
                 Err(e) => eprintln!("  warning: cannot write {}: {e}", path.display()),
             }
@@ -968,6 +990,28 @@ impl Harness {
                 );
             }
         }
+    }
+}
+
+impl Harness {
+    /// Write the results document of `results` (cell summaries) to `path`,
+    /// reading the cells' whole records from the store a chunk at a time.
+    fn write_results_streamed(
+        &self,
+        path: &Path,
+        results: &mut EvalResults,
+    ) -> std::io::Result<()> {
+        let (Some(store), Some(run)) = (&self.store, &self.run) else {
+            return std::fs::write(path, reports::json::render(results));
+        };
+        let (eval, trials) = (results.eval.clone(), results.config.trials);
+        let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        reports::json::write_streamed(results, file, |chunk| {
+            let names = chunk.iter().map(|c| c.test_name(&eval, trials)).collect();
+            store
+                .cell_records(&run.id, &eval, names)
+                .map_err(|e| e.to_string())
+        })
     }
 }
 

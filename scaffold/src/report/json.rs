@@ -4,16 +4,98 @@
 //! [`RESULTS_SCHEMA`] and
 //! `scaffold/docs/results-schema.md` explains each field.
 
+use std::io::{self, Write};
+
 use serde_json::Value;
 
 use crate::eval::results::RESULTS_SCHEMA;
-use crate::eval::{Comparison, EvalResults};
+use crate::eval::{CellRecord, Comparison, EvalResults};
+
+/// How many whole cell records [`write_streamed`] asks for at a time.
+pub const STREAM_CHUNK: usize = 256;
 
 /// The results document, pretty-printed, ending in a newline.
 pub fn render(results: &EvalResults) -> String {
     let mut s = results.to_json();
     s.push('\n');
     s
+}
+
+/// Write the results document as [`render`] does, cell by cell, when the
+/// cells of `results` are summaries ([`CellRecord::into_summary`]) whose
+/// whole records are elsewhere (the store): `details` gets up to
+/// [`STREAM_CHUNK`] cells at a time and returns their whole records (`None`
+/// writes the cell as it is), so memory holds one chunk of whole records,
+/// not the run's.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// use scaffold::report::json;
+/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let mut cell = CellRecord::new("a", "c1");
+/// cell.input = serde_json::json!("the question");
+/// let full = EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell.clone()]);
+/// let mut summaries = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell.clone().into_summary()]);
+/// let mut out = Vec::new();
+/// json::write_streamed(&mut summaries, &mut out, |chunk| Ok(chunk.iter().map(|_| Some(cell.clone())).collect()))?;
+/// assert_eq!(String::from_utf8(out).unwrap(), json::render(&full));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_streamed<W: Write>(
+    results: &mut EvalResults,
+    mut out: W,
+    mut details: impl FnMut(&[CellRecord]) -> Result<Vec<Option<CellRecord>>, String>,
+) -> io::Result<()> {
+    // The document without its cells, to write around them.
+    let cells = std::mem::take(&mut results.results);
+    let skeleton = results.to_json();
+    results.results = cells;
+    const EMPTY: &str = "\n  \"results\": []";
+    let split = skeleton
+        .find(EMPTY)
+        .map(|at| at + EMPTY.len() - 1)
+        .filter(|_| !results.results.is_empty());
+    let Some(split) = split else {
+        out.write_all(results.to_json().as_bytes())?;
+        out.write_all(b"\n")?;
+        return out.flush();
+    };
+    out.write_all(&skeleton.as_bytes()[..split])?;
+    let mut first = true;
+    let mut text = String::new();
+    for chunk in results.results.chunks(STREAM_CHUNK) {
+        let whole = details(chunk).map_err(io::Error::other)?;
+        if whole.len() != chunk.len() {
+            return Err(io::Error::other(format!(
+                "asked for {} cell records, got {}",
+                chunk.len(),
+                whole.len()
+            )));
+        }
+        for (summary, whole) in chunk.iter().zip(whole) {
+            let cell = match whole {
+                Some(whole) => summary.clone().with_details(whole),
+                None => summary.clone(),
+            };
+            text.clear();
+            text.push_str(if first { "\n" } else { ",\n" });
+            first = false;
+            let pretty = serde_json::to_string_pretty(&cell).map_err(io::Error::other)?;
+            // Nested two levels deep: every line four spaces further in.
+            for (i, line) in pretty.lines().enumerate() {
+                if i > 0 {
+                    text.push('\n');
+                }
+                text.push_str("    ");
+                text.push_str(line);
+            }
+            out.write_all(text.as_bytes())?;
+        }
+    }
+    out.write_all(b"\n  ")?;
+    out.write_all(&skeleton.as_bytes()[split..])?;
+    out.write_all(b"\n")?;
+    out.flush()
 }
 
 /// A baseline comparison, pretty-printed, ending in a newline.

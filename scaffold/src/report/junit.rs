@@ -13,11 +13,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::escape::xml;
-use crate::eval::results::CellRecord;
+use crate::eval::results::{CellRecord, REPORTED_OUTPUT_CHARS};
 use crate::eval::{CaseTrials, EvalResults};
-
-/// Characters of output kept in `<system-out>`.
-const MAX_OUTPUT: usize = 4000;
 
 fn seconds(ms: u64) -> String {
     format!("{:.3}", ms as f64 / 1000.0)
@@ -149,7 +146,7 @@ fn testcase(
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        let cut: String = text.chars().take(MAX_OUTPUT).collect();
+        let cut: String = text.chars().take(REPORTED_OUTPUT_CHARS).collect();
         let _ = write!(system_out, "\noutput:\n{cut}");
         if cut.len() < text.len() {
             system_out.push('…');

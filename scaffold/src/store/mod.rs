@@ -94,7 +94,7 @@ use error::{Context, to_i64, to_u64};
 use queue::Queue;
 use writer::{Command, Rows, Shared, Writer, WriterConfig};
 
-use crate::eval::{EvalResults, RunConfig};
+use crate::eval::{CellRecord, EvalResults, RunConfig};
 use crate::signal::Signal;
 
 /// Milliseconds since the Unix epoch, now.
@@ -915,17 +915,53 @@ impl Store {
     /// # }
     /// ```
     pub fn find_by_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
-        let prefix = prefix.to_owned();
+        self.find_ids(prefix, limit, "starts", "substr(id, 1, length(?1)) = ?1")
+    }
+
+    /// Up to `limit` session ids that end with `suffix`, sorted. Session ids
+    /// are time-ordered ([`new_session_id`]): sessions made together share
+    /// their first characters and differ in their last, which is what
+    /// `cargo scaffold sessions list` shows.
+    ///
+    /// ```
+    /// use scaffold::store::{SessionMeta, Store};
+    /// # fn main() -> Result<(), scaffold::store::StoreError> {
+    /// let store = Store::in_memory()?;
+    /// for id in ["aa-3f2a9c1e", "bb-3f2a77d0"] {
+    ///     store.begin_session(&SessionMeta::new(id, "demo"))?;
+    /// }
+    /// assert_eq!(store.find_by_suffix("9c1e", 2)?, ["aa-3f2a9c1e"]);
+    /// assert!(store.find_by_suffix("3f2a", 2)?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn find_by_suffix(&self, suffix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.find_ids(
+            suffix,
+            limit,
+            "ends",
+            "length(id) >= length(?1) AND substr(id, length(id) - length(?1) + 1) = ?1",
+        )
+    }
+
+    /// Up to `limit` session ids matching `part` by `condition` (SQL over `id` and `?1`).
+    fn find_ids(
+        &self,
+        part: &str,
+        limit: usize,
+        how: &'static str,
+        condition: &'static str,
+    ) -> Result<Vec<String>, StoreError> {
+        let part = part.to_owned();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.read(move |conn, path| {
-            let what = || format!("finding sessions whose id starts with `{prefix}`");
+            let what = || format!("finding sessions whose id {how} with `{part}`");
             let mut st = conn
-                .prepare_cached(
-                    "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 \
-                     ORDER BY id LIMIT ?2",
-                )
+                .prepare_cached(&format!(
+                    "SELECT id FROM sessions WHERE {condition} ORDER BY id LIMIT ?2"
+                ))
                 .ctx(path, what)?;
-            st.query_map(params![prefix, limit], |r| r.get::<_, String>(0))
+            st.query_map(params![part, limit], |r| r.get::<_, String>(0))
                 .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
                 .ctx(path, what)
         })
@@ -1103,6 +1139,19 @@ impl Store {
     pub fn recorded_cells(&self, run_id: &str) -> Result<Vec<RecordedCell>, StoreError> {
         let id = run_id.to_owned();
         self.read(move |conn, path| runs::cells(conn, path, &id))
+    }
+
+    /// The records of `cells` (test names, `{eval}::{variant}::{case}[::t{n}]`)
+    /// of eval `eval` in run `run_id`, in the order asked; `None` for a cell
+    /// not recorded. Read in one go: ask in chunks to bound memory.
+    pub fn cell_records(
+        &self,
+        run_id: &str,
+        eval: &str,
+        cells: Vec<String>,
+    ) -> Result<Vec<Option<CellRecord>>, StoreError> {
+        let (run, eval) = (run_id.to_owned(), eval.to_owned());
+        self.read(move |conn, path| runs::records(conn, path, &run, &eval, &cells))
     }
 
     /// The configuration of each eval of run `run_id`, by eval name.

@@ -412,6 +412,41 @@ pub(crate) fn cells(
     Ok(out)
 }
 
+/// The records of `cells` of eval `eval` in `run`, in the order asked; `None`
+/// for a cell not recorded.
+pub(crate) fn records(
+    conn: &Connection,
+    path: &str,
+    run: &str,
+    eval: &str,
+    cells: &[String],
+) -> Result<Vec<Option<CellRecord>>, StoreError> {
+    let what = || format!("reading cell records of eval run {run}");
+    let mut st = conn
+        .prepare_cached(
+            "SELECT record FROM cell_results WHERE run_id = ?1 AND eval = ?2 AND cell = ?3",
+        )
+        .ctx(path, what)?;
+    let mut out = Vec::with_capacity(cells.len());
+    for cell in cells {
+        let mut rows = st.query(params![run, eval, cell]).ctx(path, what)?;
+        let record = match rows.next().ctx(path, what)? {
+            Some(row) => {
+                let text = row
+                    .get_ref(0)
+                    .and_then(|v| Ok(v.as_str()?))
+                    .ctx(path, what)?;
+                Some(serde_json::from_str(text).ctx(path, || {
+                    format!("parsing the record of cell {cell} of run {run}")
+                })?)
+            }
+            None => None,
+        };
+        out.push(record);
+    }
+    Ok(out)
+}
+
 /// The stored configuration of each eval of `run` (empty if the run has none).
 pub(crate) fn configs(
     conn: &Connection,
