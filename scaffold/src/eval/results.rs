@@ -400,6 +400,7 @@ impl CellRecord {
         }
         self.input = Value::Null;
         self.assertions.retain(|a| !a.passed || borderline(a));
+        self.assertions.shrink_to_fit();
         if let Some(output) = &self.output {
             let text = match output {
                 Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
