@@ -82,6 +82,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
@@ -132,6 +133,8 @@ struct RunState {
 /// The harness's shared state.
 struct Harness {
     evals: Vec<Box<dyn ErasedEval>>,
+    /// Declared before `runtime`, so dropped before it.
+    _http: Option<SharedRuntimeGuard>,
     runtime: tokio::runtime::Runtime,
     envs: Vec<CellEnv>,
     manifest_dir: PathBuf,
@@ -514,6 +517,15 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         .enable_all()
         .build()
         .map_err(|e| line(format!("cannot start the tokio runtime: {e}")))?;
+    // Calls to real APIs run on this runtime, which the cells run on too,
+    // rather than a hop to the shared client's one-thread background runtime
+    // (at concurrency 32 that one thread serialized every wave's HTTP work).
+    // Playback stays there: its local server answers at once, and the hop
+    // keeps each exchange on one thread (7% less CPU at 2,000 cells). If the
+    // client cannot be built, the background one reports why on the first call.
+    let http = (!args.list && mode != RecorderMode::Playback)
+        .then(|| ReqwestTransport::serve_shared_on(runtime.handle().clone()).ok())
+        .flatten();
     let tags = wanted_tags();
     let mut cells = Vec::new();
     for (e, eval) in evals.iter().enumerate() {
@@ -568,6 +580,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     drop(names);
     let harness = Arc::new(Harness {
         evals,
+        _http: http,
         runtime,
         envs,
         manifest_dir: manifest_dir.to_path_buf(),

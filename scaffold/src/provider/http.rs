@@ -18,7 +18,7 @@
 //! every wait is bounded by the call timeout or the stream idle timeout.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -104,7 +104,8 @@ impl ReqwestTransport {
 
     /// The default transport of the providers: one process-wide reqwest
     /// client whose connections all live on a small background runtime
-    /// (thread `scaffold-http`), built on first use.
+    /// (thread `scaffold-http`), built on first use, or on the runtime
+    /// installed with [`ReqwestTransport::serve_shared_on`] while it is.
     ///
     /// Callers on any runtime (one per test, one per thread, ...) share its
     /// connection pool safely: requests and streamed bodies are handed over
@@ -114,6 +115,30 @@ impl ReqwestTransport {
         SHARED
             .get_or_init(|| Arc::new(Background) as Arc<dyn Transport>)
             .clone()
+    }
+
+    /// Let [`ReqwestTransport::shared`] send on `runtime` until the guard
+    /// is dropped, with a client of its own whose connections live there.
+    ///
+    /// Calls made from inside `runtime` then run on the caller's task, with
+    /// no hop to the background thread; calls from other runtimes are
+    /// handed to `runtime`, so it should be a multi-thread runtime (a
+    /// current-thread one runs them only inside its `block_on`). For a
+    /// process that runs its calls on one long-lived runtime (the eval
+    /// harness): drop the guard before the runtime. A later installation
+    /// serves instead while it lives.
+    pub fn serve_shared_on(
+        runtime: tokio::runtime::Handle,
+    ) -> Result<SharedRuntimeGuard, TransportError> {
+        let served = Arc::new(Served {
+            runtime,
+            transport: ReqwestTransport::new()?,
+        });
+        served_slot()
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(served.clone());
+        Ok(SharedRuntimeGuard { served })
     }
 
     fn map_error(&self, e: reqwest::Error) -> TransportError {
@@ -219,6 +244,42 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// A runtime installed by [`ReqwestTransport::serve_shared_on`], with its client.
+struct Served {
+    runtime: tokio::runtime::Handle,
+    transport: ReqwestTransport,
+}
+
+/// The installed runtimes, the newest (the one serving) last.
+fn served_slot() -> &'static RwLock<Vec<Arc<Served>>> {
+    static SERVED: RwLock<Vec<Arc<Served>>> = RwLock::new(Vec::new());
+    &SERVED
+}
+
+/// Keeps the runtime given to [`ReqwestTransport::serve_shared_on`]
+/// serving the shared transport; dropping it uninstalls that runtime.
+#[must_use = "the runtime serves the shared transport only while the guard lives"]
+pub struct SharedRuntimeGuard {
+    served: Arc<Served>,
+}
+
+impl std::fmt::Debug for SharedRuntimeGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedRuntimeGuard")
+            .field("runtime", &self.served.runtime.id())
+            .finish()
+    }
+}
+
+impl Drop for SharedRuntimeGuard {
+    fn drop(&mut self) {
+        served_slot()
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|s| !Arc::ptr_eq(s, &self.served));
+    }
+}
+
 #[async_trait]
 impl Transport for Background {
     async fn send(
@@ -226,25 +287,49 @@ impl Transport for Background {
         request: HttpRequest,
         context: &CallContext,
     ) -> Result<HttpResponse, TransportError> {
-        let client = background()?;
-        let transport = client.transport.clone();
-        let context = context.clone();
-        let mut task = AbortOnDrop(client.runtime.spawn(async move {
-            let response = transport.send(request, &context).await?;
-            let body = match response.body {
-                HttpBody::Full(bytes) => HttpBody::Full(bytes),
-                HttpBody::Stream(stream) => HttpBody::Stream(forward(stream)),
-            };
-            Ok(HttpResponse { body, ..response })
-        }));
-        match (&mut task.0).await {
-            Ok(result) => result,
-            Err(e) => Err(TransportError::Other(format!("the HTTP task failed: {e}"))),
+        let served = served_slot()
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .cloned();
+        if let Some(served) = served {
+            let here =
+                tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == served.runtime.id());
+            if here {
+                return served.transport.send(request, context).await;
+            }
+            return send_on(&served.runtime, &served.transport, request, context).await;
         }
+        let client = background()?;
+        send_on(client.runtime.handle(), &client.transport, request, context).await
     }
 }
 
-/// Read `stream` on the current (background) runtime and hand its chunks
+/// Send `request` with `transport` on `runtime`, from whichever runtime
+/// the caller is on; streamed bodies are read there and handed over.
+async fn send_on(
+    runtime: &tokio::runtime::Handle,
+    transport: &ReqwestTransport,
+    request: HttpRequest,
+    context: &CallContext,
+) -> Result<HttpResponse, TransportError> {
+    let transport = transport.clone();
+    let context = context.clone();
+    let mut task = AbortOnDrop(runtime.spawn(async move {
+        let response = transport.send(request, &context).await?;
+        let body = match response.body {
+            HttpBody::Full(bytes) => HttpBody::Full(bytes),
+            HttpBody::Stream(stream) => HttpBody::Stream(forward(stream)),
+        };
+        Ok(HttpResponse { body, ..response })
+    }));
+    match (&mut task.0).await {
+        Ok(result) => result,
+        Err(e) => Err(TransportError::Other(format!("the HTTP task failed: {e}"))),
+    }
+}
+
+/// Read `stream` on the current (serving) runtime and hand its chunks
 /// over a channel; stops when the receiver goes away.
 fn forward(mut stream: ByteStream) -> ByteStream {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, TransportError>>(16);
