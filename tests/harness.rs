@@ -110,37 +110,53 @@ fn playback_is_identical_at_1_and_8_threads_and_flags_work() {
 
 #[test]
 fn the_results_document_holds_every_cell_whole_from_the_store() {
-    // Memory keeps each finished cell's summary only; the JSON document is
-    // written from the store, cell by cell, and must hold what was stored.
+    // Past SCAFFOLD_WHOLE_RECORDS finished cells (0 here: all of them),
+    // memory keeps each cell's summary only and the JSON document is written
+    // from the store, cell by cell; by default a run this small keeps them
+    // whole. Either way the document holds what was stored.
     let dir = common::TempDir::new("harness-results");
     let db = dir.join("scaffold.db");
-    let out = dir.join("out");
-    let run = evals(
-        &[],
-        &[
-            ("SCAFFOLD_DATABASE", db.to_str().expect("utf-8 path")),
-            ("SCAFFOLD_OUTPUT", out.to_str().expect("utf-8 path")),
-        ],
-    );
-    assert!(run.status.success(), "{}", text(&run));
-    let written = scaffold::eval::EvalResults::load(out.join("code-review.json"))
-        .expect("results JSON written and valid");
-    let store = scaffold::store::Store::open(&db).expect("store");
-    let runs = store.eval_runs().expect("runs");
-    let stored = store.eval_results(&runs[0].id).expect("stored results");
-    let stored = stored
-        .into_iter()
-        .find(|r| r.eval == "code-review")
-        .expect("code-review stored");
-    assert_eq!(written.results.len(), 10);
-    assert_eq!(written.results, stored.results);
-    // Whole: inputs and the assertions that passed are there.
-    assert!(written.results.iter().all(|c| !c.input.is_null()));
+    let store_path = db.to_str().expect("utf-8 path");
+    for whole in ["0", "256"] {
+        let out = dir.join(&format!("out-{whole}"));
+        let run = evals(
+            &[],
+            &[
+                ("SCAFFOLD_DATABASE", store_path),
+                ("SCAFFOLD_OUTPUT", out.to_str().expect("utf-8 path")),
+                ("SCAFFOLD_WHOLE_RECORDS", whole),
+            ],
+        );
+        assert!(run.status.success(), "{}", text(&run));
+        let written = scaffold::eval::EvalResults::load(out.join("code-review.json"))
+            .expect("results JSON written and valid");
+        let store = scaffold::store::Store::open(&db).expect("store");
+        let runs = store.eval_runs().expect("runs");
+        let stored = store.eval_results(&runs[0].id).expect("stored results");
+        let stored = stored
+            .into_iter()
+            .find(|r| r.eval == "code-review")
+            .expect("code-review stored");
+        assert_eq!(written.results.len(), 10);
+        assert_eq!(
+            written.results, stored.results,
+            "SCAFFOLD_WHOLE_RECORDS={whole}"
+        );
+        // Whole: inputs and the assertions that passed are there.
+        assert!(written.results.iter().all(|c| !c.input.is_null()));
+        assert!(
+            written
+                .results
+                .iter()
+                .any(|c| c.assertions.iter().any(|a| a.passed)),
+            "no passed assertion in the document"
+        );
+    }
+    let bad = evals(&[], &[("SCAFFOLD_WHOLE_RECORDS", "many")]);
+    assert!(!bad.status.success());
     assert!(
-        written
-            .results
-            .iter()
-            .any(|c| c.assertions.iter().any(|a| a.passed)),
-        "no passed assertion in the document"
+        text(&bad).contains("SCAFFOLD_WHOLE_RECORDS: expected a whole number of cells"),
+        "{}",
+        text(&bad)
     );
 }

@@ -75,6 +75,7 @@ pub use snapshot::session_summary;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -143,6 +144,12 @@ struct Harness {
     store: Option<Store>,
     run: Option<RunState>,
     finished: Mutex<Vec<Finished>>,
+    /// How many more finished cells keep their whole record in memory
+    /// (`SCAFFOLD_WHOLE_RECORDS`); the others keep a summary.
+    whole_left: AtomicUsize,
+    /// Whether a finished cell was kept as a summary, so the JSON results
+    /// must be written from the store.
+    summarized: AtomicBool,
     /// Cells whose record could not be written to the store.
     store_errors: Mutex<Vec<String>>,
     formats: Vec<Format>,
@@ -578,6 +585,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         );
     }
     drop(names);
+    // Cells finished before a resume were loaded as summaries.
+    let resumed_summaries = run.as_ref().is_some_and(|r| !r.done.is_empty());
     let harness = Arc::new(Harness {
         evals,
         _http: http,
@@ -594,6 +603,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         store,
         run,
         finished: Mutex::new(Vec::new()),
+        whole_left: AtomicUsize::new(settings.whole_records),
+        summarized: AtomicBool::new(resumed_summaries),
         store_errors: Mutex::new(Vec::new()),
         formats,
         progress,
@@ -762,9 +773,10 @@ impl Harness {
         self.push_finished(Finished {
             eval: recorded.eval,
             cell: recorded.cell,
-            // Nothing per cell stays in memory beyond its summary once the
-            // store has the whole record (the JSON results are written from it).
-            record: if stored {
+            record: if stored && !self.keep_whole() {
+                // Nothing more of this cell stays in memory than its summary:
+                // the store has the whole record, the JSON results are
+                // written from it.
                 recorded.record.into_summary()
             } else {
                 recorded.record
@@ -782,6 +794,19 @@ impl Harness {
         } else {
             Err(failures.join("\n").into())
         }
+    }
+
+    /// Whether the next finished cell keeps its whole record in memory;
+    /// notes that the results hold summaries when it does not.
+    fn keep_whole(&self) -> bool {
+        let whole = self
+            .whole_left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        if !whole {
+            self.summarized.store(true, Ordering::Relaxed);
+        }
+        whole
     }
 
     /// Whether the cell `record` of eval `eval` is quarantined: its failed
@@ -952,7 +977,7 @@ impl Harness {
             // The JSON document holds every cell whole: written cell by cell
             // from the store, which has them (memory has their summaries).
             let text = match (format, &self.store, &self.run) {
-                (Format::Json, Some(_), Some(_)) => None,
+                (Format::Json, Some(_), Some(_)) if self.summarized.load(Ordering::Relaxed) => None,
                 _ => Some(reports::render(format, results, comparison)),
             };
             files.push((path, text));

@@ -14,6 +14,12 @@ pub const OUTPUT_ENV: &str = "SCAFFOLD_OUTPUT";
 pub const SNAPSHOTS_ENV: &str = "SCAFFOLD_SNAPSHOTS";
 /// Environment variable: resume an interrupted run (`1`, `latest` or a run id).
 pub const RESUME_ENV: &str = "SCAFFOLD_RESUME";
+/// Environment variable: how many finished cells keep their whole record in
+/// memory; the others keep a summary and the JSON results are then written
+/// from the store.
+pub const WHOLE_RECORDS_ENV: &str = "SCAFFOLD_WHOLE_RECORDS";
+/// The default of [`WHOLE_RECORDS_ENV`]: small runs never read their cells back.
+pub const DEFAULT_WHOLE_RECORDS: usize = 256;
 
 /// Where the cells' snapshots are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +62,8 @@ pub(crate) struct Settings {
     pub(crate) snapshots: Snapshots,
     /// `SCAFFOLD_RESUME`.
     pub(crate) resume: Option<Resume>,
+    /// `SCAFFOLD_WHOLE_RECORDS`, or [`DEFAULT_WHOLE_RECORDS`].
+    pub(crate) whole_records: usize,
 }
 
 /// The value of `name`, trimmed; `None` when unset or blank.
@@ -144,7 +152,16 @@ impl Settings {
                 _ => Some(Resume::Id(raw)),
             },
         };
+        let whole_records = match var(WHOLE_RECORDS_ENV)? {
+            None => DEFAULT_WHOLE_RECORDS,
+            Some(raw) => raw.parse::<usize>().map_err(|_| {
+                format!(
+                    "{WHOLE_RECORDS_ENV}: expected a whole number of cells (0 or more), got `{raw}`"
+                )
+            })?,
+        };
         Ok(Settings {
+            whole_records,
             trials,
             variants,
             output,
