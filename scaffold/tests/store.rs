@@ -572,6 +572,32 @@ fn lingering_signals_are_committed_without_a_flush() {
 }
 
 #[test]
+fn an_idle_writer_moves_the_wal_into_the_database() {
+    // Closing a store checkpoints its WAL; an idle writer does it earlier,
+    // off the cells' path. Too few pages for SQLite's own automatic
+    // checkpoint (1000): only the idle one can grow the database file.
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    store.flush().unwrap();
+    let before = std::fs::metadata(dir.db()).unwrap().len();
+    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
+    let signals: Vec<Signal> = (0..200)
+        .map(|i| signal(i, "x", json!({"text": "a fairly long payload ".repeat(8)})))
+        .collect();
+    store.append("s", &signals).unwrap();
+    store.flush().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::metadata(dir.db()).unwrap().len() <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the database file did not grow within 10 s: the WAL was not checkpointed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(store.signals("s").unwrap().len(), 200);
+}
+
+#[test]
 fn checkpoints_are_written_every_interval() {
     let dir = TempDir::new();
     let store = StoreOptions::default()

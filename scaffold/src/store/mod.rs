@@ -534,6 +534,10 @@ enum Readers {
     Writer,
 }
 
+/// How long the writer of a file store waits with nothing to write before it
+/// checkpoints the WAL (a passive checkpoint: it never waits for readers).
+const IDLE_CHECKPOINT: Duration = Duration::from_millis(20);
+
 /// How many idle read connections a store keeps.
 const MAX_IDLE_READERS: usize = 4;
 
@@ -736,6 +740,9 @@ impl Store {
                 checkpoint_interval: options.checkpoint_interval,
                 batch_size: options.batch_size.max(1),
                 linger: options.linger,
+                // A file's WAL is moved into the database while the writer
+                // is idle, so that closing the store has little left to move.
+                idle_checkpoint: matches!(readers, Readers::Pool { .. }).then_some(IDLE_CHECKPOINT),
             },
         );
         let thread = std::thread::Builder::new()

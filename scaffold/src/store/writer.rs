@@ -253,6 +253,8 @@ pub(crate) struct WriterConfig {
     pub(crate) batch_size: usize,
     /// How long writes nobody waits for may wait for more before a commit.
     pub(crate) linger: Duration,
+    /// Checkpoint the WAL after this long with nothing to write (file stores).
+    pub(crate) idle_checkpoint: Option<Duration>,
 }
 
 /// The writer thread's state.
@@ -308,13 +310,23 @@ impl Writer {
         // Commands taken and not yet committed (or failed and recorded).
         let mut open = 0;
         let mut since = Instant::now();
+        // Whether commits were made since the last idle checkpoint.
+        let mut wal_grew = false;
         loop {
-            let got = if batch.is_empty() {
-                queue.take_all(&mut taken)
-            } else {
-                queue.take_all_until(&mut taken, since + self.config.linger)
+            let idle_checkpoint = self.config.idle_checkpoint.filter(|_| wal_grew);
+            let got = match (batch.is_empty(), idle_checkpoint) {
+                (false, _) => queue.take_all_until(&mut taken, since + self.config.linger),
+                (true, Some(idle)) => queue.take_all_until(&mut taken, Instant::now() + idle),
+                (true, None) => queue.take_all(&mut taken),
             };
             if !got {
+                if batch.is_empty() && idle_checkpoint.is_some() {
+                    // Idle (or closed): move the WAL into the database now,
+                    // off the cells' path, rather than when the store closes.
+                    self.checkpoint();
+                    wal_grew = false;
+                    continue;
+                }
                 if batch.is_empty() {
                     // Closed, and everything is written.
                     break;
@@ -350,7 +362,16 @@ impl Writer {
                 weight = 0;
                 queue.completed(std::mem::take(&mut open));
             }
+            wal_grew = true;
         }
+    }
+
+    /// A passive WAL checkpoint; a failure (another process busy) only
+    /// leaves the work to SQLite's next automatic checkpoint.
+    fn checkpoint(&self) {
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
     }
 
     fn barrier(&mut self, command: Command) {
