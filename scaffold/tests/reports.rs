@@ -670,3 +670,70 @@ fn the_schema_doc_describes_every_field() {
     );
     assert!(names.len() > 60, "{names:?}");
 }
+
+/// `results` with every cell replaced by its summary, as the harness keeps
+/// them in memory during a long run.
+fn summaries(results: &EvalResults) -> EvalResults {
+    EvalResults::new(
+        results.eval.clone(),
+        results.timestamp.clone(),
+        results.config.clone(),
+        results
+            .results
+            .iter()
+            .cloned()
+            .map(CellRecord::into_summary)
+            .collect(),
+    )
+}
+
+#[test]
+fn cell_summaries_render_every_report_but_json_as_whole_records_do() {
+    // The harness renders the table, Markdown, JUnit and HTML reports from
+    // cell summaries past SCAFFOLD_WHOLE_RECORDS cells: they must read
+    // nothing a summary drops. A long output (JUnit cuts it) and a borderline
+    // judgement that passed are the edge cases.
+    let mut whole = results();
+    whole.results[0].output = Some(json!("é".repeat(5000)));
+    whole.results[1].output = Some(json!({"plan": "x".repeat(6000)}));
+    let mut judged = assertion("llm.judge", true, "borderline: 0.51 against 0.5");
+    judged.borderline = true;
+    whole.results[2].assertions.push(judged);
+    let whole = EvalResults::new(
+        whole.eval.clone(),
+        whole.timestamp.clone(),
+        whole.config.clone(),
+        whole.results,
+    );
+    let cut = summaries(&whole);
+    let baseline = comparison(&whole);
+    for format in [Format::Table, Format::Markdown, Format::Junit, Format::Html] {
+        assert_eq!(
+            report::render(format, &cut, Some(&baseline)),
+            report::render(format, &whole, Some(&baseline)),
+            "{format:?} differs when rendered from cell summaries"
+        );
+    }
+    assert_eq!(
+        compare(&comparison_base(), &cut, &CompareOptions::default()),
+        compare(&comparison_base(), &whole, &CompareOptions::default()),
+        "a baseline comparison differs when made from cell summaries"
+    );
+    // What JSON needs back comes from the store: `with_details` restores it.
+    let restored: Vec<CellRecord> = cut
+        .results
+        .iter()
+        .zip(&whole.results)
+        .map(|(s, w)| s.clone().with_details(w.clone()))
+        .collect();
+    assert_eq!(restored, whole.results);
+}
+
+/// A baseline for [`cell_summaries_render_every_report_but_json_as_whole_records_do`].
+fn comparison_base() -> EvalResults {
+    let mut base = results();
+    for c in &mut base.results {
+        c.passed = true;
+    }
+    base
+}
