@@ -452,8 +452,24 @@ fn start_run(
 }
 
 fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, SetupError> {
+    // insta looks for pending snapshots from the workspace root; ours is the user's package.
+    if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
+        // SAFETY: first thing, before this process starts any other thread
+        // (the store's writer, the runtime, the HTTP client below).
+        unsafe { std::env::set_var("INSTA_WORKSPACE_ROOT", manifest_dir) };
+    }
     let line = SetupError::Line;
     let mode = RecorderMode::from_env().map_err(|e| line(e.to_string()))?;
+    // Calls to real APIs run on the harness's runtime, which the cells run
+    // on too, rather than a hop to the shared client's one-thread background
+    // runtime (at concurrency 32 that one thread serialized every wave's
+    // HTTP work). Playback stays there: its local server answers at once,
+    // and the hop keeps each exchange on one thread (7% less CPU at 2,000
+    // cells). The client (some milliseconds: TLS roots, proxies) is built
+    // while the suite sets up; if it cannot be, the background one reports
+    // why on the first call.
+    let client = (!args.list && mode != RecorderMode::Playback)
+        .then(|| std::thread::spawn(ReqwestTransport::new));
     let formats = wanted_formats().map_err(line)?;
     let settings = Settings::from_env(manifest_dir).map_err(line)?;
     let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
@@ -484,11 +500,6 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     let fork = fork::plan(manifest_dir, &mut evals, store.as_ref()).map_err(line)?;
     if let Some(fork) = fork.as_ref().filter(|_| !args.list) {
         eprintln!("{}", fork.banner);
-    }
-    // insta looks for pending snapshots from the workspace root; ours is the user's package.
-    if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
-        // SAFETY: set before any other thread of this process starts.
-        unsafe { std::env::set_var("INSTA_WORKSPACE_ROOT", manifest_dir) };
     }
     let quarantine = gate::load_quarantine(manifest_dir.join(gate::QUARANTINE_FILE))
         .map_err(|e| line(format!("quarantine: {e}")))?;
@@ -524,15 +535,9 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         .enable_all()
         .build()
         .map_err(|e| line(format!("cannot start the tokio runtime: {e}")))?;
-    // Calls to real APIs run on this runtime, which the cells run on too,
-    // rather than a hop to the shared client's one-thread background runtime
-    // (at concurrency 32 that one thread serialized every wave's HTTP work).
-    // Playback stays there: its local server answers at once, and the hop
-    // keeps each exchange on one thread (7% less CPU at 2,000 cells). If the
-    // client cannot be built, the background one reports why on the first call.
-    let http = (!args.list && mode != RecorderMode::Playback)
-        .then(|| ReqwestTransport::serve_shared_on(runtime.handle().clone()).ok())
-        .flatten();
+    let http = client
+        .and_then(|built| built.join().ok()?.ok())
+        .map(|transport| transport.serve_as_shared_on(runtime.handle().clone()));
     let tags = wanted_tags();
     let mut cells = Vec::new();
     for (e, eval) in evals.iter().enumerate() {

@@ -130,15 +130,21 @@ impl ReqwestTransport {
     pub fn serve_shared_on(
         runtime: tokio::runtime::Handle,
     ) -> Result<SharedRuntimeGuard, TransportError> {
+        Ok(ReqwestTransport::new()?.serve_as_shared_on(runtime))
+    }
+
+    /// Like [`ReqwestTransport::serve_shared_on`], with this transport (built
+    /// beforehand, e.g. on another thread while the process sets up).
+    pub fn serve_as_shared_on(self, runtime: tokio::runtime::Handle) -> SharedRuntimeGuard {
         let served = Arc::new(Served {
             runtime,
-            transport: ReqwestTransport::new()?,
+            transport: self,
         });
         served_slot()
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .push(served.clone());
-        Ok(SharedRuntimeGuard { served })
+        SharedRuntimeGuard { served }
     }
 
     fn map_error(&self, e: reqwest::Error) -> TransportError {
