@@ -11,7 +11,7 @@ use scaffold::store::Store;
 
 mod common;
 
-use common::{TempDir, nextest_installed, text};
+use common::{TempDir, nextest_available, text};
 
 fn cargo(args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Output {
     let mut cmd = common::cargo(args);
@@ -34,15 +34,7 @@ fn every_cell() -> BTreeSet<String> {
 
 #[test]
 fn nextest_shards_merge_into_the_whole_suite() {
-    if !nextest_installed() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cargo-nextest is not installed, and CI is set: install it (cargo install cargo-nextest --locked)"
-        );
-        eprintln!(
-            "\n!!!! SKIPPED nextest_shards_merge_into_the_whole_suite: cargo-nextest is not \
-             installed (cargo install cargo-nextest --locked) !!!!\n"
-        );
+    if !nextest_available("nextest_shards_merge_into_the_whole_suite") {
         return;
     }
     let started = Instant::now();

@@ -10,6 +10,10 @@ use std::time::Instant;
 use scaffold::eval::{CellRecord, EvalResults, RunConfig};
 use serde_json::Value;
 
+/// The root package's test helpers (the nextest check is shared).
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_cargo-scaffold");
 
 /// The workspace root (the example suite's package).
@@ -1113,24 +1117,9 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
     );
 }
 
-fn nextest_installed() -> bool {
-    Command::new(env!("CARGO"))
-        .args(["nextest", "--version"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn nextest_shards_merge_then_gate() {
-    if !nextest_installed() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cargo-nextest is not installed, and CI is set: install it (cargo install cargo-nextest --locked)"
-        );
-        eprintln!(
-            "\n!!!! SKIPPED nextest_shards_merge_then_gate: cargo-nextest is not installed \
-             (cargo install cargo-nextest --locked) !!!!\n"
-        );
+    if !common::nextest_available("nextest_shards_merge_then_gate") {
         return;
     }
     let started = Instant::now();

@@ -36,12 +36,24 @@ pub fn text(out: &Output) -> String {
     )
 }
 
-/// Whether `cargo nextest` can run here.
-pub fn nextest_installed() -> bool {
-    Command::new(env!("CARGO"))
+/// Whether `cargo nextest` can run here for `test`. Without it, a test
+/// fails on CI (where it must run) and elsewhere says loudly that it skips.
+pub fn nextest_available(test: &str) -> bool {
+    let installed = Command::new(env!("CARGO"))
         .args(["nextest", "--version"])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cargo-nextest is not installed, and CI is set: install it (cargo install cargo-nextest --locked)"
+        );
+        eprintln!(
+            "\n!!!! SKIPPED {test}: cargo-nextest is not installed \
+             (cargo install cargo-nextest --locked) !!!!\n"
+        );
+    }
+    installed
 }
 
 /// A directory under the system temp dir, removed when dropped.

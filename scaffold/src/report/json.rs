@@ -50,16 +50,17 @@ pub fn write_streamed<W: Write>(
     let cells = std::mem::take(&mut results.results);
     let skeleton = results.to_json();
     results.results = cells;
+    if results.results.is_empty() {
+        out.write_all(skeleton.as_bytes())?;
+        out.write_all(b"\n")?;
+        return out.flush();
+    }
     const EMPTY: &str = "\n  \"results\": []";
+    // Right before the `]` of the empty cell array.
     let split = skeleton
         .find(EMPTY)
         .map(|at| at + EMPTY.len() - 1)
-        .filter(|_| !results.results.is_empty());
-    let Some(split) = split else {
-        out.write_all(results.to_json().as_bytes())?;
-        out.write_all(b"\n")?;
-        return out.flush();
-    };
+        .ok_or_else(|| io::Error::other("the results document has no top-level `results` array"))?;
     out.write_all(&skeleton.as_bytes()[..split])?;
     let mut first = true;
     let mut text = String::new();
