@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::Output;
 
+use scaffold::report::Format;
 use serde_json::Value;
 
 mod common;
@@ -111,9 +112,10 @@ fn playback_is_identical_at_1_and_8_threads_and_flags_work() {
 #[test]
 fn the_results_document_holds_every_cell_whole_from_the_store() {
     // Past SCAFFOLD_WHOLE_RECORDS finished cells (0 here: all of them),
-    // memory keeps each cell's summary only and the JSON document is written
-    // from the store, cell by cell; by default a run this small keeps them
-    // whole. Either way the document holds what was stored.
+    // memory keeps each cell's summary only and the JSON, JUnit and HTML
+    // reports are written from the store, cell by cell; by default a run
+    // this small keeps them whole. Either way the reports hold what was
+    // stored.
     let dir = common::TempDir::new("harness-results");
     let db = dir.join("scaffold.db");
     let store_path = db.to_str().expect("utf-8 path");
@@ -125,6 +127,7 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
                 ("SCAFFOLD_DATABASE", store_path),
                 ("SCAFFOLD_OUTPUT", out.to_str().expect("utf-8 path")),
                 ("SCAFFOLD_WHOLE_RECORDS", whole),
+                ("SCAFFOLD_FORMAT", "table,json,junit,html,markdown"),
             ],
         );
         assert!(run.status.success(), "{}", text(&run));
@@ -151,6 +154,20 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
                 .any(|c| c.assertions.iter().any(|a| a.passed)),
             "no passed assertion in the document"
         );
+        // The other reports are what the whole records render.
+        for (format, file) in [
+            (Format::Junit, "code-review.junit.xml"),
+            (Format::Html, "code-review.html"),
+            (Format::Markdown, "code-review.md"),
+        ] {
+            let report = std::fs::read_to_string(out.join(file)).expect("report written");
+            assert!(
+                report == scaffold::report::render(format, &written, None),
+                "{file} with SCAFFOLD_WHOLE_RECORDS={whole} is not what the whole records render"
+            );
+        }
+        let junit = std::fs::read_to_string(out.join("code-review.junit.xml")).expect("junit");
+        assert_eq!(junit.matches("\noutput:\n").count(), 10, "{junit}");
     }
     let bad = evals(&[], &[("SCAFFOLD_WHOLE_RECORDS", "many")]);
     assert!(!bad.status.success());

@@ -688,14 +688,20 @@ fn summaries(results: &EvalResults) -> EvalResults {
 }
 
 #[test]
-fn cell_summaries_render_every_report_but_json_as_whole_records_do() {
-    // The harness renders the table, Markdown, JUnit and HTML reports from
-    // cell summaries past SCAFFOLD_WHOLE_RECORDS cells: they must read
-    // nothing a summary drops. A long output (JUnit cuts it) and a borderline
-    // judgement that passed are the edge cases.
+fn cell_summaries_render_every_report_as_whole_records_do() {
+    // Past SCAFFOLD_WHOLE_RECORDS cells the harness keeps cell summaries:
+    // the table and Markdown render from them and must read nothing a
+    // summary drops; JSON, JUnit and HTML show what it drops (the input, the
+    // output, passed assertions, passed scores' reasons) and are written
+    // cell by cell with the whole records from the store. A long output, a
+    // passed score's reason and a borderline judgement that passed are the
+    // edge cases.
     let mut whole = results();
     whole.results[0].output = Some(json!("é".repeat(5000)));
     whole.results[1].output = Some(json!({"plan": "x".repeat(6000)}));
+    whole.results[1]
+        .scores
+        .insert("judge".into(), score(true, 0.9, Some("cites both sources")));
     let mut judged = assertion("llm.judge", true, "borderline: 0.51 against 0.5");
     judged.borderline = true;
     whole.results[2].assertions.push(judged);
@@ -705,9 +711,9 @@ fn cell_summaries_render_every_report_but_json_as_whole_records_do() {
         whole.config.clone(),
         whole.results,
     );
-    let cut = summaries(&whole);
+    let mut cut = summaries(&whole);
     let baseline = comparison(&whole);
-    for format in [Format::Table, Format::Markdown, Format::Junit, Format::Html] {
+    for format in [Format::Table, Format::Markdown] {
         assert_eq!(
             report::render(format, &cut, Some(&baseline)),
             report::render(format, &whole, Some(&baseline)),
@@ -719,7 +725,38 @@ fn cell_summaries_render_every_report_but_json_as_whole_records_do() {
         compare(&comparison_base(), &whole, &CompareOptions::default()),
         "a baseline comparison differs when made from cell summaries"
     );
-    // What JSON needs back comes from the store: `with_details` restores it.
+    // The store's part: the whole record of each cell asked for.
+    let mut asked = 0;
+    let mut from_store = |chunk: &[CellRecord]| -> Result<Vec<Option<CellRecord>>, String> {
+        asked += chunk.len();
+        Ok(chunk
+            .iter()
+            .map(|s| {
+                whole
+                    .results
+                    .iter()
+                    .find(|w| w.case_key() == s.case_key() && w.variant == s.variant)
+                    .cloned()
+            })
+            .collect())
+    };
+    for format in [Format::Json, Format::Junit, Format::Html] {
+        let mut out = Vec::new();
+        match format {
+            Format::Json => report::json::write_streamed(&mut cut, &mut out, &mut from_store),
+            Format::Junit => report::junit::write_streamed(&cut, &mut out, &mut from_store),
+            _ => report::html::write_streamed(&cut, Some(&baseline), &mut out, &mut from_store),
+        }
+        .unwrap();
+        let want = report::render(format, &whole, Some(&baseline));
+        assert_eq!(String::from_utf8(out).unwrap(), want, "{format:?} streamed");
+        assert_ne!(
+            report::render(format, &cut, Some(&baseline)),
+            want,
+            "{format:?} reads nothing a summary drops: it need not be streamed"
+        );
+    }
+    assert_eq!(asked, 3 * whole.results.len());
     let restored: Vec<CellRecord> = cut
         .results
         .iter()
@@ -729,7 +766,7 @@ fn cell_summaries_render_every_report_but_json_as_whole_records_do() {
     assert_eq!(restored, whole.results);
 }
 
-/// A baseline for [`cell_summaries_render_every_report_but_json_as_whole_records_do`].
+/// A baseline for [`cell_summaries_render_every_report_as_whole_records_do`].
 fn comparison_base() -> EvalResults {
     let mut base = results();
     for c in &mut base.results {

@@ -113,7 +113,7 @@ pub struct ConfigDifference {
 }
 
 /// How many characters of a cell's output the reports show (JUnit's
-/// `system-out`); the in-memory summary of a cell keeps this much.
+/// `system-out`).
 pub const REPORTED_OUTPUT_CHARS: usize = 4000;
 
 /// One eval run's results.
@@ -377,12 +377,12 @@ impl CellRecord {
     }
 
     /// The record as the harness keeps it in memory during a run, while the
-    /// store holds the whole: without its input and its passed assertions
-    /// (unless they hold a borderline judgement), and with its output cut to
-    /// what reports show ([`REPORTED_OUTPUT_CHARS`] characters and one more,
-    /// so a cut shows). Everything the statistics, the gate and the table,
-    /// Markdown, JUnit and HTML reports read is kept;
-    /// [`CellRecord::with_details`] puts the rest back.
+    /// store holds the whole: without its input, its output, its passed
+    /// assertions (unless they hold a borderline judgement) and the reasons
+    /// of its passed scores. What the statistics, the gate, the table and
+    /// Markdown read is kept; the JSON, JUnit and HTML reports read the
+    /// rest from the store ([`report::stream`](crate::report::stream)), and
+    /// [`CellRecord::with_details`] puts it back.
     ///
     /// ```
     /// use scaffold::eval::CellRecord;
@@ -390,8 +390,7 @@ impl CellRecord {
     /// cell.input = serde_json::json!({"question": "why?"});
     /// cell.output = Some(serde_json::json!("x".repeat(10_000)));
     /// let summary = cell.clone().into_summary();
-    /// assert!(summary.input.is_null());
-    /// assert_eq!(summary.output.as_ref().and_then(|o| o.as_str()).map(str::len), Some(4001));
+    /// assert!(summary.input.is_null() && summary.output.is_none());
     /// assert_eq!(summary.with_details(cell.clone()), cell);
     /// ```
     pub fn into_summary(mut self) -> CellRecord {
@@ -399,27 +398,27 @@ impl CellRecord {
             a.borderline || a.children.iter().any(borderline)
         }
         self.input = Value::Null;
+        self.output = None;
         self.assertions.retain(|a| !a.passed || borderline(a));
         self.assertions.shrink_to_fit();
-        if let Some(output) = &self.output {
-            let text = match output {
-                Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
-                other => std::borrow::Cow::Owned(other.to_string()),
-            };
-            if let Some((cut, _)) = text.char_indices().nth(REPORTED_OUTPUT_CHARS + 1) {
-                self.output = Some(Value::String(text[..cut].to_owned()));
-            }
+        for s in self.scores.values_mut().filter(|s| s.pass) {
+            s.detail = None;
         }
         self
     }
 
-    /// This summary ([`CellRecord::into_summary`]) with the input, output and
-    /// assertions of `full`, the cell's whole record; what the summary
-    /// decided (pass, scores, quarantine) stays.
+    /// This summary ([`CellRecord::into_summary`]) with the input, output,
+    /// assertions and score reasons of `full`, the cell's whole record; what
+    /// the summary decided (pass, scores, quarantine) stays.
     pub fn with_details(mut self, full: CellRecord) -> CellRecord {
         self.input = full.input;
         self.output = full.output;
         self.assertions = full.assertions;
+        for (name, s) in full.scores {
+            if let Some(mine) = self.scores.get_mut(&name) {
+                mine.detail = s.detail;
+            }
+        }
         self
     }
 

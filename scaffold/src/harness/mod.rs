@@ -72,7 +72,7 @@ pub use registry::{
 pub use settings::{OUTPUT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TRIALS_ENV, VARIANTS_ENV};
 pub use snapshot::session_summary;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -109,14 +109,20 @@ macro_rules! main {
     };
 }
 
-/// What one finished cell left for the summary.
-#[derive(Debug, Clone)]
+/// What the finished cells of one eval left for the summary.
+#[derive(Debug, Default)]
 struct Finished {
-    eval: String,
-    /// The test name (`{eval}::{variant}::{case}[::t{n}]`).
-    cell: String,
-    record: CellRecord,
-    snapshot_ok: bool,
+    /// Whole records or summaries ([`CellRecord::into_summary`]).
+    records: Vec<CellRecord>,
+    /// How many of them differed from their snapshot.
+    drift: usize,
+}
+
+impl Finished {
+    fn push(&mut self, record: CellRecord, snapshot_ok: bool) {
+        self.records.push(record);
+        self.drift += usize::from(!snapshot_ok);
+    }
 }
 
 /// The eval run this process takes part in.
@@ -143,7 +149,8 @@ struct Harness {
     output: Option<PathBuf>,
     store: Option<Store>,
     run: Option<RunState>,
-    finished: Mutex<Vec<Finished>>,
+    /// Per eval (same order as `evals`).
+    finished: Vec<Mutex<Finished>>,
     /// How many more finished cells keep their whole record in memory
     /// (`SCAFFOLD_WHOLE_RECORDS`); the others keep a summary.
     whole_left: AtomicUsize,
@@ -589,6 +596,13 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             selected.len()
         );
     }
+    // Per eval, how many cells this process runs.
+    let mut evals_cells = vec![0; evals.len()];
+    for ((e, _), t) in cells.iter().zip(&names) {
+        if !args.is_filtered_out(t) && !args.is_ignored(t) {
+            evals_cells[*e] += 1;
+        }
+    }
     drop(names);
     // Cells finished before a resume were loaded as summaries.
     let resumed_summaries = run.as_ref().is_some_and(|r| !r.done.is_empty());
@@ -607,7 +621,16 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         output: settings.output,
         store,
         run,
-        finished: Mutex::new(Vec::new()),
+        finished: evals_cells
+            .iter()
+            .map(|&n| {
+                Mutex::new(Finished {
+                    // Sized once: doubling would hold up to twice the records.
+                    records: Vec::with_capacity(n),
+                    drift: 0,
+                })
+            })
+            .collect(),
         whole_left: AtomicUsize::new(settings.whole_records),
         summarized: AtomicBool::new(resumed_summaries),
         store_errors: Mutex::new(Vec::new()),
@@ -663,21 +686,25 @@ impl Harness {
         !errors.is_empty()
     }
 
-    fn push_finished(&self, finished: Finished) {
-        match self.finished.lock() {
-            Ok(mut list) => list.push(finished),
-            Err(poisoned) => poisoned.into_inner().push(finished),
+    fn push_finished(&self, eval: usize, record: CellRecord, snapshot_ok: bool) {
+        let Some(finished) = self.finished.get(eval) else {
+            return;
+        };
+        match finished.lock() {
+            Ok(mut f) => f.push(record, snapshot_ok),
+            Err(poisoned) => poisoned.into_inner().push(record, snapshot_ok),
         }
+    }
+
+    fn eval_index(&self, name: &str) -> Option<usize> {
+        self.evals.iter().position(|e| e.name() == name)
     }
 
     /// A cell finished in the run before it was interrupted: its stored verdict.
     fn report_done(&self, run: &str, done: &RecordedCell) -> Result<(), Failed> {
-        self.push_finished(Finished {
-            eval: done.eval.clone(),
-            cell: done.cell.clone(),
-            record: done.record.clone(),
-            snapshot_ok: done.snapshot_ok,
-        });
+        if let Some(eval) = self.eval_index(&done.eval) {
+            self.push_finished(eval, done.record.clone(), done.snapshot_ok);
+        }
         let quarantined = done.snapshot_ok && self.quarantined(&done.eval, &done.record);
         let ok = (done.record.passed || quarantined) && done.snapshot_ok;
         if let Some(p) = &self.progress {
@@ -775,19 +802,15 @@ impl Harness {
         let quarantined = !failures.is_empty()
             && snapshot_ok
             && self.quarantined(&recorded.eval, &recorded.record);
-        self.push_finished(Finished {
-            eval: recorded.eval,
-            cell: recorded.cell,
-            record: if stored && !self.keep_whole() {
-                // Nothing more of this cell stays in memory than its summary:
-                // the store has the whole record, the JSON results are
-                // written from it.
-                recorded.record.into_summary()
-            } else {
-                recorded.record
-            },
-            snapshot_ok,
-        });
+        let record = if stored && !self.keep_whole() {
+            // Nothing more of this cell stays in memory than its summary:
+            // the store has the whole record, the reports that show more
+            // are written from it.
+            recorded.record.into_summary()
+        } else {
+            recorded.record
+        };
+        self.push_finished(eval, record, snapshot_ok);
         if let Some(p) = &self.progress {
             p.tick(!failures.is_empty() && !quarantined);
         }
@@ -849,38 +872,40 @@ impl Harness {
     /// baseline, write the reports; then mark the run finished.
     fn summarize(&self, manifest_dir: &Path, num_failed: u64) -> ExitCode {
         // Taken, not cloned: at 10,000 cells the records are most of the memory.
-        let mut finished = match self.finished.lock() {
-            Ok(mut f) => std::mem::take(&mut *f),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        };
+        let mut finished: Vec<Finished> = self
+            .finished
+            .iter()
+            .map(|f| match f.lock() {
+                Ok(mut f) => std::mem::take(&mut *f),
+                Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+            })
+            .collect();
         let mut resumed = 0;
         if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
             // Cells finished before the interruption that this process did
             // not report (left out by a filter) belong to the run's results too.
-            let reported: HashSet<&str> = finished.iter().map(|f| f.cell.as_str()).collect();
-            let extra: Vec<Finished> = run
-                .done
-                .values()
-                .filter(|d| run.planned.contains(&d.cell) && !reported.contains(d.cell.as_str()))
-                .map(|d| Finished {
-                    eval: d.eval.clone(),
-                    cell: d.cell.clone(),
-                    record: d.record.clone(),
-                    snapshot_ok: d.snapshot_ok,
-                })
-                .collect();
-            finished.extend(extra);
-            resumed = finished
-                .iter()
-                .filter(|f| run.done.contains_key(&f.cell))
-                .count();
+            for (index, eval) in self.evals.iter().enumerate() {
+                let f = &mut finished[index];
+                let reported: HashSet<String> = f
+                    .records
+                    .iter()
+                    .map(|r| r.test_name(eval.name(), eval.trials()))
+                    .collect();
+                resumed += reported
+                    .iter()
+                    .filter(|c| run.done.contains_key(*c))
+                    .count();
+                for d in run.done.values().filter(|d| {
+                    d.eval == eval.name()
+                        && run.planned.contains(&d.cell)
+                        && !reported.contains(&d.cell)
+                }) {
+                    f.push(d.record.clone(), d.snapshot_ok);
+                    resumed += 1;
+                }
+            }
         }
-        let mut by_eval: BTreeMap<String, Vec<CellRecord>> = BTreeMap::new();
-        let mut drift = 0;
-        for f in finished {
-            drift += usize::from(!f.snapshot_ok);
-            by_eval.entry(f.eval).or_default().push(f.record);
-        }
+        let drift: usize = finished.iter().map(|f| f.drift).sum();
         let dir = self
             .output
             .clone()
@@ -896,9 +921,10 @@ impl Harness {
         let mut explained = 0;
         for (index, eval) in self.evals.iter().enumerate() {
             let name = eval.name();
-            let Some(cells) = by_eval.remove(name) else {
+            let cells = std::mem::take(&mut finished[index].records);
+            if cells.is_empty() {
                 continue;
-            };
+            }
             explained += cells.iter().filter(|c| !c.passed).count();
             let config = RunConfig {
                 trials: eval.trials(),
@@ -973,23 +999,26 @@ impl Harness {
         results: &mut EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) {
-        let mut files: Vec<(PathBuf, Option<String>)> = Vec::new();
+        let mut files: Vec<(PathBuf, Format, Option<String>)> = Vec::new();
         for &format in &self.formats {
             if format == Format::Table {
                 continue;
             }
             let path = dir.join(format!("{}.{}", results.eval, format.extension()));
-            // The JSON document holds every cell whole: written cell by cell
-            // from the store, which has them (memory has their summaries).
-            let text = match (format, &self.store, &self.run) {
-                (Format::Json, Some(_), Some(_)) if self.summarized.load(Ordering::Relaxed) => None,
-                _ => Some(reports::render(format, results, comparison)),
-            };
-            files.push((path, text));
+            // The JSON, JUnit and HTML reports show what a cell summary
+            // drops: written cell by cell from the store, which has the
+            // whole records.
+            let streamed = matches!(format, Format::Json | Format::Junit | Format::Html)
+                && self.store.is_some()
+                && self.run.is_some()
+                && self.summarized.load(Ordering::Relaxed);
+            let text = (!streamed).then(|| reports::render(format, results, comparison));
+            files.push((path, format, text));
         }
         if let (Some(cmp), true) = (comparison, self.formats.contains(&Format::Json)) {
             files.push((
                 dir.join(format!("{}.comparison.json", results.eval)),
+                Format::Json,
                 Some(reports::json::render_comparison(cmp)),
             ));
         }
@@ -1000,7 +1029,7 @@ impl Harness {
             eprintln!("  warning: cannot create {}: {e}", dir.display());
             return;
         }
-        for (path, text) in files {
+        for (path, format, text) in files {
             let label = if path.extension().is_some_and(|e| e == "json")
                 && !path.to_string_lossy().ends_with(".comparison.json")
             {
@@ -1010,7 +1039,7 @@ impl Harness {
             };
             let written = match text {
                 Some(text) => std::fs::write(&path, text),
-                None => self.write_results_streamed(&path, results),
+                None => self.write_streamed(&path, format, results, comparison),
             };
             match written {
                 Ok(()) => eprintln!("  {label}: {}", path.display()),
@@ -1037,24 +1066,34 @@ impl Harness {
 }
 
 impl Harness {
-    /// Write the results document of `results` (cell summaries) to `path`,
+    /// Write the report `format` of `results` (cell summaries) to `path`,
     /// reading the cells' whole records from the store a chunk at a time.
-    fn write_results_streamed(
+    fn write_streamed(
         &self,
         path: &Path,
+        format: Format,
         results: &mut EvalResults,
+        comparison: Option<&crate::eval::Comparison>,
     ) -> std::io::Result<()> {
         let (Some(store), Some(run)) = (&self.store, &self.run) else {
-            return std::fs::write(path, reports::json::render(results));
+            return std::fs::write(path, reports::render(format, results, comparison));
         };
         let (eval, trials) = (results.eval.clone(), results.config.trials);
-        let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        reports::json::write_streamed(results, file, |chunk| {
+        let details = |chunk: &[CellRecord]| {
             let names = chunk.iter().map(|c| c.test_name(&eval, trials)).collect();
             store
                 .cell_records(&run.id, &eval, names)
                 .map_err(|e| e.to_string())
-        })
+        };
+        let file = || std::fs::File::create(path).map(std::io::BufWriter::new);
+        match format {
+            Format::Json => reports::json::write_streamed(results, file()?, details),
+            Format::Junit => reports::junit::write_streamed(results, file()?, details),
+            Format::Html => reports::html::write_streamed(results, comparison, file()?, details),
+            Format::Table | Format::Markdown => {
+                std::fs::write(path, reports::render(format, results, comparison))
+            }
+        }
     }
 }
 

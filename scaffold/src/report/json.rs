@@ -8,11 +8,10 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
+pub use super::stream::STREAM_CHUNK;
+use super::stream::{Details, Splice, each_whole};
 use crate::eval::results::RESULTS_SCHEMA;
-use crate::eval::{CellRecord, Comparison, EvalResults};
-
-/// How many whole cell records [`write_streamed`] asks for at a time.
-pub const STREAM_CHUNK: usize = 256;
+use crate::eval::{Comparison, EvalResults};
 
 /// The results document, pretty-printed, ending in a newline.
 pub fn render(results: &EvalResults) -> String {
@@ -22,11 +21,11 @@ pub fn render(results: &EvalResults) -> String {
 }
 
 /// Write the results document as [`render`] does, cell by cell, when the
-/// cells of `results` are summaries ([`CellRecord::into_summary`]) whose
+/// cells of `results` are summaries
+/// ([`CellRecord::into_summary`](crate::eval::CellRecord::into_summary)) whose
 /// whole records are elsewhere (the store): `details` gets up to
-/// [`STREAM_CHUNK`] cells at a time and returns their whole records (`None`
-/// writes the cell as it is), so memory holds one chunk of whole records,
-/// not the run's.
+/// [`STREAM_CHUNK`] cells at a time and returns their whole records (see
+/// [`Details`]), so memory holds one chunk of whole records, not the run's.
 ///
 /// ```
 /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
@@ -43,45 +42,20 @@ pub fn render(results: &EvalResults) -> String {
 /// ```
 pub fn write_streamed<W: Write>(
     results: &mut EvalResults,
-    mut out: W,
-    mut details: impl FnMut(&[CellRecord]) -> Result<Vec<Option<CellRecord>>, String>,
+    out: W,
+    mut details: impl Details,
 ) -> io::Result<()> {
-    // The document without its cells, to write around them.
+    // The document is serialized without its cells, straight to `out`; they
+    // are written into its empty `results` array as it passes.
     let cells = std::mem::take(&mut results.results);
-    let skeleton = results.to_json();
-    results.results = cells;
-    if results.results.is_empty() {
-        out.write_all(skeleton.as_bytes())?;
-        out.write_all(b"\n")?;
-        return out.flush();
-    }
-    const EMPTY: &str = "\n  \"results\": []";
-    // Right before the `]` of the empty cell array.
-    let split = skeleton
-        .find(EMPTY)
-        .map(|at| at + EMPTY.len() - 1)
-        .ok_or_else(|| io::Error::other("the results document has no top-level `results` array"))?;
-    out.write_all(&skeleton.as_bytes()[..split])?;
-    let mut first = true;
-    let mut text = String::new();
-    for chunk in results.results.chunks(STREAM_CHUNK) {
-        let whole = details(chunk).map_err(io::Error::other)?;
-        if whole.len() != chunk.len() {
-            return Err(io::Error::other(format!(
-                "asked for {} cell records, got {}",
-                chunk.len(),
-                whole.len()
-            )));
-        }
-        for (summary, whole) in chunk.iter().zip(whole) {
-            let cell = match whole {
-                Some(whole) => summary.clone().with_details(whole),
-                None => summary.clone(),
-            };
+    let mut splice = Splice::new(out, "\n  \"results\": [", |out: &mut W| {
+        let mut first = true;
+        let mut text = String::new();
+        each_whole(&cells, &mut details, |cell| {
             text.clear();
             text.push_str(if first { "\n" } else { ",\n" });
             first = false;
-            let pretty = serde_json::to_string_pretty(&cell).map_err(io::Error::other)?;
+            let pretty = serde_json::to_string_pretty(cell).map_err(io::Error::other)?;
             // Nested two levels deep: every line four spaces further in.
             for (i, line) in pretty.lines().enumerate() {
                 if i > 0 {
@@ -90,13 +64,20 @@ pub fn write_streamed<W: Write>(
                 text.push_str("    ");
                 text.push_str(line);
             }
-            out.write_all(text.as_bytes())?;
+            out.write_all(text.as_bytes())
+        })?;
+        if !first {
+            out.write_all(b"\n  ")?;
         }
+        Ok(())
+    });
+    let mut written = serde_json::to_writer_pretty(&mut splice, &*results).map_err(io::Error::from);
+    if written.is_ok() {
+        written = splice.write_all(b"\n");
     }
-    out.write_all(b"\n  ")?;
-    out.write_all(&skeleton.as_bytes()[split..])?;
-    out.write_all(b"\n")?;
-    out.flush()
+    let finished = written.and_then(|()| splice.finish().map(drop));
+    results.results = cells;
+    finished
 }
 
 /// A baseline comparison, pretty-printed, ending in a newline.

@@ -11,8 +11,10 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use super::escape::xml;
+use super::stream::{self, Details};
 use crate::eval::results::{CellRecord, REPORTED_OUTPUT_CHARS};
 use crate::eval::{CaseTrials, EvalResults};
 
@@ -34,6 +36,35 @@ fn seconds(ms: u64) -> String {
 /// assert!(xml.contains(r#"<error message="run failed: provider &lt;timeout&gt;" type="run">"#));
 /// ```
 pub fn render(results: &EvalResults) -> String {
+    let mut out = Vec::new();
+    // Writing into memory with the cells as they are cannot fail.
+    let _ = write_streamed(results, &mut out, stream::as_they_are);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Write the document [`render`] gives, one `<testcase>` at a time, when the
+/// cells of `results` are summaries whose whole records (the output) come
+/// from `details` (see [`json::write_streamed`](super::json::write_streamed)).
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// use scaffold::report::junit;
+/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let mut cell = CellRecord::new("a", "c1");
+/// cell.output = Some(serde_json::json!("the answer"));
+/// let whole = EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell.clone()]);
+/// let summaries = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell.clone().into_summary()]);
+/// let mut out = Vec::new();
+/// junit::write_streamed(&summaries, &mut out, |chunk| Ok(chunk.iter().map(|_| Some(cell.clone())).collect()))?;
+/// assert_eq!(String::from_utf8(out).unwrap(), junit::render(&whole));
+/// assert!(!junit::render(&summaries).contains("the answer"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_streamed<W: Write>(
+    results: &EvalResults,
+    mut out: W,
+    mut details: impl Details,
+) -> io::Result<()> {
     let cells = &results.results;
     let errors = cells.iter().filter(|c| c.error.is_some()).count();
     let failures = cells
@@ -43,18 +74,18 @@ pub fn render(results: &EvalResults) -> String {
     let time = seconds(cells.iter().map(|c| c.metrics.latency_ms).sum());
     let name = xml(&results.eval);
     let stamp = xml(&results.timestamp);
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let mut head = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
-        out,
+        head,
         "<testsuites name=\"scaffold\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time}\">",
         cells.len()
     );
     let _ = writeln!(
-        out,
+        head,
         "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{time}\" timestamp=\"{stamp}\">",
         cells.len()
     );
-    out.push_str("    <properties>\n");
+    head.push_str("    <properties>\n");
     let c = &results.config;
     let gate = results.gate_verdict();
     let props = [
@@ -73,23 +104,27 @@ pub fn render(results: &EvalResults) -> String {
         ("quarantinedCells", gate.quarantined.join(",")),
     ];
     for (k, v) in props {
-        let _ = writeln!(out, "      <property name=\"{k}\" value=\"{}\"/>", xml(&v));
+        let _ = writeln!(head, "      <property name=\"{k}\" value=\"{}\"/>", xml(&v));
     }
-    out.push_str("    </properties>\n");
+    head.push_str("    </properties>\n");
+    out.write_all(head.as_bytes())?;
     let flaky: HashMap<(&str, &str, &str), &CaseTrials> = results
         .flaky()
         .map(|t| ((t.variant.as_str(), t.dataset.as_str(), t.case.as_str()), t))
         .collect();
-    for cell in cells {
+    let mut text = String::new();
+    stream::each_whole(cells, &mut details, |cell| {
         let key = (
             cell.variant.as_str(),
             cell.dataset.as_str(),
             cell.case.as_str(),
         );
-        testcase(&mut out, results, cell, flaky.get(&key).copied());
-    }
-    out.push_str("  </testsuite>\n</testsuites>\n");
-    out
+        text.clear();
+        testcase(&mut text, results, cell, flaky.get(&key).copied());
+        out.write_all(text.as_bytes())
+    })?;
+    out.write_all(b"  </testsuite>\n</testsuites>\n")?;
+    out.flush()
 }
 
 fn labels<'a>(cells: impl Iterator<Item = &'a CaseTrials>) -> String {

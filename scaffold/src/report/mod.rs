@@ -15,6 +15,7 @@ pub mod junit;
 pub mod markdown;
 mod plot;
 pub mod progress;
+pub mod stream;
 pub mod table;
 
 use std::str::FromStr;
