@@ -60,6 +60,7 @@
 
 mod erased;
 mod fork;
+mod memory;
 mod registry;
 mod settings;
 mod snapshot;
@@ -159,6 +160,7 @@ struct Harness {
     summarized: AtomicBool,
     /// Cells whose record could not be written to the store.
     store_errors: Mutex<Vec<String>>,
+    trim: memory::Trim,
     formats: Vec<Format>,
     progress: Option<Progress>,
     /// Per eval (same order as `evals`): how its results are judged, with
@@ -634,6 +636,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         whole_left: AtomicUsize::new(settings.whole_records),
         summarized: AtomicBool::new(resumed_summaries),
         store_errors: Mutex::new(Vec::new()),
+        trim: memory::Trim::default(),
         formats,
         progress,
         gate_options,
@@ -650,6 +653,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         })
         .collect();
     let list = args.list;
+    // What loading the datasets and building the cells freed.
+    memory::release_free_memory();
     let conclusion = libtest_mimic::run(args, trials);
     if let Some(p) = &harness.progress {
         p.finish();
@@ -694,6 +699,7 @@ impl Harness {
             Ok(mut f) => f.push(record, snapshot_ok),
             Err(poisoned) => poisoned.into_inner().push(record, snapshot_ok),
         }
+        self.trim.cell_finished();
     }
 
     fn eval_index(&self, name: &str) -> Option<usize> {
