@@ -9,6 +9,7 @@ mod cell;
 pub mod compare;
 pub mod gate;
 pub mod results;
+pub mod small_map;
 pub mod stats;
 
 pub use cell::{CellEnv, CellId, CellResult};
@@ -18,6 +19,7 @@ pub use compare::{
 };
 pub use gate::{Gate, GateOptions, GateStatistic};
 pub use results::{CellRecord, EvalResults, RunConfig};
+pub use small_map::SmallMap;
 pub use stats::{CaseTrials, Interval, LatencyStats, ScoreStats, VariantSummary, summarize};
 
 use std::fmt;

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::compare::{VariantCompareOptions, VariantComparison, compare_variants};
 use super::gate::{self, Gate, GateOptions, quarantine_matches};
+use super::small_map::SmallMap;
 use super::stats::{CaseTrials, VariantSummary, case_trials, summarize, wilson_interval};
 use super::{CellId, CellResult};
 use crate::assert::AssertionResult;
@@ -315,7 +316,7 @@ pub struct CellRecord {
     pub output: Option<Value>,
     /// Every scorer's grade, by scorer name.
     #[serde(default)]
-    pub scores: BTreeMap<String, ScoreRecord>,
+    pub scores: SmallMap<String, ScoreRecord>,
     /// Every assertion's result, in the dataset's order.
     #[serde(default)]
     pub assertions: Vec<AssertionRecord>,
@@ -350,7 +351,7 @@ impl CellRecord {
             status: RunStatus::Completed,
             error: None,
             output: None,
-            scores: BTreeMap::new(),
+            scores: SmallMap::new(),
             assertions: Vec::new(),
             metrics: Metrics::default(),
             duration_ms: 0,
@@ -379,9 +380,10 @@ impl CellRecord {
     /// The record as the harness keeps it in memory during a run, while the
     /// store holds the whole: without its input, its output, its passed
     /// assertions (unless they hold a borderline judgement) and the reasons
-    /// of its passed scores. What the statistics, the gate, the table and
-    /// Markdown read is kept; the JSON, JUnit and HTML reports read the
-    /// rest from the store ([`report::stream`](crate::report::stream)), and
+    /// of its passed scores; its assertions and scores keep no spare room.
+    /// What the statistics, the gate, the table and Markdown read is kept;
+    /// the JSON, JUnit and HTML reports read the rest from the store
+    /// ([`report::stream`](crate::report::stream)), and
     /// [`CellRecord::with_details`] puts it back.
     ///
     /// ```
@@ -401,6 +403,7 @@ impl CellRecord {
         self.output = None;
         self.assertions.retain(|a| !a.passed || borderline(a));
         self.assertions.shrink_to_fit();
+        self.scores.shrink_to_fit();
         for s in self.scores.values_mut().filter(|s| s.pass) {
             s.detail = None;
         }
@@ -929,5 +932,69 @@ pub(crate) mod json_float {
             Value::Null => Ok(f64::NAN),
             other => Err(D::Error::custom(format!("expected a number, got {other}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_score_result() -> CellResult {
+        let id = CellId {
+            eval: "qa".into(),
+            variant: "v".into(),
+            case: "c".into(),
+            trial: None,
+        };
+        let mut result = CellResult::failed(id, "boom".into());
+        result
+            .scores
+            .push(Score::new("quality", false, 0.25).detail("vague"));
+        result
+    }
+
+    /// A cell's scores take one slot per scorer, not a `BTreeMap` node with
+    /// room for eleven: as the harness builds the record, in its summary and
+    /// when read back from JSON.
+    #[test]
+    fn a_cell_with_one_score_holds_room_for_one() {
+        let record = CellRecord::from(&one_score_result());
+        assert_eq!((record.scores.len(), record.scores.capacity()), (1, 1));
+        assert_eq!(record.scores["quality"].detail.as_deref(), Some("vague"));
+
+        // Built by hand with spare room; the summary drops it.
+        let mut by_hand = CellRecord::new("v", "c");
+        by_hand.scores = SmallMap::with_capacity(8);
+        by_hand
+            .scores
+            .insert("quality".into(), record.scores["quality"].clone());
+        assert!(by_hand.scores.capacity() > 1);
+        let summary = by_hand.clone().into_summary();
+        assert_eq!(summary.scores.capacity(), 1);
+        assert_eq!(summary.scores, by_hand.scores);
+
+        let json = serde_json::to_string(&record).unwrap();
+        let back: CellRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, record);
+        assert_eq!(back.scores.capacity(), 1);
+    }
+
+    /// The scores serialize as the `BTreeMap` they were: keyed by name, in
+    /// name order, whatever order the scorers ran in.
+    #[test]
+    fn scores_serialize_as_the_btreemap_did() {
+        let mut result = one_score_result();
+        result.scores.insert(0, Score::new("latency", true, 812.0));
+        result.scores.push(Score::new("correct", true, 1.0));
+        let record = CellRecord::from(&result);
+        let as_btree: BTreeMap<&String, &ScoreRecord> = record.scores.iter().collect();
+        assert_eq!(
+            serde_json::to_string(&record.scores).unwrap(),
+            serde_json::to_string(&as_btree).unwrap()
+        );
+        assert_eq!(
+            record.scores.keys().collect::<Vec<_>>(),
+            ["correct", "latency", "quality"]
+        );
     }
 }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use super::{mean, sample_stddev};
+use crate::eval::SmallMap;
 use crate::eval::results::CellRecord;
 
 /// The confidence level used unless one is asked for (95%).
@@ -177,10 +178,10 @@ pub struct CaseTrials {
     pub interval: Interval,
     /// pass@k for each reported k (keys are k).
     #[serde(default)]
-    pub pass_at_k: BTreeMap<u32, f64>,
+    pub pass_at_k: SmallMap<u32, f64>,
     /// pass^k for each reported k (keys are k).
     #[serde(default)]
-    pub pass_hat_k: BTreeMap<u32, f64>,
+    pub pass_hat_k: SmallMap<u32, f64>,
     /// Some trials passed and some failed.
     pub flaky: bool,
     /// Quarantined: reported, but not counted by the gate or baseline blocking.
@@ -252,10 +253,16 @@ pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<Cas
         .map(|key @ (variant, dataset, case)| {
             let (n, c, quarantined) = counts[&key];
             let ks = reported_ks(ks, n);
+            // `ks` is sorted and unique: each k goes at the end, and the
+            // map has room for exactly the k reported.
             let k_map = |f: fn(usize, usize, usize) -> Option<f64>| {
-                ks.iter()
-                    .filter_map(|&k| Some((k, f(n, c, k as usize)?)))
-                    .collect()
+                let mut map = SmallMap::with_capacity(ks.len());
+                for &k in &ks {
+                    if let Some(v) = f(n, c, k as usize) {
+                        map.insert(k, v);
+                    }
+                }
+                map
             };
             CaseTrials {
                 variant: variant.to_string(),
@@ -285,6 +292,30 @@ mod tests {
         assert!((i.upper - 0.27753279986288926).abs() < 1e-12);
         // More successes than trials are capped.
         assert_eq!(wilson_interval(12, 10, 0.95).upper, 1.0);
+    }
+
+    /// pass@k and pass^k take one slot per reported k, in k order, and
+    /// serialize as the `BTreeMap<u32, f64>` they were.
+    #[test]
+    fn k_maps_hold_room_for_the_reported_ks() {
+        let cells: Vec<CellRecord> = (0..4)
+            .map(|t| {
+                let mut c = CellRecord::new("v", "c");
+                c.trial = t;
+                c.passed = t % 2 == 0;
+                c
+            })
+            .collect();
+        let t = &case_trials(&cells, &[4, 9, 2], 0.95)[0];
+        assert_eq!(t.pass_at_k.keys().copied().collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(t.pass_at_k.capacity(), 2);
+        let t = &case_trials(&cells, &[], 0.95)[0];
+        assert_eq!((t.pass_hat_k.len(), t.pass_hat_k.capacity()), (2, 2));
+        let as_btree: BTreeMap<u32, f64> = t.pass_at_k.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(
+            serde_json::to_string(&t.pass_at_k).unwrap(),
+            serde_json::to_string(&as_btree).unwrap()
+        );
     }
 
     #[test]
