@@ -155,8 +155,8 @@ struct Harness {
     /// How many more finished cells keep their whole record in memory
     /// (`SCAFFOLD_WHOLE_RECORDS`); the others keep a summary.
     whole_left: AtomicUsize,
-    /// Whether a finished cell was kept as a summary, so the JSON results
-    /// must be written from the store.
+    /// Whether a finished cell was kept as a summary, so the JSON, JUnit and
+    /// HTML reports must be written from the store.
     summarized: AtomicBool,
     /// Cells whose record could not be written to the store.
     store_errors: Mutex<Vec<String>>,

@@ -15,8 +15,8 @@ pub const SNAPSHOTS_ENV: &str = "SCAFFOLD_SNAPSHOTS";
 /// Environment variable: resume an interrupted run (`1`, `latest` or a run id).
 pub const RESUME_ENV: &str = "SCAFFOLD_RESUME";
 /// Environment variable: how many finished cells keep their whole record in
-/// memory; the others keep a summary and the JSON results are then written
-/// from the store.
+/// memory; the others keep a summary and the JSON, JUnit and HTML reports
+/// are then written from the store.
 pub const WHOLE_RECORDS_ENV: &str = "SCAFFOLD_WHOLE_RECORDS";
 /// The default of [`WHOLE_RECORDS_ENV`]: small runs never read their cells back.
 pub const DEFAULT_WHOLE_RECORDS: usize = 256;
