@@ -14,8 +14,10 @@
 //!   assertions and a code-check scorer, the SQLite store (a file), an insta
 //!   snapshot per cell, the table and the JSON results. The cassettes are
 //!   first recorded in record mode against `FakeProviderServer`. Figures:
-//!   wall time and CPU time of the whole process per cell, and its peak
-//!   resident memory (VmHWM). Baseline: the same harness and cells on a
+//!   wall time and CPU time of the whole process per cell, its peak
+//!   resident memory (VmHWM) and how much that grows per cell, and its
+//!   resident anonymous memory while the cells run (sampled every 100 ms,
+//!   largest size). Baseline: the same harness and cells on a
 //!   scripted echo model (no HTTP, no cassettes), run alternately with it.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
@@ -175,13 +177,32 @@ fn main() -> ExitCode {
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// One measured process.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Sample {
     wall: Duration,
     usage: SelfUsage,
     /// The harness's time from the first cell to the last (libtest's
     /// `finished in`), when the tool printed it.
     cells: Option<Duration>,
+    /// The child's resident anonymous memory (RssAnon, KiB), sampled every
+    /// [`RSS_SAMPLE_EVERY`] while it ran.
+    resident: Vec<u64>,
+}
+
+/// How often [`run_measured`] samples the child's resident memory.
+const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The resident anonymous memory of process `pid` in KiB (Linux).
+fn resident_anon_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The median of each figure over runs.
@@ -203,6 +224,11 @@ fn median_sample(samples: &[Sample]) -> Sample {
                 .collect())),
         },
         cells: None,
+        resident: samples
+            .iter()
+            .max_by_key(|s| s.resident.len())
+            .map(|s| s.resident.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -322,8 +348,25 @@ fn run_measured(
         .stdout(std::fs::File::create(&out)?)
         .stderr(std::fs::File::create(&log)?);
     let start = Instant::now();
-    let status = cmd.status()?;
-    let wall = start.elapsed();
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    // Sampled on a thread, so that the wall time ends when the child does.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (status, wall, resident) = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut resident = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                resident.extend(resident_anon_kib(pid));
+                std::thread::sleep(RSS_SAMPLE_EVERY);
+            }
+            resident
+        });
+        let status = child.wait();
+        let wall = start.elapsed();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (status, wall, sampler.join().unwrap_or_default())
+    });
+    let status = status?;
     if !status.code().is_some_and(|c| ok_codes.contains(&c)) {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(30).collect();
@@ -340,7 +383,12 @@ fn run_measured(
         let secs = line.rsplit("finished in ").next()?.trim_end_matches('s');
         secs.parse::<f64>().ok().map(Duration::from_secs_f64)
     });
-    Ok(Sample { wall, usage, cells })
+    Ok(Sample {
+        wall,
+        usage,
+        cells,
+        resident,
+    })
 }
 
 /// A temporary package for the harness: `evals/bench.yaml` with `cases` cases.
@@ -650,7 +698,8 @@ fn playback(
             let _ = std::fs::remove_dir_all(&pkg.dir);
         }
     }
-    if let Some((cells, p, s, n)) = largest {
+    if let Some((cells, p, s, n)) = &largest {
+        let cells = *cells;
         let wall = per_cell_ms(p.wall, cells);
         let over = per_cell_ms(p.wall.saturating_sub(s.wall), cells);
         verdicts.push(format!(
@@ -673,6 +722,33 @@ fn playback(
             mib(last.1),
             last.0,
             if ratio <= 1.25 { "met" } else { "NOT met" }
+        ));
+        let growth = last.1.saturating_sub(first.1) as f64 * 1024.0 / (last.0 - first.0) as f64;
+        verdicts.push(format!(
+            "  peak RSS grows by {:.2} KiB per cell from {} to {} cells",
+            growth / 1024.0,
+            first.0,
+            last.0
+        ));
+    }
+    if let Some((cells, p, _, _)) = &largest
+        && p.resident.len() >= 8
+    {
+        // While the cells run: from a quarter of the run to its last sample
+        // before the summary (the last tenth holds the reports).
+        let r = &p.resident;
+        let (from, to) = (r.len() / 4, r.len() * 9 / 10);
+        let (min, max) = r[from..to]
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        verdicts.push(format!(
+            "  while the {cells} cells run (a quarter to nine tenths of the run, every {} ms): \
+             resident anonymous memory {:.1} MiB, then {:.1} MiB; between {:.1} and {:.1} MiB",
+            RSS_SAMPLE_EVERY.as_millis(),
+            mib(r[from]),
+            mib(r[to - 1]),
+            mib(min),
+            mib(max)
         ));
     }
     Ok(())
