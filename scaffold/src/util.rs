@@ -1,6 +1,10 @@
 //! Small helpers shared across modules; [`rfc3339`] is public, for tools
 //! that print the store's Unix-millisecond times the way the reports do.
 
+use std::fs;
+use std::io::{self, BufWriter};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
@@ -44,8 +48,73 @@ pub(crate) fn now_rfc3339() -> String {
     rfc3339(now_ms())
 }
 
+/// Write `path` through a hidden temporary file in the same folder (made if
+/// missing), renamed over `path` once `write` has succeeded: a reader sees
+/// the old file or the whole new one, never a part. When `write` fails, the
+/// temporary file is removed and `path` is left as it was. `sync` puts the
+/// data on disk before the rename.
+pub(crate) fn write_atomic(
+    path: &Path,
+    sync: bool,
+    write: impl FnOnce(&mut BufWriter<fs::File>) -> io::Result<()>,
+) -> io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = BufWriter::new(fs::File::create(&tmp)?);
+        write(&mut file)?;
+        let file = file.into_inner().map_err(|e| e.into_error())?;
+        if sync {
+            file.sync_all()?;
+        }
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn an_atomic_write_leaves_the_whole_file_or_none() {
+        let dir = std::env::temp_dir().join(format!("scaffold-atomic-{}", std::process::id()));
+        let path = dir.join("sub").join("report.json");
+        write_atomic(&path, false, |f| f.write_all(b"first")).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "first");
+        let failed = write_atomic(&path, true, |f| {
+            f.write_all(b"half of the sec")?;
+            Err(io::Error::other("the store went away"))
+        });
+        assert_eq!(failed.unwrap_err().to_string(), "the store went away");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "first");
+        let left: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["report.json"], "no temporary file is left");
+        write_atomic(&path, true, |f| f.write_all(b"second")).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "second");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn rfc3339_known_dates() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");

@@ -1043,13 +1043,18 @@ impl Harness {
             } else {
                 "Report"
             };
-            let written = match text {
-                Some(text) => std::fs::write(&path, text),
-                None => self.write_streamed(&path, format, results, comparison),
-            };
+            // Whole or not at all: a report cut short by a store error must
+            // not pass for this run's, nor must the last run's.
+            let written = crate::util::write_atomic(&path, false, |out| match &text {
+                Some(text) => std::io::Write::write_all(out, text.as_bytes()),
+                None => self.write_streamed(out, format, results, comparison),
+            });
             match written {
                 Ok(()) => eprintln!("  {label}: {}", path.display()),
-                Err(e) => eprintln!("  warning: cannot write {}: {e}", path.display()),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&path);
+                    eprintln!("  warning: cannot write {}: {e}", path.display());
+                }
             }
         }
         if self.formats.contains(&Format::Markdown)
@@ -1072,17 +1077,17 @@ impl Harness {
 }
 
 impl Harness {
-    /// Write the report `format` of `results` (cell summaries) to `path`,
+    /// Write the report `format` of `results` (cell summaries) to `out`,
     /// reading the cells' whole records from the store a chunk at a time.
     fn write_streamed(
         &self,
-        path: &Path,
+        out: &mut impl std::io::Write,
         format: Format,
         results: &mut EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) -> std::io::Result<()> {
         let (Some(store), Some(run)) = (&self.store, &self.run) else {
-            return std::fs::write(path, reports::render(format, results, comparison));
+            return out.write_all(reports::render(format, results, comparison).as_bytes());
         };
         let (eval, trials) = (results.eval.clone(), results.config.trials);
         let details = |chunk: &[CellRecord]| {
@@ -1091,13 +1096,12 @@ impl Harness {
                 .cell_records(&run.id, &eval, names)
                 .map_err(|e| e.to_string())
         };
-        let file = || std::fs::File::create(path).map(std::io::BufWriter::new);
         match format {
-            Format::Json => reports::json::write_streamed(results, file()?, details),
-            Format::Junit => reports::junit::write_streamed(results, file()?, details),
-            Format::Html => reports::html::write_streamed(results, comparison, file()?, details),
+            Format::Json => reports::json::write_streamed(results, out, details),
+            Format::Junit => reports::junit::write_streamed(results, out, details),
+            Format::Html => reports::html::write_streamed(results, comparison, out, details),
             Format::Table | Format::Markdown => {
-                std::fs::write(path, reports::render(format, results, comparison))
+                out.write_all(reports::render(format, results, comparison).as_bytes())
             }
         }
     }

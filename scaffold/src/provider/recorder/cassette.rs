@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -178,41 +177,14 @@ impl Cassette {
     /// Write the cassette to `path` atomically (a temporary file in the same
     /// folder, then a rename), creating the folder if needed.
     pub fn save(&self, path: &Path) -> Result<(), RecorderError> {
-        write_atomic(path, self.to_pretty_json().as_bytes()).map_err(|source| {
-            RecorderError::Write {
-                path: path.to_path_buf(),
-                source,
-            }
+        crate::util::write_atomic(path, true, |f| {
+            f.write_all(self.to_pretty_json().as_bytes())
+        })
+        .map_err(|source| RecorderError::Write {
+            path: path.to_path_buf(),
+            source,
         })
     }
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| Path::new("."));
-    fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cassette".to_string());
-    let tmp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
 }
 
 /// Split an SSE byte stream into events, each keeping its terminating blank
