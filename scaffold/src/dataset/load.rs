@@ -160,8 +160,9 @@ fn assertions(nodes: &[Node], v: &mut Validator<'_>) -> Vec<Assertion> {
 fn build(root: &Node, file: &str, v: &mut Validator<'_>) -> Option<Dataset> {
     let defaults = assertions(items(root.get("defaultAssertions")), v);
     let default_timeout_ms = count(root, "defaultTimeout");
-    let mut cases = Vec::new();
-    for c in items(root.get("cases")) {
+    let case_nodes = items(root.get("cases"));
+    let mut cases = Vec::with_capacity(case_nodes.len());
+    for c in case_nodes {
         let own = assertions(items(c.get("assertions")), v);
         let mut all = defaults.clone();
         all.extend(own);
