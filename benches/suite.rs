@@ -192,19 +192,6 @@ struct Sample {
 /// How often [`run_measured`] samples the child's resident memory.
 const RSS_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
-/// The resident anonymous memory of process `pid` in KiB (Linux).
-fn resident_anon_kib(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
-}
-
 /// The median of each figure over runs.
 fn median_sample(samples: &[Sample]) -> Sample {
     let mid = |mut v: Vec<u64>| {
@@ -356,7 +343,7 @@ fn run_measured(
         let sampler = scope.spawn(|| {
             let mut resident = Vec::new();
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                resident.extend(resident_anon_kib(pid));
+                resident.extend(common::status_kib(&pid.to_string(), "RssAnon"));
                 std::thread::sleep(RSS_SAMPLE_EVERY);
             }
             resident

@@ -148,6 +148,19 @@ pub fn load_average() -> String {
         .unwrap_or_else(|_| "?".to_string())
 }
 
+/// A memory figure of process `pid` (`self` for this one) from
+/// `/proc/{pid}/status`, such as `VmHWM` or `RssAnon`, in KiB (Linux).
+pub fn status_kib(pid: &str, field: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// This process's resource use, read from `/proc/self`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SelfUsage {
@@ -160,14 +173,7 @@ pub struct SelfUsage {
 impl SelfUsage {
     /// Now.
     pub fn read() -> SelfUsage {
-        let peak_rss_kib = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            })
-            .unwrap_or(0);
+        let peak_rss_kib = status_kib("self", "VmHWM").unwrap_or(0);
         // Fields 14 and 15 (utime, stime) in clock ticks, after the `(comm)` field.
         let cpu = std::fs::read_to_string("/proc/self/stat")
             .ok()
