@@ -78,7 +78,9 @@ pub struct LlmJudge {
 }
 
 /// When a judge's score is too close to its threshold to trust, and what to
-/// do about it (see the [module docs](self#borderline-verdicts)).
+/// do about it: a score within `margin` of the threshold (inclusive) is
+/// marked borderline, and `reask(n)` asks the judge `n` more times and
+/// decides on the mean.
 ///
 /// ```
 /// use scaffold::assert::Borderline;

@@ -795,7 +795,7 @@ impl EvalResults {
         self.gate_verdict().passed
     }
 
-    /// The gate's verdict and what it was based on (see [`gate`](super::gate)).
+    /// The gate's verdict and what it was based on (see [`gate`]).
     pub fn gate_verdict(&self) -> Gate {
         gate::judge(
             self.results

@@ -128,7 +128,7 @@ impl RecordedCell {
     }
 }
 
-/// A stored eval run, as listed by [`Store::eval_runs`].
+/// A stored eval run, as listed by [`Store::eval_runs`](super::Store::eval_runs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EvalRunRecord {
