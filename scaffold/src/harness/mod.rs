@@ -1005,28 +1005,18 @@ impl Harness {
         results: &mut EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) {
-        let mut files: Vec<(PathBuf, Format, Option<String>)> = Vec::new();
-        for &format in &self.formats {
-            if format == Format::Table {
-                continue;
-            }
-            let path = dir.join(format!("{}.{}", results.eval, format.extension()));
-            // The JSON, JUnit and HTML reports show what a cell summary
-            // drops: written cell by cell from the store, which has the
-            // whole records.
-            let streamed = matches!(format, Format::Json | Format::Junit | Format::Html)
-                && self.store.is_some()
-                && self.run.is_some()
-                && self.summarized.load(Ordering::Relaxed);
-            let text = (!streamed).then(|| reports::render(format, results, comparison));
-            files.push((path, format, text));
-        }
-        if let (Some(cmp), true) = (comparison, self.formats.contains(&Format::Json)) {
-            files.push((
-                dir.join(format!("{}.comparison.json", results.eval)),
-                Format::Json,
-                Some(reports::json::render_comparison(cmp)),
-            ));
+        // Each report file, by its format; `None` is the baseline comparison.
+        let mut files: Vec<(PathBuf, Option<Format>)> = self
+            .formats
+            .iter()
+            .filter(|&&f| f != Format::Table)
+            .map(|&f| {
+                let path = dir.join(format!("{}.{}", results.eval, f.extension()));
+                (path, Some(f))
+            })
+            .collect();
+        if comparison.is_some() && self.formats.contains(&Format::Json) {
+            files.push((dir.join(format!("{}.comparison.json", results.eval)), None));
         }
         if files.is_empty() {
             return;
@@ -1035,20 +1025,20 @@ impl Harness {
             eprintln!("  warning: cannot create {}: {e}", dir.display());
             return;
         }
-        for (path, format, text) in files {
-            let label = if path.extension().is_some_and(|e| e == "json")
-                && !path.to_string_lossy().ends_with(".comparison.json")
-            {
+        for (path, format) in files {
+            // Whole or not at all: a report cut short by a store error must
+            // not pass for this run's, nor must the last run's.
+            let written = crate::util::write_atomic(&path, false, |out| match format {
+                Some(format) => self.write_report(out, format, results, comparison),
+                None => comparison.map_or(Ok(()), |cmp| {
+                    std::io::Write::write_all(out, reports::json::render_comparison(cmp).as_bytes())
+                }),
+            });
+            let label = if format == Some(Format::Json) {
                 "Results"
             } else {
                 "Report"
             };
-            // Whole or not at all: a report cut short by a store error must
-            // not pass for this run's, nor must the last run's.
-            let written = crate::util::write_atomic(&path, false, |out| match &text {
-                Some(text) => std::io::Write::write_all(out, text.as_bytes()),
-                None => self.write_streamed(out, format, results, comparison),
-            });
             match written {
                 Ok(()) => eprintln!("  {label}: {}", path.display()),
                 Err(e) => {
@@ -1074,19 +1064,23 @@ impl Harness {
             }
         }
     }
-}
 
-impl Harness {
-    /// Write the report `format` of `results` (cell summaries) to `out`,
-    /// reading the cells' whole records from the store a chunk at a time.
-    fn write_streamed(
+    /// Write the report `format` of `results` to `out`. The JSON, JUnit and
+    /// HTML reports show what a cell summary drops: when the results hold
+    /// summaries, they are written cell by cell with the whole records read
+    /// from the store a chunk at a time.
+    fn write_report(
         &self,
         out: &mut impl std::io::Write,
         format: Format,
         results: &mut EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) -> std::io::Result<()> {
-        let (Some(store), Some(run)) = (&self.store, &self.run) else {
+        let (Some(store), Some(run), true) = (
+            &self.store,
+            &self.run,
+            self.summarized.load(Ordering::Relaxed),
+        ) else {
             return out.write_all(reports::render(format, results, comparison).as_bytes());
         };
         let (eval, trials) = (results.eval.clone(), results.config.trials);

@@ -175,15 +175,19 @@ fn compare(path: &std::path::Path, text: String) -> (bool, Decided) {
     {
         return (true, Decided::Fast);
     }
+    (insta_matches(path, text), Decided::Insta)
+}
+
+/// insta's own verdict: the committed `.snap` at `path` reads as `text`.
+fn insta_matches(path: &std::path::Path, text: String) -> bool {
     use insta::internals::{SnapshotContents, TextSnapshotContents};
-    let Ok(committed) = insta::Snapshot::from_file(path) else {
-        return (false, Decided::Insta);
-    };
-    let current = SnapshotContents::Text(TextSnapshotContents::new(
-        text,
-        insta::TextSnapshotKind::File,
-    ));
-    (committed.contents() == &current, Decided::Insta)
+    insta::Snapshot::from_file(path).is_ok_and(|committed| {
+        committed.contents()
+            == &SnapshotContents::Text(TextSnapshotContents::new(
+                text,
+                insta::TextSnapshotKind::File,
+            ))
+    })
 }
 
 /// The body of a `.snap` file (after its `---` header block) when the file
@@ -269,25 +273,13 @@ fn safe_scalar(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
 
     fn yaml(value: &Value) -> String {
         insta::_macro_support::serialize_value(
             value,
             insta::_macro_support::SerializationFormat::Yaml,
         )
-    }
-
-    /// insta's own verdict: what `matches_committed` decided before the fast path.
-    fn insta_verdict(path: &Path, text: &str) -> bool {
-        use insta::internals::{SnapshotContents, TextSnapshotContents};
-        insta::Snapshot::from_file(path).is_ok_and(|committed| {
-            committed.contents()
-                == &SnapshotContents::Text(TextSnapshotContents::new(
-                    text.to_string(),
-                    insta::TextSnapshotKind::File,
-                ))
-        })
     }
 
     struct Dir(PathBuf);
@@ -309,7 +301,7 @@ mod tests {
             let got = compare(&path, text.to_string());
             assert_eq!(
                 got.0,
-                insta_verdict(&path, text),
+                insta_matches(&path, text.to_string()),
                 "{name}: not insta's verdict"
             );
             got
