@@ -392,6 +392,8 @@ fn trials_variants_output_and_snapshot_settings() {
         ("SCAFFOLD_OUTPUT", file.as_str(), "not a directory"),
         ("SCAFFOLD_SNAPSHOTS", file.as_str(), "`off`"),
         ("SCAFFOLD_RESUME", "two words", "run id"),
+        ("RUST_TEST_THREADS", "many", "whole number"),
+        ("RUST_TEST_THREADS", "0", "at least 1"),
     ] {
         let out = run(&dir, &[], &[(var, value)]);
         assert!(!out.status.success(), "{var}={value}");

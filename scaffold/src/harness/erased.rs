@@ -68,8 +68,15 @@ pub trait ErasedEval: Send + Sync {
     fn add_scorer(&mut self, scorer: Built) -> Result<(), String>;
     /// Check the eval is complete (variants, cases).
     fn check(&self) -> Result<(), String>;
+    /// Call `f` with each cell, in order, one at a time (the harness keeps
+    /// no list of them).
+    fn for_each_cell(&self, f: &mut dyn FnMut(HarnessCell));
     /// The cells, in order.
-    fn cells(&self) -> Vec<HarnessCell>;
+    fn cells(&self) -> Vec<HarnessCell> {
+        let mut cells = Vec::new();
+        self.for_each_cell(&mut |cell| cells.push(cell));
+        cells
+    }
     /// Run cell `index`.
     fn run_cell<'a>(&'a self, index: usize, env: &'a CellEnv) -> CellFuture<'a>;
     /// Trials per variant × case.
@@ -161,19 +168,25 @@ impl<S: State> ErasedEval for Eval<S> {
         Ok(())
     }
 
-    fn cells(&self) -> Vec<HarnessCell> {
-        Eval::cells(self)
-            .enumerate()
-            .map(|(index, cell)| {
-                let only_elsewhere = cell.dataset.cases.iter().any(|c| c.only) && !cell.case.only;
-                HarnessCell {
-                    index,
-                    id: cell.id,
-                    tags: cell.case.tags.clone(),
-                    ignored: cell.case.skip || only_elsewhere,
+    fn for_each_cell(&self, f: &mut dyn FnMut(HarnessCell)) {
+        // Whether a case of the dataset has `only: true`, once per dataset.
+        let mut with_only: Option<(*const Dataset, bool)> = None;
+        for (index, cell) in Eval::cells(self).enumerate() {
+            let only = match with_only {
+                Some((dataset, only)) if std::ptr::eq(dataset, cell.dataset) => only,
+                _ => {
+                    let only = cell.dataset.cases.iter().any(|c| c.only);
+                    with_only = Some((cell.dataset, only));
+                    only
                 }
-            })
-            .collect()
+            };
+            f(HarnessCell {
+                index,
+                id: cell.id,
+                tags: cell.case.tags.clone(),
+                ignored: cell.case.skip || (only && !cell.case.only),
+            });
+        }
     }
 
     fn run_cell<'a>(&'a self, index: usize, env: &'a CellEnv) -> CellFuture<'a> {

@@ -77,7 +77,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -134,7 +134,8 @@ struct RunState {
     done: HashMap<String, RecordedCell>,
     /// Whether this process resumes the run.
     resuming: bool,
-    /// The test names of every cell this process may run.
+    /// The test names of every cell this process may run (empty unless
+    /// resuming).
     planned: HashSet<String>,
 }
 
@@ -311,8 +312,36 @@ fn wanted_formats() -> Result<Vec<Format>, String> {
     }
 }
 
-/// The progress bar, when this run may show one (see [`progress::allowed`]).
-fn progress_bar(args: &Arguments, trials: &[Trial]) -> Option<Progress> {
+/// How many cells a playback run keeps in flight per CPU. A cell spends
+/// part of its time waiting for its record's durable commit; with only one
+/// cell per CPU the CPUs idle through those waits and every commit holds one
+/// cell's pages. Four per CPU kept both CPUs of a 2-core machine busy and
+/// shared each commit between cells (`benches/suite.rs`).
+const PLAYBACK_CELLS_PER_CPU: usize = 4;
+
+/// The test threads when `--test-threads` is not given: `RUST_TEST_THREADS`,
+/// else the largest concurrency an eval asks for, else in playback
+/// [`PLAYBACK_CELLS_PER_CPU`] per CPU. Live and record runs keep libtest's
+/// one per CPU, so that nothing sends more calls at once to a real API than
+/// the user asked for.
+fn default_test_threads(
+    settings: &Settings,
+    evals: &[Box<dyn ErasedEval>],
+    mode: RecorderMode,
+) -> Option<usize> {
+    settings
+        .test_threads
+        .or_else(|| evals.iter().filter_map(|e| e.concurrency()).max())
+        .or_else(|| {
+            (mode == RecorderMode::Playback).then(|| {
+                std::thread::available_parallelism().map_or(1, usize::from) * PLAYBACK_CELLS_PER_CPU
+            })
+        })
+}
+
+/// The progress bar, when this run may show one (see [`progress::allowed`]):
+/// `running` cells, the shortest of their names `shortest` characters long.
+fn progress_bar(args: &Arguments, running: usize, shortest: Option<usize>) -> Option<Progress> {
     use libtest_mimic::FormatSetting;
     let threads = args
         .test_threads
@@ -322,28 +351,20 @@ fn progress_bar(args: &Arguments, trials: &[Trial]) -> Option<Progress> {
     if args.list || threads < 2 || !pretty || !progress::allowed() {
         return None;
     }
-    let running: Vec<&Trial> = trials
-        .iter()
-        .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
-        .collect();
     // libtest's lines are `test [eval] {name} ... ok`, names padded to the
     // longest: the bar is never wider than the shortest of them.
-    let shortest = running.iter().map(|t| t.name().chars().count()).min()?;
     Some(Progress::new(
-        running.len(),
-        shortest + "test [eval]  ... ok".len(),
+        running,
+        shortest? + "test [eval]  ... ok".len(),
     ))
 }
 
-/// The configuration of `eval` as a run records it; `inputs` is the
-/// number of distinct cases among `cells`.
-fn run_config(eval: &dyn ErasedEval, cells: &[&HarnessCell]) -> RunConfig {
-    let mut cases: Vec<&str> = cells.iter().map(|c| c.id.case.as_str()).collect();
-    cases.sort_unstable();
-    cases.dedup();
+/// The configuration of `eval` as a run records it, its cells holding
+/// `inputs` distinct cases.
+fn run_config(eval: &dyn ErasedEval, inputs: usize) -> RunConfig {
     RunConfig {
         trials: eval.trials(),
-        inputs: cases.len(),
+        inputs,
         variants: eval.variant_names(),
         scorers: eval.scorer_names(),
         min_pass_rate: eval.min_pass_rate(),
@@ -356,19 +377,13 @@ fn start_run(
     in_memory: bool,
     resume: Option<&Resume>,
     evals: &[Box<dyn ErasedEval>],
-    cells: &[(usize, HarnessCell)],
+    inputs: &[usize],
+    planned: HashSet<String>,
 ) -> Result<RunState, String> {
     let configs: Vec<(String, RunConfig)> = evals
         .iter()
-        .enumerate()
-        .map(|(e, eval)| {
-            let mine: Vec<&HarnessCell> = cells
-                .iter()
-                .filter(|(i, _)| *i == e)
-                .map(|(_, c)| c)
-                .collect();
-            (eval.name().to_string(), run_config(eval.as_ref(), &mine))
-        })
+        .zip(inputs)
+        .map(|(eval, &inputs)| (eval.name().to_string(), run_config(eval.as_ref(), inputs)))
         .collect();
     let (meta, done) = match resume {
         None => {
@@ -452,11 +467,7 @@ fn start_run(
         id: meta.id,
         done,
         resuming: resume.is_some(),
-        planned: if resume.is_some() {
-            cells.iter().map(|(_, c)| c.id.to_string()).collect()
-        } else {
-            HashSet::new()
-        },
+        planned,
     })
 }
 
@@ -535,10 +546,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             }
         })
         .collect();
-    if args.test_threads.is_none()
-        && let Some(n) = evals.iter().filter_map(|e| e.concurrency()).max()
-    {
-        args.test_threads = Some(n);
+    if args.test_threads.is_none() {
+        args.test_threads = default_test_threads(&settings, &evals, mode);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -547,68 +556,86 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     let http = client
         .and_then(|built| built.join().ok()?.ok())
         .map(|transport| transport.serve_as_shared_on(runtime.handle().clone()));
+    // The trials are built before the harness they run on (the run and the
+    // progress bar depend on which cells they are), one cell at a time: no
+    // list of the cells is kept beside them.
+    let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
     let tags = wanted_tags();
-    let mut cells = Vec::new();
+    let resuming = settings.resume.is_some();
+    let mut trials: Vec<Trial> = Vec::new();
+    let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
+    // Per eval, how many cells this process runs.
+    let mut running = vec![0; evals.len()];
+    let mut shortest: Option<usize> = None;
+    let mut planned = HashSet::new();
     for (e, eval) in evals.iter().enumerate() {
-        for cell in eval.cells() {
+        eval.for_each_cell(&mut |cell| {
             if let Some(tags) = &tags
                 && !cell.tags.iter().any(|t| tags.contains(t))
             {
-                continue;
+                return;
             }
             if let Some(globs) = &settings.variants
                 && !globs.iter().any(|g| glob_matches(g, &cell.id.variant))
             {
-                continue;
+                return;
             }
             if fork.as_ref().is_some_and(|f| !f.keeps(e, cell.index)) {
-                continue;
+                return;
             }
-            cells.push((e, cell));
-        }
+            let name = cell.id.to_string();
+            let (index, ignored) = (cell.index, cell.ignored);
+            cases[e].insert(cell.id.case);
+            let h = shared.clone();
+            let trial = Trial::test(name.clone(), move || match h.get() {
+                Some(h) => h.run_trial(e, index, &name),
+                None => Err("the harness was not set up".into()),
+            })
+            .with_kind("eval")
+            .with_ignored_flag(ignored);
+            if !args.is_filtered_out(&trial) && !args.is_ignored(&trial) {
+                running[e] += 1;
+                let len = trial.name().chars().count();
+                shortest = Some(shortest.map_or(len, |s| s.min(len)));
+            }
+            if resuming {
+                planned.insert(trial.name().to_string());
+            }
+            trials.push(trial);
+        });
     }
+    let inputs: Vec<usize> = cases.iter().map(HashSet::len).collect();
+    drop(cases);
     let run = match &store {
         Some(store) => Some(
-            start_run(store, in_memory, settings.resume.as_ref(), &evals, &cells).map_err(line)?,
+            start_run(
+                store,
+                in_memory,
+                settings.resume.as_ref(),
+                &evals,
+                &inputs,
+                planned,
+            )
+            .map_err(line)?,
         ),
         None => None,
     };
-    // The bar's size depends on the trials; the trials need the harness.
-    let names: Vec<Trial> = cells
-        .iter()
-        .map(|(_, cell)| {
-            Trial::test(cell.id.to_string(), || Ok(()))
-                .with_kind("eval")
-                .with_ignored_flag(cell.ignored)
-        })
-        .collect();
-    let progress = progress_bar(args, &names);
+    let progress = progress_bar(args, running.iter().sum(), shortest);
     if let Some(run) = run.as_ref().filter(|r| r.resuming) {
-        let selected: Vec<&Trial> = names
+        let done = trials
             .iter()
             .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
-            .collect();
-        let done = selected
-            .iter()
             .filter(|t| run.done.contains_key(t.name()))
             .count();
         eprintln!(
             "resuming run {}: {done} of {} cells already finished",
             run.id,
-            selected.len()
+            running.iter().sum::<usize>()
         );
     }
-    // Per eval, how many cells this process runs.
-    let mut evals_cells = vec![0; evals.len()];
-    for ((e, _), t) in cells.iter().zip(&names) {
-        if !args.is_filtered_out(t) && !args.is_ignored(t) {
-            evals_cells[*e] += 1;
-        }
-    }
-    drop(names);
     // Cells finished before a resume were loaded as summaries.
     let resumed_summaries = run.as_ref().is_some_and(|r| !r.done.is_empty());
-    let harness = Arc::new(Harness {
+    let set_up = shared.set(Harness {
         evals,
         _http: http,
         runtime,
@@ -623,7 +650,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         output: settings.output,
         store,
         run,
-        finished: evals_cells
+        finished: running
             .iter()
             .map(|&n| {
                 Mutex::new(Finished {
@@ -641,17 +668,9 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         progress,
         gate_options,
     });
-    let trials: Vec<Trial> = cells
-        .into_iter()
-        .map(|(e, cell)| {
-            let h = harness.clone();
-            let index = cell.index;
-            let name = cell.id.to_string();
-            Trial::test(name.clone(), move || h.run_trial(e, index, &name))
-                .with_kind("eval")
-                .with_ignored_flag(cell.ignored)
-        })
-        .collect();
+    let Some(harness) = set_up.is_ok().then(|| shared.get()).flatten() else {
+        return Err(line("the harness was set up twice".into()));
+    };
     let list = args.list;
     // What loading the datasets and building the cells freed.
     memory::release_free_memory();
@@ -1185,5 +1204,47 @@ impl Baseline {
                     .map_err(|e| e.to_string())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(test_threads: Option<usize>) -> Settings {
+        Settings {
+            trials: None,
+            variants: None,
+            output: None,
+            snapshots: Snapshots::Off,
+            resume: None,
+            whole_records: 0,
+            test_threads,
+        }
+    }
+
+    #[test]
+    fn playback_keeps_more_cells_in_flight_than_cpus_unless_told() {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let none: Vec<Box<dyn ErasedEval>> = Vec::new();
+        assert_eq!(
+            default_test_threads(&settings(None), &none, RecorderMode::Playback),
+            Some(cpus * PLAYBACK_CELLS_PER_CPU)
+        );
+        // Calls to a real API: libtest's default, one per CPU.
+        for mode in [RecorderMode::Live, RecorderMode::Record] {
+            assert_eq!(default_test_threads(&settings(None), &none, mode), None);
+        }
+        // RUST_TEST_THREADS wins over everything but `--test-threads`.
+        assert_eq!(
+            default_test_threads(&settings(Some(3)), &none, RecorderMode::Playback),
+            Some(3)
+        );
+        // An eval's concurrency wins over the playback default.
+        let eval = erase(crate::eval::Eval::<serde_json::Value>::new().concurrency(5));
+        assert_eq!(
+            default_test_threads(&settings(None), &[eval], RecorderMode::Playback),
+            Some(5)
+        );
     }
 }

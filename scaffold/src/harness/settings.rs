@@ -20,6 +20,9 @@ pub const RESUME_ENV: &str = "SCAFFOLD_RESUME";
 pub const WHOLE_RECORDS_ENV: &str = "SCAFFOLD_WHOLE_RECORDS";
 /// The default of [`WHOLE_RECORDS_ENV`]: small runs never read their cells back.
 pub const DEFAULT_WHOLE_RECORDS: usize = 256;
+/// Environment variable: how many cells run at once, as libtest reads it
+/// (`--test-threads` wins).
+pub const TEST_THREADS_ENV: &str = "RUST_TEST_THREADS";
 
 /// Where the cells' snapshots are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +67,8 @@ pub(crate) struct Settings {
     pub(crate) resume: Option<Resume>,
     /// `SCAFFOLD_WHOLE_RECORDS`, or [`DEFAULT_WHOLE_RECORDS`].
     pub(crate) whole_records: usize,
+    /// `RUST_TEST_THREADS`, as libtest reads it (`--test-threads` wins).
+    pub(crate) test_threads: Option<usize>,
 }
 
 /// The value of `name`, trimmed; `None` when unset or blank.
@@ -160,8 +165,17 @@ impl Settings {
                 )
             })?,
         };
+        let test_threads = var(TEST_THREADS_ENV)?
+            .map(|raw| match raw.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!(
+                    "{TEST_THREADS_ENV}: expected a whole number of threads of at least 1, got `{raw}`"
+                )),
+            })
+            .transpose()?;
         Ok(Settings {
             whole_records,
+            test_threads,
             trials,
             variants,
             output,
