@@ -39,6 +39,11 @@
 //!   run (by its `eval:`, `case:` and `dataset:` tags, else by its input);
 //!   snapshots are not checked unless `SCAFFOLD_SNAPSHOTS` is set.
 //!
+//! How many cells run at once: `--test-threads` or `RUST_TEST_THREADS`, as
+//! with libtest; else the largest `concurrency` an eval sets; else, in
+//! playback, four per CPU (a cell waits for its record's commit, and other
+//! cells use the CPU meanwhile), and one per CPU in live and record modes.
+//!
 //! Relative paths are taken from the package's directory. A value that does
 //! not parse is an error naming the variable and what it expects.
 //!
