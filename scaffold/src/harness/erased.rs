@@ -71,6 +71,9 @@ pub trait ErasedEval: Send + Sync {
     /// Call `f` with each cell, in order, one at a time (the harness keeps
     /// no list of them).
     fn for_each_cell(&self, f: &mut dyn FnMut(HarnessCell));
+    /// Free the datasets' cases once every cell has run; the eval keeps its
+    /// name, variants, scorers and settings, and has no cells after.
+    fn release_cases(&mut self);
     /// The cells, in order.
     fn cells(&self) -> Vec<HarnessCell> {
         let mut cells = Vec::new();
@@ -166,6 +169,10 @@ impl<S: State> ErasedEval for Eval<S> {
             }
         }
         Ok(())
+    }
+
+    fn release_cases(&mut self) {
+        self.datasets = Vec::new();
     }
 
     fn for_each_cell(&self, f: &mut dyn FnMut(HarnessCell)) {

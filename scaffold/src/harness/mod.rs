@@ -673,13 +673,21 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         progress,
         gate_options,
     });
-    let Some(harness) = set_up.is_ok().then(|| shared.get()).flatten() else {
+    if set_up.is_err() {
         return Err(line("the harness was set up twice".into()));
-    };
+    }
     let list = args.list;
     // What loading the datasets and building the cells freed.
     memory::release_free_memory();
     let conclusion = libtest_mimic::run(args, trials);
+    // Every trial has run and let go of the harness.
+    let Some(mut harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
+        return Err(line("the harness is still in use after the run".into()));
+    };
+    // The summary needs no case: the datasets go before it is built.
+    for eval in &mut harness.evals {
+        eval.release_cases();
+    }
     if let Some(p) = &harness.progress {
         p.finish();
     }

@@ -55,8 +55,10 @@ const TOKEN_HEADER: &str = "x-scaffold-playback-token";
 const ERROR_HEADER: &str = "x-scaffold-playback-error";
 /// The status of the playback server's own error answers.
 const ERROR_STATUS: u16 = 599;
-/// Parsed cassettes kept in memory at most.
-const CACHE_CAPACITY: usize = 256;
+/// Parsed cassettes kept in memory at most. A run replays each cassette
+/// once per trial, and the trials of a cell run one after the other, so a
+/// few suffice; 256 held 2–3 MiB more at 2,000 cells for no hit.
+const CACHE_CAPACITY: usize = 32;
 
 /// Requests one playback server answers before a fresh one takes over.
 ///
