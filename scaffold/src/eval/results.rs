@@ -378,9 +378,10 @@ impl CellRecord {
     }
 
     /// The record as the harness keeps it in memory during a run, while the
-    /// store holds the whole: without its input, its output, its passed
-    /// assertions (unless they hold a borderline judgement) and the reasons
-    /// of its passed scores; its assertions and scores keep no spare room.
+    /// store holds the whole: without its input, its output, its session id,
+    /// its passed assertions (unless they hold a borderline judgement) and
+    /// the reasons of its passed scores; its assertions and scores keep no
+    /// spare room.
     /// What the statistics, the gate, the table and Markdown read is kept;
     /// the JSON, JUnit and HTML reports read the rest from the store
     /// ([`report::stream`](crate::report::stream)), and
@@ -391,8 +392,10 @@ impl CellRecord {
     /// let mut cell = CellRecord::new("v", "c");
     /// cell.input = serde_json::json!({"question": "why?"});
     /// cell.output = Some(serde_json::json!("x".repeat(10_000)));
+    /// cell.session_id = "0199a3e0-5f2b-7c41-9d3e-8a1b2c3d4e5f".into();
     /// let summary = cell.clone().into_summary();
     /// assert!(summary.input.is_null() && summary.output.is_none());
+    /// assert!(summary.session_id.is_empty());
     /// assert_eq!(summary.with_details(cell.clone()), cell);
     /// ```
     pub fn into_summary(mut self) -> CellRecord {
@@ -401,6 +404,7 @@ impl CellRecord {
         }
         self.input = Value::Null;
         self.output = None;
+        self.session_id = String::new();
         self.assertions.retain(|a| !a.passed || borderline(a));
         self.assertions.shrink_to_fit();
         self.scores.shrink_to_fit();
@@ -411,11 +415,12 @@ impl CellRecord {
     }
 
     /// This summary ([`CellRecord::into_summary`]) with the input, output,
-    /// assertions and score reasons of `full`, the cell's whole record; what
-    /// the summary decided (pass, scores, quarantine) stays.
+    /// session id, assertions and score reasons of `full`, the cell's whole
+    /// record; what the summary decided (pass, scores, quarantine) stays.
     pub fn with_details(mut self, full: CellRecord) -> CellRecord {
         self.input = full.input;
         self.output = full.output;
+        self.session_id = full.session_id;
         self.assertions = full.assertions;
         for (name, s) in full.scores {
             if let Some(mine) = self.scores.get_mut(&name) {
