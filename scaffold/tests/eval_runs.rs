@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use scaffold::eval::results::MergeError;
 use scaffold::eval::{CellRecord, EvalResults, RunConfig};
 use scaffold::signal::Signal;
-use scaffold::store::{EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionMeta, Store, StoreError};
+use scaffold::store::{
+    EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionFilter, SessionMeta, Store, StoreError,
+};
 use serde_json::json;
 
 /// A directory under the system temp dir, removed when dropped.
@@ -275,9 +277,15 @@ fn a_version_1_database_is_migrated_in_place() {
     assert_eq!(store.eval_results("r").unwrap()[0].cell_count(), 1);
 }
 
-/// `cell_results` as version 2 made it, keyed by `(run_id, eval, cell)`
-/// without a rowid.
-const V2_CELL_RESULTS: &str = "
+/// The tables version 3 rebuilt, as version 2 made them.
+const V2_TABLES: &str = "
+CREATE TABLE session_tags (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    tag        TEXT NOT NULL,
+    PRIMARY KEY (session_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX session_tags_tag ON session_tags (tag, session_id);
+
 CREATE TABLE cell_results (
     run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
     eval        TEXT NOT NULL,
@@ -315,6 +323,11 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
             store.record_cell("r", c).unwrap();
         }
         store.finish_eval_run("r").unwrap();
+        for (id, tags) in [("s1", ["x", "y"]), ("s2", ["y", "z"])] {
+            store
+                .begin_session(&SessionMeta::new(id, "w").tags(tags))
+                .unwrap();
+        }
         (
             store.recorded_cells("r").unwrap(),
             store.eval_results("r").unwrap(),
@@ -322,15 +335,18 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
         )
     };
     assert_eq!(before.len(), cells.len());
-    // Take the file back to version 2: the same rows in a table of its layout.
+    // Take the file back to version 2: the same rows in tables of its layout.
     let raw = rusqlite::Connection::open(dir.db()).unwrap();
     raw.execute_batch(&format!(
         "BEGIN;
          ALTER TABLE cell_results RENAME TO cell_results_v3;
-         {V2_CELL_RESULTS}
+         ALTER TABLE session_tags RENAME TO session_tags_v3;
+         {V2_TABLES}
          INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
              SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at FROM cell_results_v3;
+         INSERT INTO session_tags (session_id, tag) SELECT session_id, tag FROM session_tags_v3;
          DROP TABLE cell_results_v3;
+         DROP TABLE session_tags_v3;
          PRAGMA user_version = 2;
          COMMIT;"
     ))
@@ -357,6 +373,28 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
     let after = store.recorded_cells("r").unwrap();
     assert_eq!(after.len(), cells.len());
     assert_eq!(store.eval_run("r").unwrap().unwrap().passed, 4);
+    // The sessions keep their tags, and deleting one deletes its tags.
+    let tagged = |tag: &str| -> Vec<String> {
+        let mut ids: Vec<String> = store
+            .list(&SessionFilter::default().tag(tag))
+            .unwrap()
+            .into_iter()
+            .map(|s| s.meta.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(tagged("y"), ["s1", "s2"]);
+    assert_eq!(tagged("x"), ["s1"]);
+    assert!(store.delete_session("s1").unwrap());
+    assert_eq!(tagged("y"), ["s2"]);
+    assert!(tagged("x").is_empty());
+    drop(store);
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    let tags: i64 = raw
+        .query_row("SELECT COUNT(*) FROM session_tags", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tags, 2);
 }
 
 #[test]

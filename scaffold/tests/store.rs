@@ -538,6 +538,42 @@ fn write_errors_are_reported_once_and_do_not_lose_other_writes() {
     assert!(store.session("b").unwrap().is_none());
 }
 
+#[test]
+fn deleting_a_session_deletes_its_tag_rows() {
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    for id in ["a", "b", "damaged"] {
+        store
+            .begin_session(&SessionMeta::new(id, "w").tags(["t", "u", "t"]))
+            .unwrap();
+    }
+    store.flush().unwrap();
+    let tag_rows = |id: &str| {
+        count_from_outside(
+            &dir.db(),
+            &format!("SELECT COUNT(*) FROM session_tags WHERE session_id = '{id}'"),
+        )
+    };
+    assert_eq!(tag_rows("a"), 2);
+    assert!(store.delete_session("a").unwrap());
+    assert_eq!(tag_rows("a"), 0);
+    assert_eq!(tag_rows("b"), 2);
+    // A session whose tags column does not parse still loses its tag rows.
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    raw.execute("UPDATE sessions SET tags = 'oops' WHERE id = 'damaged'", [])
+        .unwrap();
+    drop(raw);
+    assert!(store.delete_session("damaged").unwrap());
+    assert_eq!(tag_rows("damaged"), 0);
+    let listed: Vec<String> = store
+        .list(&SessionFilter::default().tag("u"))
+        .unwrap()
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    assert_eq!(listed, ["b"]);
+}
+
 /// Rows counted by a separate connection, as another process sees the file.
 fn count_from_outside(db: &Path, sql: &str) -> i64 {
     let raw = rusqlite::Connection::open(db).unwrap();

@@ -614,6 +614,9 @@ fn retry_while_busy<T>(
     }
 }
 
+/// The condition of [`Store::list`] for one tag (bound to `?`).
+pub(crate) const TAG_CONDITION: &str = "id IN (SELECT session_id FROM session_tags WHERE tag = ?)";
+
 const SESSION_COLUMNS: &str = "id, workflow, variant, parent_id, fork_point, input, initial_state, \
      tags, status, error, started_at, ended_at, duration_ms, output, final_state, signal_count";
 
@@ -1025,7 +1028,8 @@ impl Store {
             let mut sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE 1");
             let mut args: Vec<SqlValue> = Vec::new();
             for tag in &filter.tags {
-                sql.push_str(" AND id IN (SELECT session_id FROM session_tags WHERE tag = ?)");
+                sql.push_str(" AND ");
+                sql.push_str(TAG_CONDITION);
                 args.push(SqlValue::Text(tag.clone()));
             }
             let columns = [

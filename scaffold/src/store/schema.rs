@@ -4,7 +4,8 @@
 //! list: step `n` (1-based) takes a database from version `n - 1` to `n`. A
 //! later version appends a step (version 2 added the `eval_runs`,
 //! `eval_run_evals` and `cell_results` tables, version 3 rebuilt
-//! `cell_results` as a rowid table); steps already released are never edited.
+//! `cell_results` and `session_tags`); steps already released are never
+//! edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
 //! error ([`StoreError::NewerSchema`]): this build would not know what the
@@ -39,7 +40,7 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 3,
-        description: "cell results as a rowid table, its key a unique index",
+        description: "cell results as a rowid table; session tags keyed by tag",
         sql: V3,
     },
 ];
@@ -164,6 +165,12 @@ CREATE TABLE cell_results (
 ///   record in its leaf, its interior pages hold only rowids and new rows go
 ///   at its end; the unique index serves the lookups by run, eval and cell
 ///   and `INSERT OR REPLACE` of a cell recorded again.
+/// * `session_tags` is keyed by `(tag, session_id)`, what listing by tag
+///   reads, and keeps one b-tree instead of two: the `(session_id, tag)` key
+///   served only deleting a session, which now deletes the rows of the tags
+///   its `sessions.tags` lists. Without an index on `session_id` the table
+///   drops its foreign key (a cascade would scan it; the writer deletes the
+///   tags itself).
 const V3: &str = "
 ALTER TABLE cell_results RENAME TO cell_results_v2;
 
@@ -181,6 +188,16 @@ INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finis
     FROM cell_results_v2 ORDER BY run_id, eval, cell;
 DROP TABLE cell_results_v2;
 CREATE UNIQUE INDEX cell_results_cell ON cell_results (run_id, eval, cell);
+
+ALTER TABLE session_tags RENAME TO session_tags_v2;
+CREATE TABLE session_tags (
+    tag        TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    PRIMARY KEY (tag, session_id)
+) WITHOUT ROWID;
+INSERT INTO session_tags (tag, session_id)
+    SELECT tag, session_id FROM session_tags_v2 ORDER BY tag, session_id;
+DROP TABLE session_tags_v2;
 ";
 
 /// The version recorded in the database.
@@ -413,6 +430,71 @@ mod tests {
                 "{sql}: {plan:?}"
             );
         }
+    }
+
+    #[test]
+    fn listing_by_tag_and_deleting_tags_read_the_key() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, ":memory:").unwrap();
+        let list = format!(
+            "SELECT id FROM sessions WHERE 1 AND {} ORDER BY started_at DESC, rowid DESC",
+            super::super::TAG_CONDITION
+        );
+        let delete = "DELETE FROM session_tags WHERE tag = ?1 AND session_id = ?2";
+        for sql in [list.as_str(), delete] {
+            let plan = plan(&conn, sql);
+            assert!(
+                plan.iter()
+                    .any(|p| p.starts_with("SEARCH session_tags USING PRIMARY KEY (tag=?")),
+                "{sql}: {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|p| p.starts_with("SCAN session_tags")),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_version_2_database_keeps_its_session_tags_when_migrated() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(V1).unwrap();
+        conn.execute_batch(V2).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        for (id, tags) in [("s1", "[\"a\",\"b\"]"), ("s2", "[\"b\"]")] {
+            conn.execute(
+                "INSERT INTO sessions (id, workflow, input, initial_state, tags, started_at) \
+                 VALUES (?1, 'w', 'null', '{}', ?2, 1)",
+                [id, tags],
+            )
+            .unwrap();
+        }
+        for (id, tag) in [("s1", "a"), ("s1", "b"), ("s2", "b")] {
+            conn.execute(
+                "INSERT INTO session_tags (session_id, tag) VALUES (?1, ?2)",
+                [id, tag],
+            )
+            .unwrap();
+        }
+        assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 2);
+        let rows: Vec<(String, String)> = conn
+            .prepare("SELECT tag, session_id FROM session_tags")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected = [("a", "s1"), ("b", "s1"), ("b", "s2")].map(|(t, s)| (t.into(), s.into()));
+        assert_eq!(rows, expected);
+        let indexes: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'session_tags'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        // One b-tree: the table, keyed by (tag, session_id).
+        assert_eq!(indexes, 0);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::error::{Context, StoreError, to_i64};
@@ -280,7 +280,7 @@ const INSERT_CHECKPOINT: &str =
 const INSERT_SESSION: &str = "INSERT INTO sessions (id, workflow, variant, parent_id, fork_point, input, \
      initial_state, tags, status, started_at) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9)";
-const INSERT_TAG: &str = "INSERT OR IGNORE INTO session_tags (session_id, tag) VALUES (?1, ?2)";
+const INSERT_TAG: &str = "INSERT OR IGNORE INTO session_tags (tag, session_id) VALUES (?1, ?2)";
 const ADD_COUNT: &str = "UPDATE sessions SET signal_count = signal_count + ?2 WHERE id = ?1";
 const FINISH: &str = "UPDATE sessions SET status = ?2, error = ?3, ended_at = ?4, duration_ms = ?5, \
      output = ?6, final_state = ?7 WHERE id = ?1";
@@ -560,13 +560,39 @@ impl Writer {
             .ctx(path, what)?;
         tx.execute("DELETE FROM checkpoints WHERE session_id = ?1", [id])
             .ctx(path, what)?;
-        tx.execute("DELETE FROM session_tags WHERE session_id = ?1", [id])
-            .ctx(path, what)?;
+        delete_tags(&tx, path, id)?;
         let n = tx
             .execute("DELETE FROM sessions WHERE id = ?1", [id])
             .ctx(path, what)?;
         tx.commit().ctx(path, what)?;
         Ok(n > 0)
+    }
+}
+
+/// Delete the tag rows of session `id`: those of the tags its row lists
+/// (`session_tags` is keyed by tag first). Tags that do not parse are
+/// deleted by a scan of the table, so that a damaged session can still go.
+fn delete_tags(conn: &Connection, path: &str, id: &str) -> Result<(), StoreError> {
+    let what = || format!("deleting the tags of session {id}");
+    let tags: Option<String> = conn
+        .prepare_cached("SELECT tags FROM sessions WHERE id = ?1")
+        .and_then(|mut st| st.query_row([id], |r| r.get(0)).optional())
+        .ctx(path, what)?;
+    match tags.map(|t| serde_json::from_str::<Vec<String>>(&t)) {
+        None => Ok(()),
+        Some(Ok(tags)) => {
+            let mut st = conn
+                .prepare_cached("DELETE FROM session_tags WHERE tag = ?1 AND session_id = ?2")
+                .ctx(path, what)?;
+            for tag in &tags {
+                st.execute(params![tag, id]).ctx(path, what)?;
+            }
+            Ok(())
+        }
+        Some(Err(_)) => conn
+            .execute("DELETE FROM session_tags WHERE session_id = ?1", [id])
+            .map(drop)
+            .ctx(path, what),
     }
 }
 
@@ -611,7 +637,7 @@ fn begin(conn: &Connection, path: &str, m: &SessionMeta) -> Result<(), StoreErro
     }
     let mut st = conn.prepare_cached(INSERT_TAG).ctx(path, what)?;
     for tag in &m.tags {
-        st.execute(params![id, tag]).ctx(path, what)?;
+        st.execute(params![tag, id]).ctx(path, what)?;
     }
     Ok(())
 }
