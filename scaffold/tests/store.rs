@@ -668,6 +668,45 @@ fn checkpoints_are_written_every_interval() {
 }
 
 #[test]
+fn finishing_checkpoints_only_after_half_an_interval() {
+    let dir = TempDir::new();
+    let store = StoreOptions::default()
+        .checkpoint_interval(10)
+        .open(dir.db())
+        .unwrap();
+    // A checkpoint at 9, then 4 more signals (under half an interval) or 5.
+    for (id, n) in [("short", 14), ("long", 15)] {
+        store.begin_session(&SessionMeta::new(id, "w")).unwrap();
+        let signals: Vec<Signal> = (0..n).map(|i| change(i, "n", json!(i))).collect();
+        store.append(id, &signals).unwrap();
+        store
+            .finish_session(id, &SessionEnd::new(SessionStatus::Completed))
+            .unwrap();
+    }
+    store.flush().unwrap();
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    let checkpoints = |id: &str| -> Vec<i64> {
+        raw.prepare("SELECT idx FROM checkpoints WHERE session_id = ?1 ORDER BY idx")
+            .unwrap()
+            .query_map([id], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(checkpoints("short"), [9]);
+    assert_eq!(checkpoints("long"), [9, 14]);
+    for (id, n) in [("short", 14), ("long", 15)] {
+        for i in [0, 9, 11, n - 1, n + 3] {
+            assert_eq!(
+                store.state_at(id, i).unwrap(),
+                json!({"n": i.min(n - 1)}),
+                "{id} at {i}"
+            );
+        }
+    }
+}
+
+#[test]
 fn status_names() {
     for s in [
         SessionStatus::Running,
@@ -776,7 +815,7 @@ proptest! {
                 i
             );
         }
-        // Finishing writes a last checkpoint; reads past the end give the final state.
+        // Reads past the end give the final state (finishing may write a last checkpoint).
         store.finish_session("p", &SessionEnd::new(SessionStatus::Completed)).unwrap();
         let last = full_fold(&initial, &steps, steps.len() - 1);
         prop_assert_eq!(&store.state_at("p", steps.len() as u64 + 5).unwrap(), &last);

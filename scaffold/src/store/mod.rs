@@ -30,7 +30,8 @@
 //! the writer folds `state:<key>:changed` signals as it stores them (see
 //! [`apply_state_change`]) and writes a checkpoint every
 //! [`StoreOptions::checkpoint_interval`] signals, so a read folds at most one
-//! interval's worth of state changes.
+//! interval's worth of state changes (a session's end adds one only after
+//! half an interval: a short session's state is folded from its start).
 //!
 //! ```
 //! use scaffold::signal::Signal;
@@ -425,7 +426,8 @@ pub fn new_session_id() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreOptions {
     /// Write a state checkpoint every this many signals of a session (when
-    /// its state changed since the last one). 0 writes none. Default 1000.
+    /// its state changed since the last one), and at its end when at least
+    /// half as many came after the last interval. 0 writes none. Default 1000.
     pub checkpoint_interval: u64,
     /// At most this many signals per write transaction. Default 8192.
     pub batch_size: usize,

@@ -522,9 +522,10 @@ impl Writer {
                     if let Some(Running {
                         state,
                         last: Some(last),
+                        since_checkpoint,
                         dirty: true,
-                        ..
                     }) = running.remove(id.as_str())
+                        && ends_with_checkpoint(config.checkpoint_interval, since_checkpoint)
                     {
                         checkpoint(&tx, path, id, last, &state).map_err(BatchError::Write)?;
                     }
@@ -694,6 +695,15 @@ fn append(
         }
     }
     Ok(())
+}
+
+/// Whether a session's end writes a checkpoint of its final state, `since`
+/// signals after the last interval's: only when that is at least half an
+/// interval. Reads fold at most an interval's changes either way; a short
+/// session (an eval cell's, a few dozen signals) is cheaper to fold than to
+/// keep a checkpoint for, a row in another b-tree in every cell's commit.
+fn ends_with_checkpoint(interval: u64, since: u64) -> bool {
+    interval > 0 && since >= interval.div_ceil(2)
 }
 
 fn checkpoint(
