@@ -610,8 +610,8 @@ fn lingering_signals_are_committed_without_a_flush() {
 #[test]
 fn an_idle_writer_moves_the_wal_into_the_database() {
     // Closing a store checkpoints its WAL; an idle writer does it earlier,
-    // off the cells' path. Too few pages for SQLite's own automatic
-    // checkpoint (1000): only the idle one can grow the database file.
+    // off the cells' path. Too few pages for the checkpoint by WAL size
+    // (4000 frames): only the idle one can grow the database file.
     let dir = TempDir::new();
     let store = Store::open(dir.db()).unwrap();
     store.flush().unwrap();

@@ -12,12 +12,14 @@
 //! one per transaction, so that only the bad command is lost; each failure is
 //! recorded in [`Shared`] and reported by the handle's next call.
 
+use std::ffi::c_int;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rusqlite::hooks::Wal;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
@@ -255,6 +257,10 @@ pub(crate) struct WriterConfig {
     pub(crate) linger: Duration,
     /// Checkpoint the WAL after this long with nothing to write (file stores).
     pub(crate) idle_checkpoint: Option<Duration>,
+    /// Checkpoint the WAL once it holds this many frames, after the commit
+    /// that made it so has answered its waiters (file stores). Replaces
+    /// SQLite's automatic checkpoint (1000 frames, run inside the commit).
+    pub(crate) wal_checkpoint_frames: Option<u32>,
 }
 
 /// The writer thread's state.
@@ -263,6 +269,8 @@ pub(crate) struct Writer {
     shared: Arc<Shared>,
     config: WriterConfig,
     running: FastMap<Running>,
+    /// Frames in the WAL after the last commit, as SQLite's WAL hook tells.
+    wal_frames: Arc<AtomicU32>,
 }
 
 /// Why a batch was not written.
@@ -286,14 +294,29 @@ const FINISH: &str = "UPDATE sessions SET status = ?2, error = ?3, ended_at = ?4
      output = ?6, final_state = ?7 WHERE id = ?1";
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, shared: Arc<Shared>, config: WriterConfig) -> Self {
+    pub(crate) fn new(
+        mut conn: Connection,
+        shared: Arc<Shared>,
+        config: WriterConfig,
+    ) -> Result<Self, StoreError> {
         conn.set_prepared_statement_cache_capacity(32);
-        Writer {
+        let wal_frames = Arc::new(AtomicU32::new(0));
+        if config.wal_checkpoint_frames.is_some() {
+            // A WAL hook replaces SQLite's automatic checkpoint.
+            let frames = Arc::clone(&wal_frames);
+            conn.wal_hook(Some(move |_: &mut Wal, pages: c_int| {
+                frames.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);
+                Ok(())
+            }))
+            .ctx(&shared.path, || "installing the WAL hook".into())?;
+        }
+        Ok(Writer {
             conn,
             shared,
             config,
             running: FastMap::default(),
-        }
+            wal_frames,
+        })
     }
 
     /// Serve commands until the queue is closed, then commit what is left.
@@ -367,11 +390,27 @@ impl Writer {
     }
 
     /// A passive WAL checkpoint; a failure (another process busy) only
-    /// leaves the work to SQLite's next automatic checkpoint.
+    /// leaves the work to the next one.
     fn checkpoint(&self) {
         let _ = self
             .conn
             .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    }
+
+    /// Checkpoint the WAL if it has grown to
+    /// [`WriterConfig::wal_checkpoint_frames`]. Called once a commit's
+    /// waiters have their answer: their cells go on while the WAL is
+    /// copied, and what they queue meanwhile is committed together.
+    fn checkpoint_if_due(&self) {
+        let Some(limit) = self.config.wal_checkpoint_frames else {
+            return;
+        };
+        if self.wal_frames.load(Ordering::Relaxed) >= limit {
+            self.checkpoint();
+            // The next commit restarts the WAL, or tells its size again if
+            // readers kept the checkpoint from finishing.
+            self.wal_frames.store(0, Ordering::Relaxed);
+        }
     }
 
     fn barrier(&mut self, command: Command) {
@@ -431,6 +470,7 @@ impl Writer {
             }
         }
         batch.clear();
+        self.checkpoint_if_due();
     }
 
     /// Write one command in its own transaction.
@@ -464,6 +504,7 @@ impl Writer {
             shared,
             config,
             running,
+            ..
         } = self;
         let path = shared.path.as_str();
         let tx = conn
@@ -757,4 +798,77 @@ fn finish(conn: &Connection, path: &str, id: &str, end: &SessionEnd) -> Result<(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{SessionMeta, configure, schema};
+
+    /// A writer on a fresh file in `dir`, checkpointing at `frames`, never when idle.
+    fn file_writer(dir: &std::path::Path, frames: u32) -> Writer {
+        let path = dir.join("scaffold.db");
+        let name = path.display().to_string();
+        let mut conn = Connection::open(&path).unwrap();
+        configure(&conn, &name, true, Duration::from_secs(5)).unwrap();
+        schema::migrate(&mut conn, &name).unwrap();
+        let config = WriterConfig {
+            checkpoint_interval: 1000,
+            batch_size: 8192,
+            linger: Duration::ZERO,
+            idle_checkpoint: None,
+            wal_checkpoint_frames: Some(frames),
+        };
+        Writer::new(conn, Arc::new(Shared::new(name)), config).unwrap()
+    }
+
+    /// Write a session of `n` signals of 4 KB each (a page or more each).
+    fn write_pages(writer: &mut Writer, n: u64) {
+        let signals: Vec<Signal> = (0..n)
+            .map(|i| Signal {
+                index: i,
+                name: "text:delta".into(),
+                payload: Value::String("x".repeat(4000)),
+                at_ms: i,
+                agent: None,
+            })
+            .collect();
+        let mut batch = vec![
+            Command::Begin(Box::new(SessionMeta::new("s", "w"))),
+            Command::Append(Rows::new("s", &signals).unwrap()),
+        ];
+        writer.write(&mut batch);
+        assert!(writer.shared.take().is_none());
+    }
+
+    /// The database file's length and how long it is with every page in it.
+    fn sizes(writer: &Writer, dir: &std::path::Path) -> (u64, u64) {
+        let pages: i64 = writer
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        let file = std::fs::metadata(dir.join("scaffold.db")).unwrap().len();
+        (file, pages as u64 * 4096)
+    }
+
+    #[test]
+    fn the_wal_is_checkpointed_once_it_holds_enough_frames() {
+        for (frames, moved) in [(100, true), (u32::MAX, false)] {
+            let dir =
+                std::env::temp_dir().join(format!("scaffold-writer-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut writer = file_writer(&dir, frames);
+            // Over 1000 frames in one commit: SQLite's own automatic
+            // checkpoint would have run too.
+            write_pages(&mut writer, 1100);
+            let (file, whole) = sizes(&writer, &dir);
+            assert_eq!(
+                file >= whole,
+                moved,
+                "limit {frames}: {file} of {whole} bytes"
+            );
+            drop(writer);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
 }
