@@ -1,13 +1,15 @@
 //! Eval runs in the store (`Store::begin_eval_run`, `record_cell`,
-//! `finish_eval_run`, `eval_runs`, `eval_results`), the migration of a
-//! version 1 database, and merging results (`EvalResults::merge`).
+//! `finish_eval_run`, `eval_runs`, `eval_results`), the migrations of
+//! version 1 and 2 databases, and merging results (`EvalResults::merge`).
 
 use std::path::PathBuf;
 
 use scaffold::eval::results::MergeError;
 use scaffold::eval::{CellRecord, EvalResults, RunConfig};
 use scaffold::signal::Signal;
-use scaffold::store::{EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionMeta, Store, StoreError};
+use scaffold::store::{
+    EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionFilter, SessionMeta, Store, StoreError,
+};
 use serde_json::json;
 
 /// A directory under the system temp dir, removed when dropped.
@@ -263,8 +265,7 @@ fn a_version_1_database_is_migrated_in_place() {
     drop(raw);
 
     let store = Store::open(dir.db()).unwrap();
-    assert_eq!(SCHEMA_VERSION, 2);
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.session("old").unwrap().unwrap().signal_count, 1);
     assert!(store.eval_runs().unwrap().is_empty());
     store
@@ -274,6 +275,126 @@ fn a_version_1_database_is_migrated_in_place() {
         .record_cell("r", &cell("qa", "a", "c1", true))
         .unwrap();
     assert_eq!(store.eval_results("r").unwrap()[0].cell_count(), 1);
+}
+
+/// The tables version 3 rebuilt, as version 2 made them.
+const V2_TABLES: &str = "
+CREATE TABLE session_tags (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    tag        TEXT NOT NULL,
+    PRIMARY KEY (session_id, tag)
+) WITHOUT ROWID;
+CREATE INDEX session_tags_tag ON session_tags (tag, session_id);
+
+CREATE TABLE cell_results (
+    run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+    eval        TEXT NOT NULL,
+    cell        TEXT NOT NULL,
+    record      TEXT NOT NULL,
+    passed      INTEGER NOT NULL,
+    snapshot_ok INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, eval, cell)
+) WITHOUT ROWID;
+";
+
+#[test]
+fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
+    let dir = TempDir::new();
+    let mut cells = Vec::new();
+    for (eval, variant, case, passed) in [
+        ("qa", "a", "c1", true),
+        ("qa", "b", "c1", false),
+        ("qa", "a", "c2", true),
+        ("other", "a", "c1", true),
+    ] {
+        let mut c = cell(eval, variant, case, passed);
+        // As long as a real record: more than an index b-tree keeps in its page.
+        c.record.output = Some(json!("an answer ".repeat(150)));
+        c.snapshot_ok = case != "c2";
+        cells.push(c);
+    }
+    let (before, results, runs) = {
+        let store = Store::open(dir.db()).unwrap();
+        store
+            .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config()))
+            .unwrap();
+        for c in &cells {
+            store.record_cell("r", c).unwrap();
+        }
+        store.finish_eval_run("r").unwrap();
+        for (id, tags) in [("s1", ["x", "y"]), ("s2", ["y", "z"])] {
+            store
+                .begin_session(&SessionMeta::new(id, "w").tags(tags))
+                .unwrap();
+        }
+        (
+            store.recorded_cells("r").unwrap(),
+            store.eval_results("r").unwrap(),
+            store.eval_runs().unwrap(),
+        )
+    };
+    assert_eq!(before.len(), cells.len());
+    // Take the file back to version 2: the same rows in tables of its layout.
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    raw.execute_batch(&format!(
+        "BEGIN;
+         ALTER TABLE cell_results RENAME TO cell_results_v3;
+         ALTER TABLE session_tags RENAME TO session_tags_v3;
+         {V2_TABLES}
+         INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
+             SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at FROM cell_results_v3;
+         INSERT INTO session_tags (session_id, tag) SELECT session_id, tag FROM session_tags_v3;
+         DROP TABLE cell_results_v3;
+         DROP TABLE session_tags_v3;
+         PRAGMA user_version = 2;
+         COMMIT;"
+    ))
+    .unwrap();
+    drop(raw);
+
+    let store = Store::open(dir.db()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(store.recorded_cells("r").unwrap(), before);
+    assert_eq!(store.eval_results("r").unwrap(), results);
+    assert_eq!(store.eval_runs().unwrap(), runs);
+    let names = cells.iter().rev().map(|c| c.cell.clone()).collect();
+    let records = store.cell_records("r", "qa", names).unwrap();
+    let expected: Vec<Option<CellRecord>> = cells
+        .iter()
+        .rev()
+        .map(|c| (c.eval == "qa").then(|| c.record.clone()))
+        .collect();
+    assert_eq!(records, expected);
+    // Recording a cell again still replaces it.
+    let mut again = cells[1].clone();
+    again.record.passed = true;
+    store.record_cell("r", &again).unwrap();
+    let after = store.recorded_cells("r").unwrap();
+    assert_eq!(after.len(), cells.len());
+    assert_eq!(store.eval_run("r").unwrap().unwrap().passed, 4);
+    // The sessions keep their tags, and deleting one deletes its tags.
+    let tagged = |tag: &str| -> Vec<String> {
+        let mut ids: Vec<String> = store
+            .list(&SessionFilter::default().tag(tag))
+            .unwrap()
+            .into_iter()
+            .map(|s| s.meta.id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(tagged("y"), ["s1", "s2"]);
+    assert_eq!(tagged("x"), ["s1"]);
+    assert!(store.delete_session("s1").unwrap());
+    assert_eq!(tagged("y"), ["s2"]);
+    assert!(tagged("x").is_empty());
+    drop(store);
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    let tags: i64 = raw
+        .query_row("SELECT COUNT(*) FROM session_tags", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tags, 2);
 }
 
 #[test]

@@ -538,6 +538,42 @@ fn write_errors_are_reported_once_and_do_not_lose_other_writes() {
     assert!(store.session("b").unwrap().is_none());
 }
 
+#[test]
+fn deleting_a_session_deletes_its_tag_rows() {
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    for id in ["a", "b", "damaged"] {
+        store
+            .begin_session(&SessionMeta::new(id, "w").tags(["t", "u", "t"]))
+            .unwrap();
+    }
+    store.flush().unwrap();
+    let tag_rows = |id: &str| {
+        count_from_outside(
+            &dir.db(),
+            &format!("SELECT COUNT(*) FROM session_tags WHERE session_id = '{id}'"),
+        )
+    };
+    assert_eq!(tag_rows("a"), 2);
+    assert!(store.delete_session("a").unwrap());
+    assert_eq!(tag_rows("a"), 0);
+    assert_eq!(tag_rows("b"), 2);
+    // A session whose tags column does not parse still loses its tag rows.
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    raw.execute("UPDATE sessions SET tags = 'oops' WHERE id = 'damaged'", [])
+        .unwrap();
+    drop(raw);
+    assert!(store.delete_session("damaged").unwrap());
+    assert_eq!(tag_rows("damaged"), 0);
+    let listed: Vec<String> = store
+        .list(&SessionFilter::default().tag("u"))
+        .unwrap()
+        .into_iter()
+        .map(|s| s.meta.id)
+        .collect();
+    assert_eq!(listed, ["b"]);
+}
+
 /// Rows counted by a separate connection, as another process sees the file.
 fn count_from_outside(db: &Path, sql: &str) -> i64 {
     let raw = rusqlite::Connection::open(db).unwrap();
@@ -574,8 +610,8 @@ fn lingering_signals_are_committed_without_a_flush() {
 #[test]
 fn an_idle_writer_moves_the_wal_into_the_database() {
     // Closing a store checkpoints its WAL; an idle writer does it earlier,
-    // off the cells' path. Too few pages for SQLite's own automatic
-    // checkpoint (1000): only the idle one can grow the database file.
+    // off the cells' path. Too few pages for the checkpoint by WAL size
+    // (4000 frames): only the idle one can grow the database file.
     let dir = TempDir::new();
     let store = Store::open(dir.db()).unwrap();
     store.flush().unwrap();
@@ -628,6 +664,45 @@ fn checkpoints_are_written_every_interval() {
     assert_eq!(idx, [9, 19, 29, 39, 49]);
     for i in [0, 9, 10, 49, 50, 99] {
         assert_eq!(store.state_at("c", i).unwrap(), json!({"n": i.min(49)}));
+    }
+}
+
+#[test]
+fn finishing_checkpoints_only_after_half_an_interval() {
+    let dir = TempDir::new();
+    let store = StoreOptions::default()
+        .checkpoint_interval(10)
+        .open(dir.db())
+        .unwrap();
+    // A checkpoint at 9, then 4 more signals (under half an interval) or 5.
+    for (id, n) in [("short", 14), ("long", 15)] {
+        store.begin_session(&SessionMeta::new(id, "w")).unwrap();
+        let signals: Vec<Signal> = (0..n).map(|i| change(i, "n", json!(i))).collect();
+        store.append(id, &signals).unwrap();
+        store
+            .finish_session(id, &SessionEnd::new(SessionStatus::Completed))
+            .unwrap();
+    }
+    store.flush().unwrap();
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    let checkpoints = |id: &str| -> Vec<i64> {
+        raw.prepare("SELECT idx FROM checkpoints WHERE session_id = ?1 ORDER BY idx")
+            .unwrap()
+            .query_map([id], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(checkpoints("short"), [9]);
+    assert_eq!(checkpoints("long"), [9, 14]);
+    for (id, n) in [("short", 14), ("long", 15)] {
+        for i in [0, 9, 11, n - 1, n + 3] {
+            assert_eq!(
+                store.state_at(id, i).unwrap(),
+                json!({"n": i.min(n - 1)}),
+                "{id} at {i}"
+            );
+        }
     }
 }
 
@@ -740,7 +815,7 @@ proptest! {
                 i
             );
         }
-        // Finishing writes a last checkpoint; reads past the end give the final state.
+        // Reads past the end give the final state (finishing may write a last checkpoint).
         store.finish_session("p", &SessionEnd::new(SessionStatus::Completed)).unwrap();
         let last = full_fold(&initial, &steps, steps.len() - 1);
         prop_assert_eq!(&store.state_at("p", steps.len() as u64 + 5).unwrap(), &last);

@@ -311,6 +311,23 @@ const RUN_COLUMNS: &str = "r.id, r.origin, r.status, r.started_at, r.finished_at
         (SELECT eval FROM eval_run_evals e WHERE e.run_id = r.id \
          UNION SELECT eval FROM cell_results c WHERE c.run_id = r.id))";
 
+/// The query of [`runs`]: one run (`?1`), or every run newest first.
+pub(crate) fn runs_sql(one: bool) -> String {
+    if one {
+        format!("SELECT {RUN_COLUMNS} FROM eval_runs r WHERE r.id = ?1")
+    } else {
+        format!("SELECT {RUN_COLUMNS} FROM eval_runs r ORDER BY r.started_at DESC, r.rowid DESC")
+    }
+}
+
+/// The query of [`cells`].
+pub(crate) const CELLS_SQL: &str = "SELECT eval, cell, record, snapshot_ok, finished_at \
+     FROM cell_results WHERE run_id = ?1 ORDER BY eval, cell";
+
+/// The query of [`records`].
+pub(crate) const RECORD_SQL: &str =
+    "SELECT record FROM cell_results WHERE run_id = ?1 AND eval = ?2 AND cell = ?3";
+
 fn run_from_row(path: &str, row: &Row<'_>) -> Result<EvalRunRecord, StoreError> {
     let what = || "reading an eval run".to_string();
     let id: String = row.get(0).ctx(path, what)?;
@@ -356,13 +373,9 @@ pub(crate) fn runs(
     only: Option<&str>,
 ) -> Result<Vec<EvalRunRecord>, StoreError> {
     let what = || "listing eval runs".to_string();
-    let sql = match only {
-        Some(_) => format!("SELECT {RUN_COLUMNS} FROM eval_runs r WHERE r.id = ?1"),
-        None => format!(
-            "SELECT {RUN_COLUMNS} FROM eval_runs r ORDER BY r.started_at DESC, r.rowid DESC"
-        ),
-    };
-    let mut st = conn.prepare_cached(&sql).ctx(path, what)?;
+    let mut st = conn
+        .prepare_cached(&runs_sql(only.is_some()))
+        .ctx(path, what)?;
     let mut rows = match only {
         Some(id) => st.query([id]),
         None => st.query([]),
@@ -382,12 +395,7 @@ pub(crate) fn cells(
     run: &str,
 ) -> Result<Vec<RecordedCell>, StoreError> {
     let what = || format!("reading the cells of eval run {run}");
-    let mut st = conn
-        .prepare_cached(
-            "SELECT eval, cell, record, snapshot_ok, finished_at FROM cell_results \
-             WHERE run_id = ?1 ORDER BY eval, cell",
-        )
-        .ctx(path, what)?;
+    let mut st = conn.prepare_cached(CELLS_SQL).ctx(path, what)?;
     let mut rows = st.query([run]).ctx(path, what)?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx(path, what)? {
@@ -422,11 +430,7 @@ pub(crate) fn records(
     cells: &[String],
 ) -> Result<Vec<Option<CellRecord>>, StoreError> {
     let what = || format!("reading cell records of eval run {run}");
-    let mut st = conn
-        .prepare_cached(
-            "SELECT record FROM cell_results WHERE run_id = ?1 AND eval = ?2 AND cell = ?3",
-        )
-        .ctx(path, what)?;
+    let mut st = conn.prepare_cached(RECORD_SQL).ctx(path, what)?;
     let mut out = Vec::with_capacity(cells.len());
     for cell in cells {
         let mut rows = st.query(params![run, eval, cell]).ctx(path, what)?;

@@ -3,8 +3,9 @@
 //! The version lives in `PRAGMA user_version`. [`MIGRATIONS`] is an ordered
 //! list: step `n` (1-based) takes a database from version `n - 1` to `n`. A
 //! later version appends a step (version 2 added the `eval_runs`,
-//! `eval_run_evals` and `cell_results` tables); steps already released are
-//! never edited.
+//! `eval_run_evals` and `cell_results` tables, version 3 rebuilt
+//! `cell_results` and `session_tags`); steps already released are never
+//! edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
 //! error ([`StoreError::NewerSchema`]): this build would not know what the
@@ -36,6 +37,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 2,
         description: "eval runs, their evals' configs and cell results",
         sql: V2,
+    },
+    Migration {
+        version: 3,
+        description: "cell results as a rowid table; session tags keyed by tag",
+        sql: V3,
     },
 ];
 
@@ -144,6 +150,56 @@ CREATE TABLE cell_results (
 ) WITHOUT ROWID;
 ";
 
+/// Version 3: fewer pages written per eval cell. A cell's record is
+/// committed on its own (the harness waits for it) and a commit writes every
+/// page it touches, so each cell pays for every page its rows land on. The
+/// rows are copied over.
+///
+/// * `cell_results` becomes a rowid table with a unique index on
+///   `(run_id, eval, cell)`. A record (~1.3 KB of JSON) is more than an
+///   index b-tree, which a `WITHOUT ROWID` table is, keeps in a 4 KiB page
+///   (about 1 KB): each row spilled into an overflow page of its own, mostly
+///   empty, and the interior pages, which hold whole rows too, held three or
+///   four each, so that 10,000 cells made a tree five levels deep and the
+///   commit of a cell rewrote several of its pages. A rowid table keeps a
+///   record in its leaf, its interior pages hold only rowids and new rows go
+///   at its end; the unique index serves the lookups by run, eval and cell
+///   and `INSERT OR REPLACE` of a cell recorded again.
+/// * `session_tags` is keyed by `(tag, session_id)`, what listing by tag
+///   reads, and keeps one b-tree instead of two: the `(session_id, tag)` key
+///   served only deleting a session, which now deletes the rows of the tags
+///   its `sessions.tags` lists. Without an index on `session_id` the table
+///   drops its foreign key (a cascade would scan it; the writer deletes the
+///   tags itself).
+const V3: &str = "
+ALTER TABLE cell_results RENAME TO cell_results_v2;
+
+CREATE TABLE cell_results (
+    run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+    eval        TEXT NOT NULL,
+    cell        TEXT NOT NULL,
+    record      TEXT NOT NULL,
+    passed      INTEGER NOT NULL,
+    snapshot_ok INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL
+);
+INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
+    SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at
+    FROM cell_results_v2 ORDER BY run_id, eval, cell;
+DROP TABLE cell_results_v2;
+CREATE UNIQUE INDEX cell_results_cell ON cell_results (run_id, eval, cell);
+
+ALTER TABLE session_tags RENAME TO session_tags_v2;
+CREATE TABLE session_tags (
+    tag        TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    PRIMARY KEY (tag, session_id)
+) WITHOUT ROWID;
+INSERT INTO session_tags (tag, session_id)
+    SELECT tag, session_id FROM session_tags_v2 ORDER BY tag, session_id;
+DROP TABLE session_tags_v2;
+";
+
 /// The version recorded in the database.
 pub(crate) fn user_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
@@ -224,6 +280,221 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM eval_runs", [], |r| r.get(0))
             .unwrap();
         assert_eq!(runs, 0);
+    }
+
+    /// The detail lines of the query plan of `sql` (parameters bound to '').
+    fn plan(conn: &Connection, sql: &str) -> Vec<String> {
+        let mut st = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let params = vec![""; st.parameter_count()];
+        st.query_map(rusqlite::params_from_iter(params), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    }
+
+    const V2_CELLS: &[(&str, &str, &str, i64, i64, i64)] = &[
+        ("r1", "qa", "qa::b::c1", 1, 1, 10),
+        ("r1", "qa", "qa::a::c1", 0, 1, 11),
+        ("r1", "other", "other::a::c1", 1, 0, 12),
+        ("r2", "qa", "qa::a::c1", 1, 1, 13),
+    ];
+
+    /// A record as long as a real one (more than an index b-tree keeps in its page).
+    fn long_record(i: usize) -> String {
+        format!("{{\"n\":{i},\"output\":\"{}\"}}", "x".repeat(1300))
+    }
+
+    #[test]
+    fn a_version_2_database_keeps_its_cell_results_when_migrated() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(V1).unwrap();
+        conn.execute_batch(V2).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.pragma_update(None, "foreign_keys", true).unwrap();
+        for run in ["r1", "r2"] {
+            conn.execute(
+                "INSERT INTO eval_runs (id, origin, started_at) VALUES (?1, 'harness', 1)",
+                [run],
+            )
+            .unwrap();
+        }
+        for (i, (run, eval, cell, passed, snapshot_ok, at)) in V2_CELLS.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO cell_results \
+                 (run_id, eval, cell, record, passed, snapshot_ok, finished_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![run, eval, cell, long_record(i), passed, snapshot_ok, at],
+            )
+            .unwrap();
+        }
+        let read = |conn: &Connection| -> Vec<(String, String, String, String, i64, i64, i64)> {
+            conn.prepare(
+                "SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at \
+                 FROM cell_results ORDER BY run_id, eval, cell",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+        };
+        let before = read(&conn);
+        assert_eq!(before.len(), V2_CELLS.len());
+
+        assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 2);
+        assert_eq!(user_version(&conn, ":memory:").unwrap(), SCHEMA_VERSION);
+        assert_eq!(read(&conn), before);
+        // A rowid table now, its key a unique index: a cell recorded again
+        // replaces its row, a plain duplicate is refused.
+        let table: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE name = 'cell_results'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(!table.contains("WITHOUT ROWID"), "{table}");
+        let duplicate = conn.execute(
+            "INSERT INTO cell_results \
+             (run_id, eval, cell, record, passed, snapshot_ok, finished_at) \
+             VALUES ('r1', 'qa', 'qa::a::c1', '{}', 1, 1, 20)",
+            [],
+        );
+        assert!(duplicate.is_err());
+        conn.execute(
+            "INSERT OR REPLACE INTO cell_results \
+             (run_id, eval, cell, record, passed, snapshot_ok, finished_at) \
+             VALUES ('r1', 'qa', 'qa::a::c1', '{}', 1, 1, 20)",
+            [],
+        )
+        .unwrap();
+        let rows: Vec<(String, i64)> = conn
+            .prepare(
+                "SELECT record, finished_at FROM cell_results \
+                 WHERE run_id = 'r1' AND eval = 'qa' AND cell = 'qa::a::c1'",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, [("{}".to_string(), 20)]);
+        // The foreign key still holds.
+        let orphan = conn.execute(
+            "INSERT INTO cell_results \
+             (run_id, eval, cell, record, passed, snapshot_ok, finished_at) \
+             VALUES ('nope', 'qa', 'qa::a::c1', '{}', 1, 1, 20)",
+            [],
+        );
+        assert!(orphan.is_err());
+    }
+
+    #[test]
+    fn cell_result_queries_use_the_index() {
+        use super::super::runs::{CELLS_SQL, RECORD_SQL, runs_sql};
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, ":memory:").unwrap();
+        for sql in [
+            runs_sql(true),
+            runs_sql(false),
+            CELLS_SQL.into(),
+            RECORD_SQL.into(),
+        ] {
+            let plan = plan(&conn, &sql);
+            let reads: Vec<&String> = plan
+                .iter()
+                .filter(|p| {
+                    p.contains("cell_results")
+                        || p.starts_with("SCAN c")
+                        || p.starts_with("SEARCH c")
+                })
+                .collect();
+            assert!(!reads.is_empty(), "{sql}: {plan:?}");
+            for p in reads {
+                assert!(p.contains("INDEX cell_results_cell"), "{sql}: {plan:?}");
+            }
+            assert!(
+                !plan.iter().any(|p| p.contains("TEMP B-TREE FOR ORDER BY")),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn listing_by_tag_and_deleting_tags_read_the_key() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, ":memory:").unwrap();
+        let list = format!(
+            "SELECT id FROM sessions WHERE 1 AND {} ORDER BY started_at DESC, rowid DESC",
+            super::super::TAG_CONDITION
+        );
+        let delete = "DELETE FROM session_tags WHERE tag = ?1 AND session_id = ?2";
+        for sql in [list.as_str(), delete] {
+            let plan = plan(&conn, sql);
+            assert!(
+                plan.iter()
+                    .any(|p| p.starts_with("SEARCH session_tags USING PRIMARY KEY (tag=?")),
+                "{sql}: {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|p| p.starts_with("SCAN session_tags")),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_version_2_database_keeps_its_session_tags_when_migrated() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(V1).unwrap();
+        conn.execute_batch(V2).unwrap();
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        for (id, tags) in [("s1", "[\"a\",\"b\"]"), ("s2", "[\"b\"]")] {
+            conn.execute(
+                "INSERT INTO sessions (id, workflow, input, initial_state, tags, started_at) \
+                 VALUES (?1, 'w', 'null', '{}', ?2, 1)",
+                [id, tags],
+            )
+            .unwrap();
+        }
+        for (id, tag) in [("s1", "a"), ("s1", "b"), ("s2", "b")] {
+            conn.execute(
+                "INSERT INTO session_tags (session_id, tag) VALUES (?1, ?2)",
+                [id, tag],
+            )
+            .unwrap();
+        }
+        assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 2);
+        let rows: Vec<(String, String)> = conn
+            .prepare("SELECT tag, session_id FROM session_tags")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let expected = [("a", "s1"), ("b", "s1"), ("b", "s2")].map(|(t, s)| (t.into(), s.into()));
+        assert_eq!(rows, expected);
+        let indexes: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'session_tags'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        // One b-tree: the table, keyed by (tag, session_id).
+        assert_eq!(indexes, 0);
     }
 
     #[test]

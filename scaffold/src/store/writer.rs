@@ -12,13 +12,15 @@
 //! one per transaction, so that only the bad command is lost; each failure is
 //! recorded in [`Shared`] and reported by the handle's next call.
 
+use std::ffi::c_int;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode, TransactionBehavior, params};
+use rusqlite::hooks::Wal;
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::error::{Context, StoreError, to_i64};
@@ -255,6 +257,10 @@ pub(crate) struct WriterConfig {
     pub(crate) linger: Duration,
     /// Checkpoint the WAL after this long with nothing to write (file stores).
     pub(crate) idle_checkpoint: Option<Duration>,
+    /// Checkpoint the WAL once it holds this many frames, after the commit
+    /// that made it so has answered its waiters (file stores). Replaces
+    /// SQLite's automatic checkpoint (1000 frames, run inside the commit).
+    pub(crate) wal_checkpoint_frames: Option<u32>,
 }
 
 /// The writer thread's state.
@@ -263,6 +269,8 @@ pub(crate) struct Writer {
     shared: Arc<Shared>,
     config: WriterConfig,
     running: FastMap<Running>,
+    /// Frames in the WAL after the last commit, as SQLite's WAL hook tells.
+    wal_frames: Arc<AtomicU32>,
 }
 
 /// Why a batch was not written.
@@ -280,20 +288,35 @@ const INSERT_CHECKPOINT: &str =
 const INSERT_SESSION: &str = "INSERT INTO sessions (id, workflow, variant, parent_id, fork_point, input, \
      initial_state, tags, status, started_at) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9)";
-const INSERT_TAG: &str = "INSERT OR IGNORE INTO session_tags (session_id, tag) VALUES (?1, ?2)";
+const INSERT_TAG: &str = "INSERT OR IGNORE INTO session_tags (tag, session_id) VALUES (?1, ?2)";
 const ADD_COUNT: &str = "UPDATE sessions SET signal_count = signal_count + ?2 WHERE id = ?1";
 const FINISH: &str = "UPDATE sessions SET status = ?2, error = ?3, ended_at = ?4, duration_ms = ?5, \
      output = ?6, final_state = ?7 WHERE id = ?1";
 
 impl Writer {
-    pub(crate) fn new(conn: Connection, shared: Arc<Shared>, config: WriterConfig) -> Self {
+    pub(crate) fn new(
+        mut conn: Connection,
+        shared: Arc<Shared>,
+        config: WriterConfig,
+    ) -> Result<Self, StoreError> {
         conn.set_prepared_statement_cache_capacity(32);
-        Writer {
+        let wal_frames = Arc::new(AtomicU32::new(0));
+        if config.wal_checkpoint_frames.is_some() {
+            // A WAL hook replaces SQLite's automatic checkpoint.
+            let frames = Arc::clone(&wal_frames);
+            conn.wal_hook(Some(move |_: &mut Wal, pages: c_int| {
+                frames.store(u32::try_from(pages).unwrap_or(0), Ordering::Relaxed);
+                Ok(())
+            }))
+            .ctx(&shared.path, || "installing the WAL hook".into())?;
+        }
+        Ok(Writer {
             conn,
             shared,
             config,
             running: FastMap::default(),
-        }
+            wal_frames,
+        })
     }
 
     /// Serve commands until the queue is closed, then commit what is left.
@@ -367,11 +390,27 @@ impl Writer {
     }
 
     /// A passive WAL checkpoint; a failure (another process busy) only
-    /// leaves the work to SQLite's next automatic checkpoint.
+    /// leaves the work to the next one.
     fn checkpoint(&self) {
         let _ = self
             .conn
             .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    }
+
+    /// Checkpoint the WAL if it has grown to
+    /// [`WriterConfig::wal_checkpoint_frames`]. Called once a commit's
+    /// waiters have their answer: their cells go on while the WAL is
+    /// copied, and what they queue meanwhile is committed together.
+    fn checkpoint_if_due(&self) {
+        let Some(limit) = self.config.wal_checkpoint_frames else {
+            return;
+        };
+        if self.wal_frames.load(Ordering::Relaxed) >= limit {
+            self.checkpoint();
+            // The next commit restarts the WAL, or tells its size again if
+            // readers kept the checkpoint from finishing.
+            self.wal_frames.store(0, Ordering::Relaxed);
+        }
     }
 
     fn barrier(&mut self, command: Command) {
@@ -431,6 +470,7 @@ impl Writer {
             }
         }
         batch.clear();
+        self.checkpoint_if_due();
     }
 
     /// Write one command in its own transaction.
@@ -464,6 +504,7 @@ impl Writer {
             shared,
             config,
             running,
+            ..
         } = self;
         let path = shared.path.as_str();
         let tx = conn
@@ -522,9 +563,10 @@ impl Writer {
                     if let Some(Running {
                         state,
                         last: Some(last),
+                        since_checkpoint,
                         dirty: true,
-                        ..
                     }) = running.remove(id.as_str())
+                        && ends_with_checkpoint(config.checkpoint_interval, since_checkpoint)
                     {
                         checkpoint(&tx, path, id, last, &state).map_err(BatchError::Write)?;
                     }
@@ -560,13 +602,39 @@ impl Writer {
             .ctx(path, what)?;
         tx.execute("DELETE FROM checkpoints WHERE session_id = ?1", [id])
             .ctx(path, what)?;
-        tx.execute("DELETE FROM session_tags WHERE session_id = ?1", [id])
-            .ctx(path, what)?;
+        delete_tags(&tx, path, id)?;
         let n = tx
             .execute("DELETE FROM sessions WHERE id = ?1", [id])
             .ctx(path, what)?;
         tx.commit().ctx(path, what)?;
         Ok(n > 0)
+    }
+}
+
+/// Delete the tag rows of session `id`: those of the tags its row lists
+/// (`session_tags` is keyed by tag first). Tags that do not parse are
+/// deleted by a scan of the table, so that a damaged session can still go.
+fn delete_tags(conn: &Connection, path: &str, id: &str) -> Result<(), StoreError> {
+    let what = || format!("deleting the tags of session {id}");
+    let tags: Option<String> = conn
+        .prepare_cached("SELECT tags FROM sessions WHERE id = ?1")
+        .and_then(|mut st| st.query_row([id], |r| r.get(0)).optional())
+        .ctx(path, what)?;
+    match tags.map(|t| serde_json::from_str::<Vec<String>>(&t)) {
+        None => Ok(()),
+        Some(Ok(tags)) => {
+            let mut st = conn
+                .prepare_cached("DELETE FROM session_tags WHERE tag = ?1 AND session_id = ?2")
+                .ctx(path, what)?;
+            for tag in &tags {
+                st.execute(params![tag, id]).ctx(path, what)?;
+            }
+            Ok(())
+        }
+        Some(Err(_)) => conn
+            .execute("DELETE FROM session_tags WHERE session_id = ?1", [id])
+            .map(drop)
+            .ctx(path, what),
     }
 }
 
@@ -611,7 +679,7 @@ fn begin(conn: &Connection, path: &str, m: &SessionMeta) -> Result<(), StoreErro
     }
     let mut st = conn.prepare_cached(INSERT_TAG).ctx(path, what)?;
     for tag in &m.tags {
-        st.execute(params![id, tag]).ctx(path, what)?;
+        st.execute(params![tag, id]).ctx(path, what)?;
     }
     Ok(())
 }
@@ -670,6 +738,15 @@ fn append(
     Ok(())
 }
 
+/// Whether a session's end writes a checkpoint of its final state, `since`
+/// signals after the last interval's: only when that is at least half an
+/// interval. Reads fold at most an interval's changes either way; a short
+/// session (an eval cell's, a few dozen signals) is cheaper to fold than to
+/// keep a checkpoint for, a row in another b-tree in every cell's commit.
+fn ends_with_checkpoint(interval: u64, since: u64) -> bool {
+    interval > 0 && since >= interval.div_ceil(2)
+}
+
 fn checkpoint(
     conn: &Connection,
     path: &str,
@@ -721,4 +798,77 @@ fn finish(conn: &Connection, path: &str, id: &str, end: &SessionEnd) -> Result<(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{SessionMeta, configure, schema};
+
+    /// A writer on a fresh file in `dir`, checkpointing at `frames`, never when idle.
+    fn file_writer(dir: &std::path::Path, frames: u32) -> Writer {
+        let path = dir.join("scaffold.db");
+        let name = path.display().to_string();
+        let mut conn = Connection::open(&path).unwrap();
+        configure(&conn, &name, true, Duration::from_secs(5)).unwrap();
+        schema::migrate(&mut conn, &name).unwrap();
+        let config = WriterConfig {
+            checkpoint_interval: 1000,
+            batch_size: 8192,
+            linger: Duration::ZERO,
+            idle_checkpoint: None,
+            wal_checkpoint_frames: Some(frames),
+        };
+        Writer::new(conn, Arc::new(Shared::new(name)), config).unwrap()
+    }
+
+    /// Write a session of `n` signals of 4 KB each (a page or more each).
+    fn write_pages(writer: &mut Writer, n: u64) {
+        let signals: Vec<Signal> = (0..n)
+            .map(|i| Signal {
+                index: i,
+                name: "text:delta".into(),
+                payload: Value::String("x".repeat(4000)),
+                at_ms: i,
+                agent: None,
+            })
+            .collect();
+        let mut batch = vec![
+            Command::Begin(Box::new(SessionMeta::new("s", "w"))),
+            Command::Append(Rows::new("s", &signals).unwrap()),
+        ];
+        writer.write(&mut batch);
+        assert!(writer.shared.take().is_none());
+    }
+
+    /// The database file's length and how long it is with every page in it.
+    fn sizes(writer: &Writer, dir: &std::path::Path) -> (u64, u64) {
+        let pages: i64 = writer
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        let file = std::fs::metadata(dir.join("scaffold.db")).unwrap().len();
+        (file, pages as u64 * 4096)
+    }
+
+    #[test]
+    fn the_wal_is_checkpointed_once_it_holds_enough_frames() {
+        for (frames, moved) in [(100, true), (u32::MAX, false)] {
+            let dir =
+                std::env::temp_dir().join(format!("scaffold-writer-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut writer = file_writer(&dir, frames);
+            // Over 1000 frames in one commit: SQLite's own automatic
+            // checkpoint would have run too.
+            write_pages(&mut writer, 1100);
+            let (file, whole) = sizes(&writer, &dir);
+            assert_eq!(
+                file >= whole,
+                moved,
+                "limit {frames}: {file} of {whole} bytes"
+            );
+            drop(writer);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
 }
