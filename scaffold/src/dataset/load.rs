@@ -1,6 +1,7 @@
 //! Reading dataset files into [`Dataset`]s.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -156,26 +157,30 @@ fn assertions(nodes: &[Node], v: &mut Validator<'_>) -> Vec<Assertion> {
     out
 }
 
+/// The compact JSON text of a case's input (`null` when it has none).
+fn input_json(node: Option<&Node>) -> Box<str> {
+    let value = node.map(Node::to_value).unwrap_or(Value::Null);
+    // Writing a `Value` to a string cannot fail (its keys are strings).
+    serde_json::to_string(&value)
+        .unwrap_or_else(|_| "null".to_string())
+        .into_boxed_str()
+}
+
 /// Build the typed dataset from a validated tree.
 fn build(root: &Node, file: &str, v: &mut Validator<'_>) -> Option<Dataset> {
     let defaults = assertions(items(root.get("defaultAssertions")), v);
+    let shared: Arc<[Assertion]> = Arc::from(defaults.as_slice());
     let default_timeout_ms = count(root, "defaultTimeout");
     let case_nodes = items(root.get("cases"));
     let mut cases = Vec::with_capacity(case_nodes.len());
     for c in case_nodes {
-        let own = assertions(items(c.get("assertions")), v);
-        let mut all = defaults.clone();
-        all.extend(own);
         cases.push(Case {
             id: string(c, "id").unwrap_or_default(),
             name: string(c, "name"),
             description: string(c, "description"),
-            input: c
-                .get("input")
-                .map(|(_, n)| n.to_value())
-                .unwrap_or(Value::Null),
-            assertions: all,
-            default_assertion_count: defaults.len(),
+            input: input_json(c.get("input").map(|(_, n)| n)),
+            defaults: shared.clone(),
+            own: assertions(items(c.get("assertions")), v).into_boxed_slice(),
             tags: items(c.get("tags"))
                 .iter()
                 .filter_map(scalar_text)
