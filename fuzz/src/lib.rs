@@ -22,7 +22,9 @@ pub fn dataset_loader(data: &[u8]) {
                 let signals = session();
                 let ctx = EvalContext::new(&signals).output(json!("output text"));
                 for case in &dataset.cases {
-                    for result in evaluate_all_sync(&case.assertions, &ctx) {
+                    let input = serde_json::to_string(&case.input()).unwrap();
+                    assert_eq!(input, case.input_json(), "the input does not round-trip");
+                    for result in evaluate_all_sync(case.assertions(), &ctx) {
                         let _ = result.to_string();
                     }
                 }

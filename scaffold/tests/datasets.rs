@@ -50,15 +50,18 @@ fn code_review_example_loads() {
         Some("Detects SQL injection vulnerability")
     );
     assert_eq!(sql.tags, ["security", "sql", "critical"]);
-    assert_eq!(sql.default_assertion_count, 3);
-    assert_eq!(sql.assertions.len(), 3 + 6);
-    assert!(matches!(sql.assertions[0], Assertion::LatencyMax(b) if b.value == 30000.0));
+    assert_eq!(sql.default_assertions().len(), 3);
+    assert_eq!(sql.default_assertions(), ds.default_assertions);
+    assert_eq!(sql.assertions().len(), 3 + 6);
+    assert!(
+        matches!(sql.assertions().next(), Some(Assertion::LatencyMax(b)) if b.value == 30000.0)
+    );
     assert_eq!(
-        sql.input["code"].as_str().unwrap().lines().next(),
+        sql.input()["code"].as_str().unwrap().lines().next(),
         Some("async function getUser(userId) {")
     );
-    let Assertion::SignalTrajectory(t) = &sql.assertions[8] else {
-        panic!("{:?}", sql.assertions[8]);
+    let Some(Assertion::SignalTrajectory(t)) = sql.assertions().nth(8) else {
+        panic!("{:?}", sql.assertions().nth(8));
     };
     assert_eq!(t.patterns.len(), 6);
     assert_eq!(
@@ -69,7 +72,8 @@ fn code_review_example_loads() {
     let long = ds.case("very-long-file").unwrap();
     assert_eq!(long.timeout_ms, Some(60000));
     assert_eq!(ds.case("sql-injection").unwrap().timeout_ms, None);
-    let Assertion::OutputMatches(m) = &ds.case("path-traversal").unwrap().assertions[3] else {
+    let Some(Assertion::OutputMatches(m)) = ds.case("path-traversal").unwrap().assertions().nth(3)
+    else {
         panic!()
     };
     assert_eq!(m.regex, r"path traversal|directory traversal|\.\.");
@@ -96,19 +100,18 @@ fn code_generation_example_loads() {
         ]
     );
     let fib = ds.case("fibonacci-function").unwrap();
-    assert_eq!(fib.input["requirements"].as_array().unwrap().len(), 2);
+    assert_eq!(fib.input()["requirements"].as_array().unwrap().len(), 2);
     assert!(
-        fib.assertions
-            .iter()
+        fib.assertions()
             .any(|a| matches!(a, Assertion::Activations(b) if b.exact == Some(4)))
     );
-    let Assertion::CostMax(c) = &fib.assertions[0] else {
+    let Some(Assertion::CostMax(c)) = fib.assertions().next() else {
         panic!()
     };
     assert_eq!(c.value, 0.5);
     let files = ds.case("file-creation-tools").unwrap();
-    let Assertion::ToolCalledWith(w) = &files.assertions[4] else {
-        panic!("{:?}", files.assertions[4])
+    let Some(Assertion::ToolCalledWith(w)) = files.assertions().nth(4) else {
+        panic!("{:?}", files.assertions().nth(4))
     };
     assert_eq!(w.args, json!({"file_path": {"endsWith": "utils.ts"}}));
 }
@@ -120,8 +123,8 @@ fn refactoring_example_loads() {
     assert!(ds.warnings.is_empty(), "{:?}", ds.warnings);
     assert_eq!(ds.cases.len(), 3);
     let rename = ds.case("rename-function-across-files").unwrap();
-    assert_eq!(rename.input["files"][2]["path"], "tests/api.test.ts");
-    let Assertion::SnapshotAt(s) = &rename.assertions[2] else {
+    assert_eq!(rename.input()["files"][2]["path"], "tests/api.test.ts");
+    let Some(Assertion::SnapshotAt(s)) = rename.assertions().nth(2) else {
         panic!()
     };
     assert_eq!(s.after_signal, "analysis:complete");
@@ -144,7 +147,7 @@ fn debugging_example_loads_with_a_warning_about_its_null_tag() {
             fixture("debugging-agent.yaml")
         )]
     );
-    let Assertion::OutputMatches(m) = &ds.cases[0].assertions[4] else {
+    let Some(Assertion::OutputMatches(m)) = ds.cases[0].assertions().nth(4) else {
         panic!()
     };
     assert_eq!(m.flags.as_deref(), Some("i"));
@@ -160,10 +163,10 @@ fn seed_001_json_example_loads() {
     assert_eq!(ds.version.as_deref(), Some("1.0.0"));
     assert!(ds.warnings.is_empty());
     let case = &ds.cases[0];
-    assert_eq!(case.input, json!({"task": "Say hello"}));
+    assert_eq!(case.input(), json!({"task": "Say hello"}));
     assert_eq!(case.tags, ["smoke"]);
     assert_eq!(
-        serde_json::to_value(&case.assertions).unwrap(),
+        serde_json::to_value(case.assertions().collect::<Vec<_>>()).unwrap(),
         json!([
             {"type": "signal.not", "pattern": "error:**"},
             {"type": "output.contains", "path": "outputs.main.text", "text": "hello"},
@@ -185,7 +188,7 @@ fn seed_001_metric_aliases_keep_their_field() {
         "x.json",
     )
     .unwrap();
-    let a = &ds.cases[0].assertions;
+    let a = ds.cases[0].own_assertions();
     assert!(
         matches!(a[0], Assertion::TokensMax(t) if t.field == TokenField::Input && t.value == 10000.0)
     );
@@ -510,9 +513,10 @@ fn defaults_merge_and_timeouts_fall_back() {
     assert_eq!(ds.metadata["owner"], "qa");
     assert_eq!(ds.cases[0].timeout_ms, Some(5000));
     assert_eq!(ds.cases[1].timeout_ms, Some(9000));
-    assert_eq!(ds.cases[0].assertions.len(), 2);
-    assert_eq!(ds.cases[0].assertions[0].type_name(), "signal.not");
-    assert_eq!(ds.cases[1].assertions.len(), 1);
+    assert_eq!(ds.cases[0].assertions().len(), 2);
+    let first = ds.cases[0].assertions().next().map(Assertion::type_name);
+    assert_eq!(first, Some("signal.not"));
+    assert_eq!(ds.cases[1].assertions().len(), 1);
     assert!(ds.warnings.is_empty(), "defaults count as assertions");
 }
 
@@ -561,11 +565,7 @@ cases:
 "#;
     let ds = load_str(src, Format::Yaml, "all.yaml").unwrap_or_else(|e| panic!("{e}"));
     assert!(ds.warnings.is_empty(), "{:?}", ds.warnings);
-    let types: Vec<&str> = ds.cases[0]
-        .assertions
-        .iter()
-        .map(Assertion::type_name)
-        .collect();
+    let types: Vec<&str> = ds.cases[0].assertions().map(Assertion::type_name).collect();
     assert_eq!(types, Assertion::TYPES);
 }
 

@@ -349,7 +349,7 @@ fn the_borderline_margin_and_reask_load_from_datasets() {
         "j.json",
     )
     .unwrap();
-    let Assertion::LlmJudge(j) = &ds.cases[0].assertions[0] else {
+    let Some(Assertion::LlmJudge(j)) = ds.cases[0].assertions().next() else {
         panic!("not a judge")
     };
     assert_eq!((j.borderline_margin, j.reask), (Some(0.1), Some(4)));

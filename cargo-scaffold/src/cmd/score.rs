@@ -215,7 +215,7 @@ pub fn run(args: &ScoreArgs) -> CmdResult {
     let mut failed = 0;
     for (session, case) in &graded {
         let id = &session.meta.id;
-        let options = scorers(&args.scorer)?.assertions(case.assertions.iter().cloned());
+        let options = scorers(&args.scorer)?.assertions(case.assertions().cloned());
         let report: Result<ScoreReport, CliError> = runtime
             .block_on(scaffold::session::score::<Value>(&db.store, id, &options))
             .map_err(session_error);

@@ -592,10 +592,15 @@ pub fn evaluate(assertion: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult
     Evaluator { judged: None }.eval(assertion, ctx)
 }
 
-/// Evaluate assertions synchronously (see [`evaluate`]).
-pub fn evaluate_all_sync(assertions: &[Assertion], ctx: &EvalContext<'_>) -> Vec<AssertionResult> {
+/// Evaluate assertions synchronously (see [`evaluate`]): a slice, a `Vec`
+/// or any iterator of them, such as a dataset case's
+/// [`assertions()`](crate::dataset::Case::assertions).
+pub fn evaluate_all_sync<'a>(
+    assertions: impl IntoIterator<Item = &'a Assertion>,
+    ctx: &EvalContext<'_>,
+) -> Vec<AssertionResult> {
     let mut ev = Evaluator { judged: None };
-    assertions.iter().map(|a| ev.eval(a, ctx)).collect()
+    assertions.into_iter().map(|a| ev.eval(a, ctx)).collect()
 }
 
 /// Evaluate one assertion, calling the judge for `llm.judge`.
@@ -612,8 +617,17 @@ pub async fn evaluate_async(assertion: &Assertion, ctx: &EvalContext<'_>) -> Ass
 /// The k-th `llm.judge` found depth-first across `assertions` records as
 /// invocation k of the judge's recording id.
 pub async fn evaluate_all(assertions: &[Assertion], ctx: &EvalContext<'_>) -> Vec<AssertionResult> {
+    evaluate_lists(&[assertions], ctx).await
+}
+
+/// [`evaluate_all`] over `lists` one after the other, as if they were one
+/// list (a dataset's default assertions, then a case's own).
+pub(crate) async fn evaluate_lists(
+    lists: &[&[Assertion]],
+    ctx: &EvalContext<'_>,
+) -> Vec<AssertionResult> {
     let mut judges = Vec::new();
-    for a in assertions {
+    for a in lists.iter().copied().flatten() {
         collect_judges(a, &mut judges);
     }
     let judged = if judges.is_empty() {
@@ -630,5 +644,10 @@ pub async fn evaluate_all(assertions: &[Assertion], ctx: &EvalContext<'_>) -> Ve
     let mut ev = Evaluator {
         judged: Some(judged.into_iter()),
     };
-    assertions.iter().map(|a| ev.eval(a, ctx)).collect()
+    lists
+        .iter()
+        .copied()
+        .flatten()
+        .map(|a| ev.eval(a, ctx))
+        .collect()
 }

@@ -1,6 +1,7 @@
 //! Reading dataset files into [`Dataset`]s.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -76,15 +77,24 @@ pub fn validate(path: impl AsRef<Path>) -> Result<Validation, DatasetError> {
 pub fn load(path: impl AsRef<Path>) -> Result<Dataset, DatasetError> {
     let path = path.as_ref();
     let src = read(path)?;
-    load_str(&src, Format::from_path(path), &path.display().to_string())
+    let file = path.display().to_string();
+    let (root, v) = check(&src, Format::from_path(path), &file);
+    // The tree holds everything the dataset needs: let the text go first.
+    drop(src);
+    finish(root, v, &file)
 }
 
 /// Load dataset text; `file` names it in diagnostics and [`Dataset::source`].
 pub fn load_str(src: &str, format: Format, file: &str) -> Result<Dataset, DatasetError> {
-    let (root, mut v) = check(src, format, file);
+    let (root, v) = check(src, format, file);
+    finish(root, v, file)
+}
+
+/// Build the dataset from a checked tree, or fail with the diagnostics.
+fn finish(root: Option<Node>, mut v: Validator<'_>, file: &str) -> Result<Dataset, DatasetError> {
     let has_errors = v.diagnostics.iter().any(|d| d.severity == Severity::Error);
     let dataset = match root {
-        Some(root) if !has_errors => build(&root, file, &mut v),
+        Some(root) if !has_errors => build(root, file, &mut v),
         _ => None,
     };
     let diagnostics = sorted(std::mem::take(&mut v.diagnostics));
@@ -102,7 +112,7 @@ pub fn load_str(src: &str, format: Format, file: &str) -> Result<Dataset, Datase
 
 fn string(node: &Node, key: &str) -> Option<String> {
     node.get(key).and_then(|(_, v)| match &v.kind {
-        Kind::Str(s) => Some(s.clone()),
+        Kind::Str(s) => Some(s.to_string()),
         Kind::Number(n) => Some(n.to_string()),
         _ => None,
     })
@@ -111,7 +121,7 @@ fn string(node: &Node, key: &str) -> Option<String> {
 /// The text of a scalar: strings as they are, `null`, `true`, numbers as written.
 pub(crate) fn scalar_text(node: &Node) -> Option<String> {
     match &node.kind {
-        Kind::Str(s) => Some(s.clone()),
+        Kind::Str(s) => Some(s.to_string()),
         Kind::Null => Some("null".into()),
         Kind::Bool(b) => Some(b.to_string()),
         Kind::Number(n) => Some(n.to_string()),
@@ -156,51 +166,74 @@ fn assertions(nodes: &[Node], v: &mut Validator<'_>) -> Vec<Assertion> {
     out
 }
 
-/// Build the typed dataset from a validated tree.
-fn build(root: &Node, file: &str, v: &mut Validator<'_>) -> Option<Dataset> {
-    let defaults = assertions(items(root.get("defaultAssertions")), v);
-    let default_timeout_ms = count(root, "defaultTimeout");
-    let case_nodes = items(root.get("cases"));
-    let mut cases = Vec::with_capacity(case_nodes.len());
-    for c in case_nodes {
-        let own = assertions(items(c.get("assertions")), v);
-        let mut all = defaults.clone();
-        all.extend(own);
-        cases.push(Case {
-            id: string(c, "id").unwrap_or_default(),
-            name: string(c, "name"),
-            description: string(c, "description"),
-            input: c
-                .get("input")
-                .map(|(_, n)| n.to_value())
-                .unwrap_or(Value::Null),
-            assertions: all,
-            default_assertion_count: defaults.len(),
-            tags: items(c.get("tags"))
-                .iter()
-                .filter_map(scalar_text)
-                .collect(),
-            timeout_ms: count(c, "timeout").or(default_timeout_ms),
-            skip: flag(c, "skip"),
-            only: flag(c, "only"),
-        });
+/// The compact JSON text of a case's input (`null` when it has none).
+fn input_json(node: Option<&Node>) -> Box<str> {
+    let value = node.map(Node::to_value).unwrap_or(Value::Null);
+    // Writing a `Value` to a string cannot fail (its keys are strings).
+    serde_json::to_string(&value)
+        .unwrap_or_else(|_| "null".to_string())
+        .into_boxed_str()
+}
+
+/// One case from its validated node.
+fn case(
+    c: &Node,
+    defaults: &Arc<[Assertion]>,
+    timeout_ms: Option<u64>,
+    v: &mut Validator<'_>,
+) -> Case {
+    Case {
+        id: string(c, "id").unwrap_or_default(),
+        name: string(c, "name"),
+        description: string(c, "description"),
+        input: input_json(c.get("input").map(|(_, n)| n)),
+        defaults: defaults.clone(),
+        own: assertions(items(c.get("assertions")), v).into_boxed_slice(),
+        tags: items(c.get("tags"))
+            .iter()
+            .filter_map(scalar_text)
+            .collect(),
+        timeout_ms: count(c, "timeout").or(timeout_ms),
+        skip: flag(c, "skip"),
+        only: flag(c, "only"),
     }
-    let id = string(root, "id");
+}
+
+/// Build the typed dataset from a validated tree, freeing each case's
+/// nodes once the case is built (the tree is several times the size of the
+/// cases it becomes).
+fn build(mut root: Node, file: &str, v: &mut Validator<'_>) -> Option<Dataset> {
+    let defaults = assertions(items(root.get("defaultAssertions")), v);
+    let shared: Arc<[Assertion]> = Arc::from(defaults.as_slice());
+    let default_timeout_ms = count(&root, "defaultTimeout");
+    let mut cases = Vec::new();
+    if let Some(Node {
+        kind: Kind::Seq(nodes),
+        ..
+    }) = root.get_mut("cases")
+    {
+        cases.reserve_exact(nodes.len());
+        for node in nodes.iter_mut() {
+            cases.push(case(node, &shared, default_timeout_ms, v));
+            node.kind = Kind::Null;
+        }
+    }
+    let id = string(&root, "id");
     let metadata = match root.get("metadata").map(|(_, n)| n.to_value()) {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     };
     Some(Dataset {
-        name: string(root, "name")
+        name: string(&root, "name")
             .or_else(|| id.clone())
             .unwrap_or_default(),
         id,
-        description: string(root, "description"),
+        description: string(&root, "description"),
         default_assertions: defaults,
         default_timeout_ms,
         metadata,
-        workflow_name: string(root, "workflowName"),
-        version: string(root, "version"),
+        workflow_name: string(&root, "workflowName"),
+        version: string(&root, "version"),
         cases,
         source: file.to_string(),
         warnings: Vec::new(),

@@ -42,7 +42,7 @@ impl fmt::Display for Pos {
 /// A mapping key and where it is.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Key {
-    pub(crate) name: String,
+    pub(crate) name: Box<str>,
     pub(crate) pos: Pos,
 }
 
@@ -54,14 +54,19 @@ pub(crate) struct Node {
 }
 
 /// The shape of a value.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Boxed slices and strings rather than `Vec`s and `String`s: the tree of a
+/// large dataset lives while it is checked and built, and this keeps a node
+/// at 32 bytes with no spare capacity.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) enum Kind {
+    #[default]
     Null,
     Bool(bool),
     Number(Number),
-    Str(String),
-    Seq(Vec<Node>),
-    Map(Vec<(Key, Node)>),
+    Str(Box<str>),
+    Seq(Box<[Node]>),
+    Map(Box<[(Key, Node)]>),
 }
 
 impl Node {
@@ -71,12 +76,12 @@ impl Node {
             Kind::Null => Value::Null,
             Kind::Bool(b) => Value::Bool(*b),
             Kind::Number(n) => Value::Number(n.clone()),
-            Kind::Str(s) => Value::String(s.clone()),
+            Kind::Str(s) => Value::String(s.to_string()),
             Kind::Seq(items) => Value::Array(items.iter().map(Node::to_value).collect()),
             Kind::Map(entries) => {
                 let mut m = Map::new();
                 for (k, v) in entries {
-                    m.insert(k.name.clone(), v.to_value());
+                    m.insert(k.name.to_string(), v.to_value());
                 }
                 Value::Object(m)
             }
@@ -88,8 +93,19 @@ impl Node {
         match &self.kind {
             Kind::Map(entries) => entries
                 .iter()
-                .find(|(k, _)| k.name == key)
+                .find(|(k, _)| &*k.name == key)
                 .map(|(k, v)| (k, v)),
+            _ => None,
+        }
+    }
+
+    /// The value of the entry `key` of a mapping, to change.
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        match &mut self.kind {
+            Kind::Map(entries) => entries
+                .iter_mut()
+                .find(|(k, _)| &*k.name == key)
+                .map(|(_, v)| v),
             _ => None,
         }
     }
@@ -195,14 +211,14 @@ impl<'de> Visitor<'de> for YamlVisitor {
             .ok_or_else(|| E::custom(format!("the number {n} cannot be represented in JSON")))
     }
     fn visit_str<E>(self, s: &str) -> Result<Kind, E> {
-        Ok(Kind::Str(s.to_string()))
+        Ok(Kind::Str(s.into()))
     }
     fn visit_string<E>(self, s: String) -> Result<Kind, E> {
-        Ok(Kind::Str(s))
+        Ok(Kind::Str(s.into_boxed_str()))
     }
     fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Kind, E> {
         String::from_utf8(b.to_vec())
-            .map(Kind::Str)
+            .map(|s| Kind::Str(s.into_boxed_str()))
             .map_err(|_| E::custom("binary data is not supported"))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kind, A::Error> {
@@ -210,7 +226,7 @@ impl<'de> Visitor<'de> for YamlVisitor {
         while let Some(item) = seq.next_element::<Spanned<YamlKind>>()? {
             items.push(to_node(item));
         }
-        Ok(Kind::Seq(items))
+        Ok(Kind::Seq(items.into_boxed_slice()))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Kind, A::Error> {
         let mut entries = Vec::new();
@@ -218,9 +234,9 @@ impl<'de> Visitor<'de> for YamlVisitor {
             let pos = spanned_pos(&key);
             let name = match key.value.0 {
                 Kind::Str(s) => s,
-                Kind::Number(n) => n.to_string(),
-                Kind::Bool(b) => b.to_string(),
-                Kind::Null => "null".to_string(),
+                Kind::Number(n) => n.to_string().into_boxed_str(),
+                Kind::Bool(b) => b.to_string().into_boxed_str(),
+                Kind::Null => "null".into(),
                 Kind::Seq(_) | Kind::Map(_) => {
                     return Err(de::Error::custom(
                         "a mapping key must be a string, not a list or mapping",
@@ -230,7 +246,7 @@ impl<'de> Visitor<'de> for YamlVisitor {
             let value = map.next_value::<Spanned<YamlKind>>()?;
             entries.push((Key { name, pos }, to_node(value)));
         }
-        Ok(Kind::Map(entries))
+        Ok(Kind::Map(entries.into_boxed_slice()))
     }
 }
 
@@ -414,7 +430,7 @@ impl JsonReader<'_> {
                         }
                     }
                 }
-                Kind::Map(entries)
+                Kind::Map(entries.into_boxed_slice())
             }
             Some('[') => {
                 self.bump();
@@ -434,7 +450,7 @@ impl JsonReader<'_> {
                         }
                     }
                 }
-                Kind::Seq(items)
+                Kind::Seq(items.into_boxed_slice())
             }
             Some('"') => Kind::Str(self.string()?),
             Some('t') => {
@@ -478,7 +494,7 @@ impl JsonReader<'_> {
         }
     }
 
-    fn string(&mut self) -> Result<String, SyntaxError> {
+    fn string(&mut self) -> Result<Box<str>, SyntaxError> {
         if self.peek() != Some('"') {
             return Err(self.error("expected a string"));
         }

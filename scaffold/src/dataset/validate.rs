@@ -122,7 +122,7 @@ impl<'f> Validator<'f> {
 
     fn unknown_fields(&mut self, node: &Node, known: &[&str], what: &str) {
         for (k, _) in entries(node) {
-            if !known.contains(&k.name.as_str()) {
+            if !known.contains(&&*k.name) {
                 let help = did_you_mean(&k.name, known)
                     .or_else(|| Some(format!("expected one of: {}", known.join(", "))));
                 self.push(
@@ -258,7 +258,7 @@ impl<'f> Validator<'f> {
                 let is_matcher = !entries.is_empty()
                     && entries
                         .iter()
-                        .all(|(k, _)| MATCHER_KEYS.contains(&k.name.as_str()));
+                        .all(|(k, _)| MATCHER_KEYS.contains(&&*k.name));
                 if is_matcher {
                     for (k, v) in entries {
                         self.matcher(k, v);
@@ -267,7 +267,7 @@ impl<'f> Validator<'f> {
                 }
                 let matcher_keys: Vec<&str> = entries
                     .iter()
-                    .map(|(k, _)| k.name.as_str())
+                    .map(|(k, _)| &*k.name)
                     .filter(|k| MATCHER_KEYS.contains(k))
                     .collect();
                 if !matcher_keys.is_empty() {
@@ -280,7 +280,7 @@ impl<'f> Validator<'f> {
                         ),
                         Some("put matchers in a mapping of their own".into()),
                     );
-                } else if let [(k, _)] = entries.as_slice()
+                } else if let [(k, _)] = &**entries
                     && let Some(s) = matcher_typo(&k.name)
                 {
                     self.warn(
@@ -307,7 +307,7 @@ impl<'f> Validator<'f> {
     }
 
     fn matcher(&mut self, key: &Key, v: &Node) {
-        let name = key.name.as_str();
+        let name = &*key.name;
         match name {
             "gte" | "lte" | "gt" | "lt" if !matches!(v.kind, Kind::Number(_)) => {
                 self.wrong(v, name, "a number");
@@ -656,13 +656,13 @@ impl<'f> Validator<'f> {
                 "the dataset has no cases".into(),
             );
         }
-        let mut seen: HashMap<String, Pos> = HashMap::new();
+        let mut seen: HashMap<&str, Pos> = HashMap::new();
         for case in items {
             self.case(case, &mut seen, defaults);
         }
     }
 
-    fn case(&mut self, node: &Node, seen: &mut HashMap<String, Pos>, defaults: usize) {
+    fn case<'n>(&mut self, node: &'n Node, seen: &mut HashMap<&'n str, Pos>, defaults: usize) {
         if !matches!(node.kind, Kind::Map(_)) {
             self.error(
                 DiagnosticKind::WrongType,
@@ -693,7 +693,7 @@ impl<'f> Validator<'f> {
                             format!("duplicate case id `{id}` (first used at {first})"),
                         );
                     } else {
-                        seen.insert(id.to_string(), v.pos);
+                        seen.insert(id, v.pos);
                     }
                     Some(id.to_string())
                 }

@@ -179,23 +179,26 @@ impl<S: State> Eval<S> {
         if let Some(timeout) = timeout {
             options = options.timeout(timeout);
         }
+        let input = case.input();
         let result = match &self.fork_from {
-            None => in_env(env, run_with(workflow, case.input.clone(), &options)).await,
-            Some(from) => match fork_cell(from, cell, options, env).await {
+            None => in_env(env, run_with(workflow, input.clone(), &options)).await,
+            Some(from) => match fork_cell(from, cell, &input, options, env).await {
                 Ok(result) => result,
                 Err(e) => {
                     let message = format!("fork from {} at {}: {e}", from.origin(), from.point());
-                    return unrunnable(cell, message);
+                    return unrunnable(cell, input, message);
                 }
             },
         };
-        self.grade_cell(cell, env, result).await
+        self.grade_cell(cell, input, env, result).await
     }
 
-    /// Grade a cell's run with the case's assertions and the eval's scorers.
+    /// Grade a cell's run (from `input`, the case's) with the case's
+    /// assertions and the eval's scorers.
     async fn grade_cell(
         &self,
         cell: &Cell<'_, S>,
+        input: Value,
         env: &CellEnv,
         result: RunResult<S>,
     ) -> (CellResult, RunResult<S>) {
@@ -223,14 +226,15 @@ impl<S: State> Eval<S> {
             session_id: &result.session_id,
             variant: Some(&id.variant),
             error: error.as_deref(),
-            input: Some(&case.input),
+            input: Some(&input),
             dataset: Some(dataset.key()),
             case: Some(&case.id),
             trial: id.trial,
             store: env.store.as_ref(),
         };
         let grader = Grader {
-            assertions: &case.assertions,
+            defaults: case.default_assertions(),
+            assertions: case.own_assertions(),
             scorers: &self.scorers,
             judge: judge.as_ref(),
             transport: env.transport.as_ref(),
@@ -247,7 +251,7 @@ impl<S: State> Eval<S> {
             status: result.status,
             passed,
             error,
-            input: case.input.clone(),
+            input,
             output: result.output.clone(),
             assertions: grades.assertions,
             scores: grades.scores,
@@ -270,26 +274,31 @@ async fn in_env<F: Future>(env: &CellEnv, future: F) -> F::Output {
 async fn fork_cell<S: State>(
     from: &ForkFrom,
     cell: &Cell<'_, S>,
+    input: &Value,
     options: RunOptions,
     env: &CellEnv,
 ) -> Result<RunResult<S>, SessionError> {
     let parent = from.source(env.store.as_ref())?.resolve(from.point())?;
-    if parent.input != cell.case.input {
+    if parent.input != *input {
         return Err(SessionError::InputMismatch {
             session: parent.parent_id,
             case: cell.case.id.clone(),
-            case_input: cell.case.input.clone(),
+            case_input: input.clone(),
             parent_input: parent.input,
         });
     }
     in_env(env, fork_at(&parent, cell.workflow, &options.into())).await
 }
 
-/// A cell that could not run: failed with `message`, ungraded.
-fn unrunnable<S: State>(cell: &Cell<'_, S>, message: String) -> (CellResult, RunResult<S>) {
+/// A cell that could not run (from `input`): failed with `message`, ungraded.
+fn unrunnable<S: State>(
+    cell: &Cell<'_, S>,
+    input: Value,
+    message: String,
+) -> (CellResult, RunResult<S>) {
     let mut result = CellResult::failed(cell.id.clone(), message.clone());
     result.dataset = cell.dataset.key().to_string();
-    result.input = cell.case.input.clone();
+    result.input = input;
     let run = RunResult::not_started(
         cell.workflow.initial_state().clone(),
         RunError::Workflow(message),

@@ -103,7 +103,7 @@ pub trait ErasedEval: Send + Sync {
     fn set_fork_from(&mut self, from: ForkFrom);
     /// The dataset key and the case input of cell `index` (the harness
     /// picks the cells of a fork's parent case with them).
-    fn cell_case(&self, index: usize) -> Option<(&str, &Value)> {
+    fn cell_case(&self, index: usize) -> Option<(&str, Value)> {
         let _ = index;
         None
     }
@@ -244,9 +244,9 @@ impl<S: State> ErasedEval for Eval<S> {
         Eval::set_fork_from(self, from);
     }
 
-    fn cell_case(&self, index: usize) -> Option<(&str, &Value)> {
+    fn cell_case(&self, index: usize) -> Option<(&str, Value)> {
         let cell = self.cell_at(index)?;
-        Some((cell.dataset.key(), &cell.case.input))
+        Some((cell.dataset.key(), cell.case.input()))
     }
 
     fn gate_options(&self) -> GateOptions {

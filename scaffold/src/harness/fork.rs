@@ -188,7 +188,7 @@ fn parent_cells(
                 }
                 None => eval
                     .cell_case(cell.index)
-                    .is_some_and(|(_, input)| *input == parent.meta.input),
+                    .is_some_and(|(_, input)| input == parent.meta.input),
             };
             if of_parent {
                 out.entry(e).or_default().insert(cell.index);

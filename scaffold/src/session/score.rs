@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{SessionError, recording_scope};
-use crate::assert::{Assertion, AssertionResult, EvalContext, Judge, evaluate_all};
+use crate::assert::{Assertion, AssertionResult, EvalContext, Judge, evaluate_lists};
 use crate::metrics::Metrics;
 use crate::provider::Provider;
 use crate::provider::transport::{Transport, with_transport};
@@ -18,6 +18,9 @@ use crate::workflow::State;
 /// What grades a session: assertions (with the judge `llm.judge` calls),
 /// scorers, and the transport model calls made while grading go through.
 pub(crate) struct Grader<'a, S> {
+    /// Evaluated first (a dataset's default assertions).
+    pub defaults: &'a [Assertion],
+    /// Evaluated after `defaults`.
     pub assertions: &'a [Assertion],
     pub scorers: &'a [Arc<dyn Scorer<S>>],
     pub judge: Option<&'a Judge>,
@@ -51,7 +54,7 @@ impl<'a, S: Sync> Grader<'a, S> {
             None => ctx,
         };
         let grade = async {
-            let assertions = evaluate_all(self.assertions, &ctx).await;
+            let assertions = evaluate_lists(&[self.defaults, self.assertions], &ctx).await;
             let mut scores = Vec::with_capacity(self.scorers.len());
             for scorer in self.scorers {
                 scores.push(scorer.score(scorer_ctx).await);
@@ -240,6 +243,7 @@ pub async fn score<S: State>(
         scorer_ctx = scorer_ctx.with_cell(&scope.dataset, &scope.case, &scope.variant, scope.trial);
     }
     let grader = Grader {
+        defaults: &[],
         assertions: &options.assertions,
         scorers: &options.scorers,
         judge: judge.as_ref(),
