@@ -306,12 +306,18 @@ mod tests {
         format!("{{\"n\":{i},\"output\":\"{}\"}}", "x".repeat(1300))
     }
 
-    #[test]
-    fn a_version_2_database_keeps_its_cell_results_when_migrated() {
-        let mut conn = Connection::open_in_memory().unwrap();
+    /// An in-memory database at schema version 2, as a release before 3 left it.
+    fn version_2_database() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(V1).unwrap();
         conn.execute_batch(V2).unwrap();
         conn.pragma_update(None, "user_version", 2).unwrap();
+        conn
+    }
+
+    #[test]
+    fn a_version_2_database_keeps_its_cell_results_when_migrated() {
+        let mut conn = version_2_database();
         conn.pragma_update(None, "foreign_keys", true).unwrap();
         for run in ["r1", "r2"] {
             conn.execute(
@@ -457,10 +463,7 @@ mod tests {
 
     #[test]
     fn a_version_2_database_keeps_its_session_tags_when_migrated() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(V1).unwrap();
-        conn.execute_batch(V2).unwrap();
-        conn.pragma_update(None, "user_version", 2).unwrap();
+        let mut conn = version_2_database();
         for (id, tags) in [("s1", "[\"a\",\"b\"]"), ("s2", "[\"b\"]")] {
             conn.execute(
                 "INSERT INTO sessions (id, workflow, input, initial_state, tags, started_at) \
