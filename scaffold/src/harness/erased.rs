@@ -101,6 +101,12 @@ pub trait ErasedEval: Send + Sync {
     /// Fork every cell from `from` (e.g. [`ForkFrom::from_env`]), replacing
     /// the eval's own `fork_from`.
     fn set_fork_from(&mut self, from: ForkFrom);
+    /// The id of cell `index`, whose `to_string()` is its test name (the
+    /// harness's trials hold the index, not a second copy of the name).
+    fn cell_id(&self, index: usize) -> Option<CellId> {
+        let _ = index;
+        None
+    }
     /// The dataset key and the case input of cell `index` (the harness
     /// picks the cells of a fork's parent case with them).
     fn cell_case(&self, index: usize) -> Option<(&str, Value)> {
@@ -242,6 +248,10 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn set_fork_from(&mut self, from: ForkFrom) {
         Eval::set_fork_from(self, from);
+    }
+
+    fn cell_id(&self, index: usize) -> Option<CellId> {
+        self.cell_at(index).map(|cell| cell.id)
     }
 
     fn cell_case(&self, index: usize) -> Option<(&str, Value)> {

@@ -64,6 +64,7 @@
 //! Markdown is appended to the step summary.
 
 mod erased;
+mod finished;
 mod fork;
 mod memory;
 mod registry;
@@ -94,6 +95,7 @@ use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, Store, StoreError};
+use finished::Finished;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
 
 /// Environment variable: comma-separated tags; only cases with one of them run.
@@ -113,22 +115,6 @@ macro_rules! main {
             $crate::harness::main_in(env!("CARGO_MANIFEST_DIR"))
         }
     };
-}
-
-/// What the finished cells of one eval left for the summary.
-#[derive(Debug, Default)]
-struct Finished {
-    /// Whole records or summaries ([`CellRecord::into_summary`]).
-    records: Vec<CellRecord>,
-    /// How many of them differed from their snapshot.
-    drift: usize,
-}
-
-impl Finished {
-    fn push(&mut self, record: CellRecord, snapshot_ok: bool) {
-        self.records.push(record);
-        self.drift += usize::from(!snapshot_ok);
-    }
 }
 
 /// The eval run this process takes part in.
@@ -592,8 +578,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             let (index, ignored) = (cell.index, cell.ignored);
             cases[e].insert(cell.id.case);
             let h = shared.clone();
-            let trial = Trial::test(name.clone(), move || match h.get() {
-                Some(h) => h.run_trial(e, index, &name),
+            let trial = Trial::test(name, move || match h.get() {
+                Some(h) => h.run_trial(e, index),
                 None => Err("the harness was not set up".into()),
             })
             .with_kind("eval")
@@ -657,13 +643,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         run,
         finished: running
             .iter()
-            .map(|&n| {
-                Mutex::new(Finished {
-                    // Sized once: doubling would hold up to twice the records.
-                    records: Vec::with_capacity(n),
-                    drift: 0,
-                })
-            })
+            .map(|&n| Mutex::new(Finished::with_capacity(n)))
             .collect(),
         whole_left: AtomicUsize::new(settings.whole_records),
         summarized: AtomicBool::new(resumed_summaries),
@@ -782,13 +762,17 @@ impl Harness {
         }
     }
 
-    fn run_trial(&self, eval: usize, cell: usize, name: &str) -> Result<(), Failed> {
+    fn run_trial(&self, eval: usize, cell: usize) -> Result<(), Failed> {
+        let erased = &self.evals[eval];
+        let Some(name) = erased.cell_id(cell).map(|id| id.to_string()) else {
+            return Err(format!("eval `{}` has no cell #{cell}", erased.name()).into());
+        };
+        let name = name.as_str();
         if let Some(run) = &self.run
             && let Some(done) = run.done.get(name)
         {
             return self.report_done(&run.id, done);
         }
-        let erased = &self.evals[eval];
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
         let snapshot_name = outcome.result.id.snapshot_name();
@@ -918,32 +902,7 @@ impl Harness {
                 Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
             })
             .collect();
-        let mut resumed = 0;
-        if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
-            // Cells finished before the interruption that this process did
-            // not report (left out by a filter) belong to the run's results too.
-            for (index, eval) in self.evals.iter().enumerate() {
-                let f = &mut finished[index];
-                let reported: HashSet<String> = f
-                    .records
-                    .iter()
-                    .map(|r| r.test_name(eval.name(), eval.trials()))
-                    .collect();
-                resumed += reported
-                    .iter()
-                    .filter(|c| run.done.contains_key(*c))
-                    .count();
-                for d in run.done.values().filter(|d| {
-                    d.eval == eval.name()
-                        && run.planned.contains(&d.cell)
-                        && !reported.contains(&d.cell)
-                }) {
-                    f.push(d.record.clone(), d.snapshot_ok);
-                    resumed += 1;
-                }
-            }
-        }
-        let drift: usize = finished.iter().map(|f| f.drift).sum();
+        let (mut resumed, mut drift) = (0, 0);
         let dir = self
             .output
             .clone()
@@ -959,7 +918,14 @@ impl Harness {
         let mut explained = 0;
         for (index, eval) in self.evals.iter().enumerate() {
             let name = eval.name();
-            let cells = std::mem::take(&mut finished[index].records);
+            let f = std::mem::take(&mut finished[index]);
+            drift += f.drift();
+            let mut cells = f.into_records();
+            if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
+                let (cells_resumed, cells_drifted) = add_resumed(run, eval.as_ref(), &mut cells);
+                resumed += cells_resumed;
+                drift += cells_drifted;
+            }
             if cells.is_empty() {
                 continue;
             }
@@ -1134,6 +1100,35 @@ impl Harness {
 }
 
 /// Print a baseline comparison; returns whether it blocks.
+/// Add to `cells`, the cells of `eval` this process reported, the cells
+/// finished before the interruption of `run` that it did not report (left
+/// out by a filter): they belong to the run's results too. Returns how many
+/// of `eval`'s cells the interrupted run had finished, and how many of the
+/// added ones differed from their snapshot.
+fn add_resumed(
+    run: &RunState,
+    eval: &dyn ErasedEval,
+    cells: &mut Vec<CellRecord>,
+) -> (usize, usize) {
+    let reported: HashSet<String> = cells
+        .iter()
+        .map(|r| r.test_name(eval.name(), eval.trials()))
+        .collect();
+    let mut resumed = reported
+        .iter()
+        .filter(|c| run.done.contains_key(*c))
+        .count();
+    let mut drift = 0;
+    for d in run.done.values().filter(|d| {
+        d.eval == eval.name() && run.planned.contains(&d.cell) && !reported.contains(&d.cell)
+    }) {
+        cells.push(d.record.clone());
+        drift += usize::from(!d.snapshot_ok);
+        resumed += 1;
+    }
+    (resumed, drift)
+}
+
 fn print_comparison(cmp: &crate::eval::Comparison) -> bool {
     let s = &cmp.summary;
     eprintln!(

@@ -597,10 +597,19 @@ fn configure(
     }
     conn.pragma_update(None, "synchronous", "NORMAL")
         .ctx(path, || "setting synchronous = NORMAL".into())?;
+    conn.pragma_update(None, "cache_size", CACHE_KIB)
+        .ctx(path, || "setting cache_size".into())?;
     conn.pragma_update(None, "foreign_keys", true)
         .ctx(path, || "enabling foreign keys".into())?;
     Ok(())
 }
+
+/// SQLite's page cache per connection, in KiB (as `PRAGMA cache_size`
+/// takes it: negative). Its default, 2 MiB, filled up as a run went on
+/// and made resident memory grow with the number of cells; the writer
+/// appends at the ends of its B-trees (time-ordered ids), so the pages it
+/// needs are few.
+const CACHE_KIB: i64 = -256;
 
 /// Run `f` again while it fails with SQLITE_BUSY or SQLITE_LOCKED, for at
 /// most `timeout`.
