@@ -1327,3 +1327,30 @@ impl RawSession {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_and_the_readers_keep_a_small_page_cache() {
+        let dir = std::env::temp_dir().join(format!("scaffold-cache-{}", uuid::Uuid::new_v4()));
+        let store = Store::open(dir.join("s.db")).unwrap();
+        let cache = |conn: &Connection| -> i64 {
+            conn.pragma_query_value(None, "cache_size", |r| r.get(0))
+                .unwrap()
+        };
+        let reader = store.read(move |conn, _| Ok(cache(conn))).unwrap();
+        assert_eq!(reader, CACHE_KIB);
+        let writer = Connection::open(dir.join("s.db")).unwrap();
+        assert_ne!(
+            cache(&writer),
+            CACHE_KIB,
+            "SQLite's default, to tell them apart"
+        );
+        configure(&writer, "s.db", true, Duration::from_secs(1)).unwrap();
+        assert_eq!(cache(&writer), CACHE_KIB);
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
