@@ -1099,7 +1099,6 @@ impl Harness {
     }
 }
 
-/// Print a baseline comparison; returns whether it blocks.
 /// Add to `cells`, the cells of `eval` this process reported, the cells
 /// finished before the interruption of `run` that it did not report (left
 /// out by a filter): they belong to the run's results too. Returns how many
@@ -1129,6 +1128,7 @@ fn add_resumed(
     (resumed, drift)
 }
 
+/// Print a baseline comparison; returns whether it blocks.
 fn print_comparison(cmp: &crate::eval::Comparison) -> bool {
     let s = &cmp.summary;
     eprintln!(
