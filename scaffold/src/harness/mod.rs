@@ -720,10 +720,11 @@ impl Harness {
 
     /// A cell finished in the run before it was interrupted: its stored verdict.
     fn report_done(&self, run: &str, done: &RecordedCell) -> Result<(), Failed> {
-        if let Some(eval) = self.eval_index(&done.eval) {
+        let eval = self.eval_index(&done.eval);
+        if let Some(eval) = eval {
             self.push_finished(eval, done.record.clone(), done.snapshot_ok);
         }
-        let quarantined = done.snapshot_ok && self.quarantined(&done.eval, &done.record);
+        let quarantined = done.snapshot_ok && self.quarantined(eval, &done.record);
         let ok = (done.record.passed || quarantined) && done.snapshot_ok;
         if let Some(p) = &self.progress {
             p.tick(!ok);
@@ -821,9 +822,8 @@ impl Harness {
                 Err(e) => self.store_error(format!("cell {name} was not recorded: {e}")),
             }
         }
-        let quarantined = !failures.is_empty()
-            && snapshot_ok
-            && self.quarantined(&recorded.eval, &recorded.record);
+        let quarantined =
+            !failures.is_empty() && snapshot_ok && self.quarantined(Some(eval), &recorded.record);
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
             // the store has the whole record, the reports that show more
@@ -859,15 +859,13 @@ impl Harness {
         whole
     }
 
-    /// Whether the cell `record` of eval `eval` is quarantined: its failed
-    /// checks neither fail its test nor count towards the gate. Snapshot
-    /// drift still fails it.
-    fn quarantined(&self, eval: &str, record: &CellRecord) -> bool {
-        self.evals
-            .iter()
-            .position(|e| e.name() == eval)
-            .is_some_and(|i| {
-                self.gate_options[i]
+    /// Whether the cell `record` of the eval at index `eval` is
+    /// quarantined: its failed checks neither fail its test nor count
+    /// towards the gate. Snapshot drift still fails it.
+    fn quarantined(&self, eval: Option<usize>, record: &CellRecord) -> bool {
+        eval.and_then(|i| self.gate_options.get(i))
+            .is_some_and(|options| {
+                options
                     .quarantine
                     .iter()
                     .any(|p| gate::quarantine_matches(p, &record.variant, &record.case))

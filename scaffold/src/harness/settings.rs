@@ -102,17 +102,26 @@ fn directory(name: &str, manifest_dir: &Path, raw: &str, what: &str) -> Result<P
     Ok(path)
 }
 
+/// The whole number of `what` (at least 1) in the environment variable
+/// `env`, if it is set.
+fn at_least_one<T: std::str::FromStr + PartialEq + Default>(
+    env: &str,
+    what: &str,
+) -> Result<Option<T>, String> {
+    var(env)?
+        .map(|raw| match raw.parse::<T>() {
+            Ok(n) if n != T::default() => Ok(n),
+            _ => Err(format!(
+                "{env}: expected a whole number of {what} of at least 1, got `{raw}`"
+            )),
+        })
+        .transpose()
+}
+
 impl Settings {
     /// Read the settings of the package at `manifest_dir` from the environment.
     pub(crate) fn from_env(manifest_dir: &Path) -> Result<Settings, String> {
-        let trials = var(TRIALS_ENV)?
-            .map(|raw| match raw.parse::<u32>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!(
-                    "{TRIALS_ENV}: expected a whole number of trials of at least 1, got `{raw}`"
-                )),
-            })
-            .transpose()?;
+        let trials = at_least_one::<u32>(TRIALS_ENV, "trials")?;
         let variants = var(VARIANTS_ENV)?
             .map(|raw| {
                 let globs: Vec<String> = raw
@@ -165,14 +174,7 @@ impl Settings {
                 )
             })?,
         };
-        let test_threads = var(TEST_THREADS_ENV)?
-            .map(|raw| match raw.parse::<usize>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!(
-                    "{TEST_THREADS_ENV}: expected a whole number of threads of at least 1, got `{raw}`"
-                )),
-            })
-            .transpose()?;
+        let test_threads = at_least_one::<usize>(TEST_THREADS_ENV, "threads")?;
         Ok(Settings {
             whole_records,
             test_threads,
