@@ -19,8 +19,6 @@
 //!   `x̄ ± t(1 − α/2, m − 1) · s / √m` with the sample standard deviation
 //!   `s`; absent with fewer than two values.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
@@ -236,54 +234,84 @@ pub fn reported_ks(ks: &[u32], n: usize) -> Vec<u32> {
 /// assert_eq!(s.pass_hat_k[&3], 0.0);
 /// ```
 pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<CaseTrials> {
-    let mut order: Vec<(&str, &str, &str)> = Vec::new();
-    let mut counts: BTreeMap<(&str, &str, &str), (usize, usize, bool)> = BTreeMap::new();
-    for c in cells {
-        let key = (c.variant.as_str(), c.dataset.as_str(), c.case.as_str());
-        let e = counts.entry(key).or_insert_with(|| {
-            order.push(key);
-            (0, 0, false)
-        });
-        e.0 += 1;
-        e.1 += usize::from(c.passed);
-        e.2 |= c.quarantined;
+    // A case's trials are next to each other in results (they are sorted),
+    // so each run of one case's cells is counted as it goes by; a case met
+    // again after others (cells in any order) is merged into its first run.
+    fn key(c: &CellRecord) -> (&str, &str, &str) {
+        (&c.variant, &c.dataset, &c.case)
     }
-    order
-        .into_iter()
-        .map(|key @ (variant, dataset, case)| {
-            let (n, c, quarantined) = counts[&key];
-            let ks = reported_ks(ks, n);
-            // `ks` is sorted and unique: each k goes at the end, and the
-            // map has room for exactly the k reported.
-            let k_map = |f: fn(usize, usize, usize) -> Option<f64>| {
-                let mut map = SmallMap::with_capacity(ks.len());
-                for &k in &ks {
-                    if let Some(v) = f(n, c, k as usize) {
-                        map.insert(k, v);
-                    }
-                }
-                map
-            };
-            CaseTrials {
-                variant: variant.to_string(),
-                dataset: dataset.to_string(),
-                case: case.to_string(),
-                trials: n,
-                passes: c,
-                pass_rate: if n == 0 { 0.0 } else { c as f64 / n as f64 },
-                interval: wilson_interval(c, n, confidence),
-                pass_at_k: k_map(pass_at_k),
-                pass_hat_k: k_map(pass_hat_k),
-                flaky: c > 0 && c < n,
-                quarantined,
+    let mut runs: Vec<(usize, usize, bool)> = Vec::new();
+    let mut firsts: Vec<&CellRecord> = Vec::new();
+    for c in cells {
+        match (runs.last_mut(), firsts.last()) {
+            (Some(run), Some(&first)) if key(first) == key(c) => {
+                run.0 += 1;
+                run.1 += usize::from(c.passed);
+                run.2 |= c.quarantined;
             }
-        })
-        .collect()
+            _ => {
+                runs.push((1, usize::from(c.passed), c.quarantined));
+                firsts.push(c);
+            }
+        }
+    }
+    // Indices of the runs by case, first runs first: a later run of the
+    // same case adds to the first and is dropped.
+    let mut by_case: Vec<usize> = (0..runs.len()).collect();
+    by_case.sort_by(|&a, &b| key(firsts[a]).cmp(&key(firsts[b])).then(a.cmp(&b)));
+    let mut dropped = vec![false; runs.len()];
+    let mut head: Option<usize> = None;
+    for &i in &by_case {
+        match head {
+            Some(h) if key(firsts[h]) == key(firsts[i]) => {
+                let (n, c, q) = runs[i];
+                runs[h].0 += n;
+                runs[h].1 += c;
+                runs[h].2 |= q;
+                dropped[i] = true;
+            }
+            _ => head = Some(i),
+        }
+    }
+    let mut out = Vec::with_capacity(dropped.iter().filter(|d| !**d).count());
+    for (i, &(n, c, quarantined)) in runs.iter().enumerate() {
+        if dropped[i] {
+            continue;
+        }
+        let (variant, dataset, case) = key(firsts[i]);
+        let ks = reported_ks(ks, n);
+        // `ks` is sorted and unique: each k goes at the end, and the
+        // map has room for exactly the k reported.
+        let k_map = |f: fn(usize, usize, usize) -> Option<f64>| {
+            let mut map = SmallMap::with_capacity(ks.len());
+            for &k in &ks {
+                if let Some(v) = f(n, c, k as usize) {
+                    map.insert(k, v);
+                }
+            }
+            map
+        };
+        out.push(CaseTrials {
+            variant: variant.to_string(),
+            dataset: dataset.to_string(),
+            case: case.to_string(),
+            trials: n,
+            passes: c,
+            pass_rate: if n == 0 { 0.0 } else { c as f64 / n as f64 },
+            interval: wilson_interval(c, n, confidence),
+            pass_at_k: k_map(pass_at_k),
+            pass_hat_k: k_map(pass_hat_k),
+            flaky: c > 0 && c < n,
+            quarantined,
+        });
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn wilson_edges() {
@@ -315,6 +343,40 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&t.pass_at_k).unwrap(),
             serde_json::to_string(&as_btree).unwrap()
+        );
+    }
+
+    /// Cells in any order: a case met again after others adds to the
+    /// statistics of its first appearance, and the cases keep the order in
+    /// which they first appear.
+    #[test]
+    fn a_case_met_again_later_is_counted_once() {
+        let cell = |variant: &str, case: &str, passed: bool, quarantined: bool| {
+            let mut c = CellRecord::new(variant, case);
+            c.passed = passed;
+            c.quarantined = quarantined;
+            c
+        };
+        let cells = [
+            cell("v", "b", true, false),
+            cell("v", "a", true, false),
+            cell("w", "b", false, false),
+            cell("v", "b", false, true),
+            cell("v", "a", true, false),
+            cell("v", "b", true, false),
+        ];
+        let stats = case_trials(&cells, &[], 0.95);
+        let seen: Vec<_> = stats
+            .iter()
+            .map(|t| (t.label(), t.trials, t.passes, t.flaky, t.quarantined))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("v::b".to_string(), 3, 2, true, true),
+                ("v::a".to_string(), 2, 2, false, false),
+                ("w::b".to_string(), 1, 0, false, false),
+            ]
         );
     }
 
