@@ -344,6 +344,69 @@ fn processes_of_one_nextest_run_share_its_run() {
     );
 }
 
+/// A resume that runs only some cells (a filter) still reports the whole
+/// run: the cells the interrupted run finished that this process leaves
+/// out are added to the results from the store, and none of them runs again.
+#[test]
+fn a_filtered_resume_keeps_the_cells_finished_before_it() {
+    let dir = TempDir::new("resume-filtered");
+    // Two beta cells finish in a run that is never summarized (nextest
+    // runs one cell per process and leaves the run open).
+    for cell in [CELLS[1], CELLS[3]] {
+        let out = run(
+            &dir,
+            &["--exact", cell],
+            &[("NEXTEST_RUN_ID", "interrupted")],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+    }
+
+    // Resume it with only the alpha cells.
+    let out = run(
+        &dir,
+        &["resume-fixture::alpha::"],
+        &[("SCAFFOLD_RESUME", "interrupted")],
+    );
+    let printed = text(&out);
+    assert!(out.status.success(), "{printed}");
+    assert!(
+        printed.contains("resuming run interrupted: 0 of 4 cells already finished"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("Run: interrupted (resumed: 2 cell(s) finished before the interruption)"),
+        "{printed}"
+    );
+
+    // The results: the four alpha cells run now and the two beta cells
+    // finished before; the beta cells that never ran are not made up.
+    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
+    let mut cells: Vec<String> = json
+        .results
+        .iter()
+        .map(|c| c.test_name(&json.eval, json.config.trials))
+        .collect();
+    cells.sort();
+    let mut expected: Vec<String> = [0, 1, 2, 3, 4, 6]
+        .iter()
+        .map(|&i| CELLS[i].to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(cells, expected);
+    // alpha::c1 fails on purpose; the gate (0.75) passes at 5 of 6.
+    assert_eq!(json.passed_count(), 5);
+    assert!(json.gate_passed());
+
+    let store = Store::open(dir.db()).unwrap();
+    let resumed = store.eval_run("interrupted").unwrap().unwrap();
+    assert!(resumed.finished, "{resumed:?}");
+    assert_eq!((resumed.cells, resumed.passed), (6, 5));
+    let started = dir.started();
+    assert!(started.values().all(|&n| n == 1), "{started:?}");
+    assert_eq!(started.len(), 6, "{started:?}");
+    assert!(!started.contains_key(CELLS[5]) && !started.contains_key(CELLS[7]));
+}
+
 #[test]
 fn trials_variants_output_and_snapshot_settings() {
     let dir = TempDir::new("resume-settings");
