@@ -121,6 +121,35 @@ fn error_lines(out: &Output) -> Vec<String> {
         .collect()
 }
 
+/// Run `cells` each in a process of its own, as nextest does, in the run
+/// `run_id`: their results are recorded and the run is left unfinished.
+fn run_as_nextest(dir: &TempDir, run_id: &str, cells: &[&str]) {
+    for cell in cells {
+        let out = run(dir, &["--exact", cell], &[("NEXTEST_RUN_ID", run_id)]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(!text(&out).contains("Run: "), "no summary under nextest");
+    }
+}
+
+/// The results document the fixture wrote, and its cells' test names, sorted.
+fn written_results(dir: &TempDir) -> (EvalResults, Vec<String>) {
+    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
+    let mut cells: Vec<String> = json
+        .results
+        .iter()
+        .map(|c| c.test_name(&json.eval, json.config.trials))
+        .collect();
+    cells.sort();
+    (json, cells)
+}
+
+/// `CELLS[i]` for each of `indices`, sorted.
+fn sorted_cells(indices: impl IntoIterator<Item = usize>) -> Vec<String> {
+    let mut cells: Vec<String> = indices.into_iter().map(|i| CELLS[i].to_string()).collect();
+    cells.sort();
+    cells
+}
+
 #[test]
 fn a_killed_run_resumes_without_redoing_finished_cells() {
     let started = Instant::now();
@@ -231,16 +260,8 @@ fn a_killed_run_resumes_without_redoing_finished_cells() {
     assert!(results[0].gate_passed());
 
     // So does the results JSON.
-    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
-    let mut cells: Vec<String> = json
-        .results
-        .iter()
-        .map(|c| c.test_name(&json.eval, json.config.trials))
-        .collect();
-    cells.sort();
-    let mut expected: Vec<String> = CELLS.iter().map(|c| c.to_string()).collect();
-    expected.sort();
-    assert_eq!(cells, expected);
+    let (json, cells) = written_results(&dir);
+    assert_eq!(cells, sorted_cells(0..CELLS.len()));
     assert_eq!((json.passed_count(), json.config.inputs), (7, 4));
     eprintln!(
         "kill -9 and resume: {} cells before the kill, {:.1}s",
@@ -308,15 +329,7 @@ fn resuming_with_nothing_to_resume_is_one_clear_error() {
 #[test]
 fn processes_of_one_nextest_run_share_its_run() {
     let dir = TempDir::new("resume-nextest");
-    for cell in [CELLS[1], CELLS[2]] {
-        let out = run(
-            &dir,
-            &["--exact", cell],
-            &[("NEXTEST_RUN_ID", "nextest-run-1")],
-        );
-        assert!(out.status.success(), "{}", text(&out));
-        assert!(!text(&out).contains("Run: "), "no summary under nextest");
-    }
+    run_as_nextest(&dir, "nextest-run-1", &[CELLS[1], CELLS[2]]);
     let store = Store::open(dir.db()).unwrap();
     let runs = store.eval_runs().unwrap();
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -352,14 +365,7 @@ fn a_filtered_resume_keeps_the_cells_finished_before_it() {
     let dir = TempDir::new("resume-filtered");
     // Two beta cells finish in a run that is never summarized (nextest
     // runs one cell per process and leaves the run open).
-    for cell in [CELLS[1], CELLS[3]] {
-        let out = run(
-            &dir,
-            &["--exact", cell],
-            &[("NEXTEST_RUN_ID", "interrupted")],
-        );
-        assert!(out.status.success(), "{}", text(&out));
-    }
+    run_as_nextest(&dir, "interrupted", &[CELLS[1], CELLS[3]]);
 
     // Resume it with only the alpha cells.
     let out = run(
@@ -380,19 +386,8 @@ fn a_filtered_resume_keeps_the_cells_finished_before_it() {
 
     // The results: the four alpha cells run now and the two beta cells
     // finished before; the beta cells that never ran are not made up.
-    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
-    let mut cells: Vec<String> = json
-        .results
-        .iter()
-        .map(|c| c.test_name(&json.eval, json.config.trials))
-        .collect();
-    cells.sort();
-    let mut expected: Vec<String> = [0, 1, 2, 3, 4, 6]
-        .iter()
-        .map(|&i| CELLS[i].to_string())
-        .collect();
-    expected.sort();
-    assert_eq!(cells, expected);
+    let (json, cells) = written_results(&dir);
+    assert_eq!(cells, sorted_cells([0, 1, 2, 3, 4, 6]));
     // alpha::c1 fails on purpose; the gate (0.75) passes at 5 of 6.
     assert_eq!(json.passed_count(), 5);
     assert!(json.gate_passed());
