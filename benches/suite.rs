@@ -19,6 +19,10 @@
 //!   resident anonymous memory while the cells run (sampled every 100 ms,
 //!   largest size). Baseline: the same harness and cells on a
 //!   scripted echo model (no HTTP, no cassettes), run alternately with it.
+//!   Diagnostics, run alternately too: the same run with insta's pending
+//!   snapshots elsewhere, and the cells alone (as one process of a nextest
+//!   run, which records every cell and writes no summary nor report), whose
+//!   peak RSS tells the memory of the run from that of the summary.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
@@ -619,7 +623,7 @@ fn playback(
         "  {:>6}  {:>11} {:>11} {:>9}  {:>11} {:>11} {:>9}  {:>9}",
         "cells", "wall/cell", "CPU/cell", "peak RSS", "scripted", "CPU/cell", "peak RSS", "ratio"
     );
-    let mut rss = Vec::new();
+    let (mut rss, mut cells_rss) = (Vec::new(), Vec::new());
     let mut largest = None;
     for &cells in sizes {
         let cases = cells.div_ceil(2);
@@ -633,7 +637,7 @@ fn playback(
             pf.write_suite(&pf_dir, cases, &server.openai_base_url())?;
         }
         let (mut played, mut scripted, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-        let mut no_scan = Vec::new();
+        let (mut no_scan, mut cells_only) = (Vec::new(), Vec::new());
         let pending = pkg.dir.join("pending");
         let runs = reps.unwrap_or(if cells >= 5000 { 2 } else { 3 });
         for _ in 0..runs {
@@ -647,6 +651,16 @@ fn playback(
                 false,
                 &[],
                 &[("INSTA_PENDING_DIR", &pending)],
+            )?);
+            // Diagnostic: as one process of a nextest run, the harness
+            // records every cell and writes no summary: the memory of the
+            // cells alone.
+            cells_only.push(pkg.run_with(
+                "playback",
+                "playback",
+                false,
+                &[],
+                &[("NEXTEST_RUN_ID", Path::new("bench-cells-only"))],
             )?);
             if let Some(pf) = promptfoo {
                 theirs.push(pf.run(&pf_dir, None)?);
@@ -672,6 +686,15 @@ fn playback(
             mib(n.usage.peak_rss_kib),
             p.wall.as_secs_f64() / n.wall.as_secs_f64(),
         );
+        let c = median_sample(&cells_only);
+        println!(
+            "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  (the cells alone: no summary, no reports)",
+            "",
+            per_cell_ms(c.wall, cells),
+            per_cell_ms(c.usage.cpu, cells),
+            mib(c.usage.peak_rss_kib),
+        );
+        cells_rss.push((cells, c.usage.peak_rss_kib));
         if !theirs.is_empty() {
             let t = median_sample(&theirs);
             println!(
@@ -737,6 +760,18 @@ fn playback(
             growth / 1024.0,
             first.0,
             last.0
+        ));
+    }
+    if let (Some(first), Some(last)) = (cells_rss.first(), cells_rss.last())
+        && cells_rss.len() > 1
+    {
+        verdicts.push(format!(
+            "  the cells alone (no summary): peak RSS {:.1} MiB at {} cells, {:.1} MiB at {} cells ({:.2}×)",
+            mib(first.1),
+            first.0,
+            mib(last.1),
+            last.0,
+            last.1 as f64 / first.1 as f64
         ));
     }
     if let Some((cells, p, _, _)) = &largest
