@@ -595,6 +595,18 @@ fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown CPU".to_string())
 }
 
+/// A row under a size's figures: wall and CPU time per cell and peak RSS of
+/// `sample`, with what it is.
+fn print_beside(cells: usize, sample: &Sample, what: &str) {
+    println!(
+        "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  ({what})",
+        "",
+        per_cell_ms(sample.wall, cells),
+        per_cell_ms(sample.usage.cpu, cells),
+        mib(sample.usage.peak_rss_kib),
+    );
+}
+
 #[allow(clippy::too_many_arguments)]
 fn playback(
     root: &Path,
@@ -678,32 +690,20 @@ fn playback(
             p.wall.as_secs_f64() / s.wall.as_secs_f64(),
         );
         let n = median_sample(&no_scan);
-        println!(
-            "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  (playback without insta's scan of snapshots/, {:.2}× faster)",
-            "",
-            per_cell_ms(n.wall, cells),
-            per_cell_ms(n.usage.cpu, cells),
-            mib(n.usage.peak_rss_kib),
-            p.wall.as_secs_f64() / n.wall.as_secs_f64(),
+        print_beside(
+            cells,
+            &n,
+            &format!(
+                "playback without insta's scan of snapshots/, {:.2}× faster",
+                p.wall.as_secs_f64() / n.wall.as_secs_f64()
+            ),
         );
         let c = median_sample(&cells_only);
-        println!(
-            "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  (the cells alone: no summary, no reports)",
-            "",
-            per_cell_ms(c.wall, cells),
-            per_cell_ms(c.usage.cpu, cells),
-            mib(c.usage.peak_rss_kib),
-        );
+        print_beside(cells, &c, "the cells alone: no summary, no reports");
         cells_rss.push((cells, c.usage.peak_rss_kib));
         if !theirs.is_empty() {
             let t = median_sample(&theirs);
-            println!(
-                "  {:>6}  {:>8.3} ms {:>8.3} ms {:>5.1} MiB  (promptfoo)",
-                "",
-                per_cell_ms(t.wall, cells),
-                per_cell_ms(t.usage.cpu, cells),
-                mib(t.usage.peak_rss_kib),
-            );
+            print_beside(cells, &t, "promptfoo");
             side.push((
                 format!("{cells} cells: wall time per cell"),
                 per_cell_ms(p.wall, cells),
