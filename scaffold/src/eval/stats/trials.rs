@@ -240,45 +240,39 @@ pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<Cas
     fn key(c: &CellRecord) -> (&str, &str, &str) {
         (&c.variant, &c.dataset, &c.case)
     }
-    let mut runs: Vec<(usize, usize, bool)> = Vec::new();
-    let mut firsts: Vec<&CellRecord> = Vec::new();
+    // Per run: its first cell, trials, passes, quarantined.
+    let mut runs: Vec<(&CellRecord, usize, usize, bool)> = Vec::new();
     for c in cells {
-        match (runs.last_mut(), firsts.last()) {
-            (Some(run), Some(&first)) if key(first) == key(c) => {
-                run.0 += 1;
-                run.1 += usize::from(c.passed);
-                run.2 |= c.quarantined;
+        match runs.last_mut() {
+            Some(run) if key(run.0) == key(c) => {
+                run.1 += 1;
+                run.2 += usize::from(c.passed);
+                run.3 |= c.quarantined;
             }
-            _ => {
-                runs.push((1, usize::from(c.passed), c.quarantined));
-                firsts.push(c);
-            }
+            _ => runs.push((c, 1, usize::from(c.passed), c.quarantined)),
         }
     }
-    // Indices of the runs by case, first runs first: a later run of the
-    // same case adds to the first and is dropped.
+    // The runs by case, first runs first: a later run of the same case
+    // adds to the first and is dropped.
     let mut by_case: Vec<usize> = (0..runs.len()).collect();
-    by_case.sort_by(|&a, &b| key(firsts[a]).cmp(&key(firsts[b])).then(a.cmp(&b)));
+    by_case.sort_by(|&a, &b| key(runs[a].0).cmp(&key(runs[b].0)).then(a.cmp(&b)));
     let mut dropped = vec![false; runs.len()];
     let mut head: Option<usize> = None;
     for &i in &by_case {
         match head {
-            Some(h) if key(firsts[h]) == key(firsts[i]) => {
-                let (n, c, q) = runs[i];
-                runs[h].0 += n;
-                runs[h].1 += c;
-                runs[h].2 |= q;
+            Some(h) if key(runs[h].0) == key(runs[i].0) => {
+                let (_, n, c, q) = runs[i];
+                runs[h].1 += n;
+                runs[h].2 += c;
+                runs[h].3 |= q;
                 dropped[i] = true;
             }
             _ => head = Some(i),
         }
     }
     let mut out = Vec::with_capacity(dropped.iter().filter(|d| !**d).count());
-    for (i, &(n, c, quarantined)) in runs.iter().enumerate() {
-        if dropped[i] {
-            continue;
-        }
-        let (variant, dataset, case) = key(firsts[i]);
+    for (&(first, n, c, quarantined), _) in runs.iter().zip(&dropped).filter(|(_, d)| !**d) {
+        let (variant, dataset, case) = key(first);
         let ks = reported_ks(ks, n);
         // `ks` is sorted and unique: each k goes at the end, and the
         // map has room for exactly the k reported.
