@@ -717,16 +717,10 @@ impl Harness {
         self.trim.cell_finished();
     }
 
-    fn eval_index(&self, name: &str) -> Option<usize> {
-        self.evals.iter().position(|e| e.name() == name)
-    }
-
-    /// A cell finished in the run before it was interrupted: its stored verdict.
-    fn report_done(&self, run: &str, done: &RecordedCell) -> Result<(), Failed> {
-        let eval = self.eval_index(&done.eval);
-        if let Some(eval) = eval {
-            self.push_finished(eval, done.record.clone(), done.snapshot_ok);
-        }
+    /// A cell of the eval at index `eval` finished in the run before it was
+    /// interrupted: its stored verdict.
+    fn report_done(&self, eval: usize, run: &str, done: &RecordedCell) -> Result<(), Failed> {
+        self.push_finished(eval, done.record.clone(), done.snapshot_ok);
         let quarantined = done.snapshot_ok && self.quarantined(eval, &done.record);
         let ok = (done.record.passed || quarantined) && done.snapshot_ok;
         if let Some(p) = &self.progress {
@@ -775,7 +769,7 @@ impl Harness {
         if let Some(run) = &self.run
             && let Some(done) = run.done.get(name)
         {
-            return self.report_done(&run.id, done);
+            return self.report_done(eval, &run.id, done);
         }
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
@@ -826,7 +820,7 @@ impl Harness {
             }
         }
         let quarantined =
-            !failures.is_empty() && snapshot_ok && self.quarantined(Some(eval), &recorded.record);
+            !failures.is_empty() && snapshot_ok && self.quarantined(eval, &recorded.record);
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
             // the store has the whole record, the reports that show more
@@ -865,14 +859,13 @@ impl Harness {
     /// Whether the cell `record` of the eval at index `eval` is
     /// quarantined: its failed checks neither fail its test nor count
     /// towards the gate. Snapshot drift still fails it.
-    fn quarantined(&self, eval: Option<usize>, record: &CellRecord) -> bool {
-        eval.and_then(|i| self.gate_options.get(i))
-            .is_some_and(|options| {
-                options
-                    .quarantine
-                    .iter()
-                    .any(|p| gate::quarantine_matches(p, &record.variant, &record.case))
-            })
+    fn quarantined(&self, eval: usize, record: &CellRecord) -> bool {
+        self.gate_options.get(eval).is_some_and(|options| {
+            options
+                .quarantine
+                .iter()
+                .any(|p| gate::quarantine_matches(p, &record.variant, &record.case))
+        })
     }
 
     /// Say loudly that quarantined cell `name` failed and was let pass.
