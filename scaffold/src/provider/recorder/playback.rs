@@ -1,12 +1,12 @@
-//! Playback mode: one wiremock server at a time per process answers every
-//! recorded call from its cassette, found by key.
+//! Playback mode: one wiremock server per process answers every recorded
+//! call from its cassette, found by key.
 //!
-//! The server is started lazily by the first playback request, on a
-//! dedicated thread with its own tokio runtime (test harness runtimes come
-//! and go; the server must outlive them). Every `REQUESTS_PER_SERVER`
-//! requests a fresh server takes over and the previous one stops once its
-//! requests in flight are answered, because wiremock keeps a copy of every
-//! request a mock matched.
+//! The server is started lazily by the first playback request and lives as
+//! long as the process: wiremock serves it from a thread of its own, so test
+//! harness runtimes may come and go. Every `REQUESTS_PER_RESET` requests it
+//! is reset and its responder mounted again, because wiremock keeps a copy
+//! of every request a mock matched until then; a gate keeps requests from
+//! reaching it between the reset and the new mount.
 //!
 //! A server has ONE mock, whose responder finds the cassette by key, compares the
 //! request that came over the wire with the recorded one and answers with
@@ -60,126 +60,102 @@ const ERROR_STATUS: u16 = 599;
 /// few suffice; 256 held 2–3 MiB more at 2,000 cells for no hit.
 const CACHE_CAPACITY: usize = 32;
 
-/// Requests one playback server answers before a fresh one takes over.
+/// Requests the playback server answers between two resets.
 ///
 /// wiremock keeps a copy of every request a mock matched (its headers hold
 /// on to the connection's read buffer, several KiB each), whether or not
-/// request recording is on, and frees them only on `reset`, which would
-/// race with requests in flight. So the playback server is replaced after
-/// this many requests and dropped once its last request is answered:
-/// memory stays bounded however many cells a run has.
-const REQUESTS_PER_SERVER: u64 = if cfg!(test) { 4 } else { 512 };
+/// request recording is on, and frees them only on `reset`. Resetting the
+/// one server every so many requests keeps that memory bounded, in the one
+/// allocator arena of the server's thread, however many cells a run has;
+/// replacing the server instead (a new thread, a new port, a new arena each
+/// time) left each arena it passed through holding pages.
+const REQUESTS_PER_RESET: u64 = if cfg!(test) { 4 } else { 128 };
 
-/// One playback server: its address, how many requests were sent to it,
-/// and the handle that stops it when the last user lets go.
+/// The playback server of this process.
 pub(crate) struct PlaybackServer {
     uri: String,
+    server: MockServer,
+    /// Requests sent to it; every [`REQUESTS_PER_RESET`]th resets it first.
     sent: AtomicU64,
-    /// Dropping it stops the server's thread.
-    _stop: tokio::sync::oneshot::Sender<()>,
+    /// How many times it was reset.
+    resets: AtomicU64,
+    /// Held for reading by every exchange with the server, for writing by
+    /// a reset: no request reaches the server while it has no responder,
+    /// and a reset waits for the exchanges in flight.
+    gate: tokio::sync::RwLock<()>,
 }
 
-/// The playback server in use.
-static SERVER: tokio::sync::Mutex<Option<Arc<PlaybackServer>>> =
-    tokio::sync::Mutex::const_new(None);
+/// The playback server, once started.
+static SERVER: tokio::sync::OnceCell<PlaybackServer> = tokio::sync::OnceCell::const_new();
 
-/// The two ports playback servers take turns on, once known (0: none yet).
-///
-/// The HTTP client keeps the idle connections of a replaced server in its
-/// pool under that server's address until its 90-second idle timeout, and
-/// only looks at them again to reuse a connection to that address. With a
-/// new port per server, 20,000 calls left about 300 dead connections (5 MB)
-/// in the pool. A server that takes the port of the one before the last
-/// makes the first request to it drop the dead ones.
-static PORTS: Mutex<[u16; 2]> = Mutex::new([0; 2]);
-/// Whose turn it is (counts the servers started).
-static TURN: AtomicU64 = AtomicU64::new(0);
-
-/// The playback server for one request, started or replaced if needed.
-/// Hold on to it until the answer has arrived.
-pub(crate) async fn server() -> Result<Arc<PlaybackServer>, String> {
-    let mut current = SERVER.lock().await;
-    if let Some(server) = current.as_ref()
-        && server.sent.fetch_add(1, Ordering::Relaxed) < REQUESTS_PER_SERVER
-    {
-        return Ok(server.clone());
+impl PlaybackServer {
+    /// Let one request through to the server (resetting it first when its
+    /// turn has come); the server is free to reset again once the guard
+    /// is dropped, after the answer has arrived.
+    async fn pass(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        if self.sent.fetch_add(1, Ordering::Relaxed) % REQUESTS_PER_RESET == REQUESTS_PER_RESET - 1
+        {
+            let _closed = self.gate.write().await;
+            self.server.reset().await;
+            // Tests widen the window between the reset and the mount, so
+            // that a request let through it would be seen.
+            #[cfg(test)]
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            mount_responder(&self.server).await;
+            self.resets.fetch_add(1, Ordering::Relaxed);
+        }
+        self.gate.read().await
     }
-    let turn = (TURN.fetch_add(1, Ordering::Relaxed) % 2) as usize;
-    let server = Arc::new(start_server(turn).await?);
-    server.sent.store(1, Ordering::Relaxed);
-    // The previous server stops when its requests in flight are answered.
-    *current = Some(server.clone());
-    Ok(server)
 }
 
-/// A listener on the port of `turn` in `ports`, or on a new one
-/// (remembered for the turn) when that port is not free.
-fn listener(ports: &Mutex<[u16; 2]>, turn: usize) -> std::io::Result<std::net::TcpListener> {
-    fn bind(port: u16) -> std::io::Result<std::net::TcpListener> {
-        let socket = tokio::net::TcpSocket::new_v4()?;
-        // The replaced server's connections may linger in TIME_WAIT.
-        socket.set_reuseaddr(true)?;
-        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
-        socket.listen(1024)?.into_std()
-    }
-    let mut ports = ports.lock().unwrap_or_else(|e| e.into_inner());
-    let port = ports[turn];
-    if port != 0
-        && let Ok(listener) = bind(port)
-    {
-        return Ok(listener);
-    }
-    let listener = bind(0)?;
-    ports[turn] = listener.local_addr()?.port();
-    Ok(listener)
+/// The playback server, started by the first caller.
+pub(crate) async fn server() -> Result<&'static PlaybackServer, String> {
+    SERVER.get_or_try_init(start_server).await
 }
 
-async fn start_server(turn: usize) -> Result<PlaybackServer, String> {
-    let (tx, rx) = tokio::sync::oneshot::channel::<Result<String, String>>();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+async fn mount_responder(server: &MockServer) {
+    Mock::given(wiremock::matchers::any())
+        .respond_with(PlaybackResponder)
+        .named("scaffold playback")
+        .mount(server)
+        .await;
+}
+
+/// Start the server. It runs on wiremock's own thread; it is started from
+/// a short-lived thread with a runtime of its own, so that the caller's
+/// runtime needs no timer.
+async fn start_server() -> Result<PlaybackServer, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<Result<MockServer, String>>();
     std::thread::Builder::new()
         .name("scaffold-playback".to_string())
         .spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
+            let started = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-            {
-                Ok(runtime) => runtime,
-                Err(e) => {
-                    let _ = tx.send(Err(format!("cannot build its tokio runtime: {e}")));
-                    return;
-                }
-            };
-            runtime.block_on(async move {
-                let listener = match listener(&PORTS, turn) {
-                    Ok(listener) => listener,
-                    Err(e) => {
-                        let _ = tx.send(Err(format!("cannot listen on a local port: {e}")));
-                        return;
-                    }
-                };
-                let server = MockServer::builder()
-                    .listener(listener)
-                    .disable_request_recording()
-                    .start()
-                    .await;
-                Mock::given(wiremock::matchers::any())
-                    .respond_with(PlaybackResponder)
-                    .named("scaffold playback")
-                    .mount(&server)
-                    .await;
-                let _ = tx.send(Ok(server.uri()));
-                // Serve until the last user of this server lets go (or the process ends).
-                let _ = stopped.await;
-                drop(server);
-            });
+                .map_err(|e| format!("cannot build its tokio runtime: {e}"))
+                .and_then(|runtime| {
+                    runtime.block_on(async {
+                        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+                            .map_err(|e| format!("cannot listen on a local port: {e}"))?;
+                        let server = MockServer::builder()
+                            .listener(listener)
+                            .disable_request_recording()
+                            .start()
+                            .await;
+                        mount_responder(&server).await;
+                        Ok(server)
+                    })
+                });
+            let _ = tx.send(started);
         })
         .map_err(|e| format!("playback: could not start the playback server thread: {e}"))?;
     match rx.await {
-        Ok(Ok(uri)) => Ok(PlaybackServer {
-            uri,
+        Ok(Ok(server)) => Ok(PlaybackServer {
+            uri: server.uri(),
+            server,
             sent: AtomicU64::new(0),
-            _stop: stop,
+            resets: AtomicU64::new(0),
+            gate: tokio::sync::RwLock::new(()),
         }),
         Ok(Err(e)) => Err(format!(
             "playback: could not start the playback server: {e}"
@@ -500,9 +476,10 @@ impl Transport for PlaybackTransport {
             headers,
             body: request.body,
         };
+        let pass = server.pass().await;
         let response = self.inner.send(rewritten, context).await?;
+        drop(pass);
         drop(staged);
-        drop(server);
         if response.status == ERROR_STATUS && response.header(ERROR_HEADER).is_some() {
             let bytes = match response.body {
                 HttpBody::Full(bytes) => bytes.to_vec(),
@@ -635,84 +612,62 @@ mod tests {
     }
 
     #[test]
-    fn servers_take_turns_on_two_ports() {
-        let ports = Mutex::new([0; 2]);
-        let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let first = listener(&ports, 0).unwrap();
-            let second = listener(&ports, 1).unwrap();
-            let (p0, p1) = (port(&first), port(&second));
-            assert_ne!(p0, p1);
-            drop(first);
-            // The turn's port again, once its server let go of it ...
-            let third = listener(&ports, 0).unwrap();
-            assert_eq!(port(&third), p0);
-            // ... and a new one, remembered, while it still listens.
-            let fourth = listener(&ports, 0).unwrap();
-            let p2 = port(&fourth);
-            assert_ne!(p2, p0);
-            assert_eq!(*ports.lock().unwrap(), [p2, p1]);
-        });
-    }
-
-    #[test]
-    fn servers_are_replaced_and_the_old_ones_stop() {
-        let dir = std::env::temp_dir().join(format!("scaffold-rotation-{}", std::process::id()));
+    fn the_server_is_reset_between_requests_and_none_is_lost() {
+        let dir = std::env::temp_dir().join(format!("scaffold-reset-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        let id = RecordingId::new("d", "rotation", "v", "n", 0);
+        let id = RecordingId::new("d", "reset", "v", "n", 0);
         let body = serde_json::json!({"model": "m"});
         save_cassette(&dir, &id, &body, 200, Default::default());
-        let transport = PlaybackTransport::new(
+        let transport = Arc::new(PlaybackTransport::new(
             crate::provider::http::ReqwestTransport::shared(),
             &dir,
             Arc::new(Redactor::default()),
-        );
+        ));
         let context = CallContext {
             recording_id: Some(id.to_string()),
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async {
-            // Every answer is right across several replacements of the server.
-            for _ in 0..3 * REQUESTS_PER_SERVER {
-                let request = HttpRequest {
-                    method: "POST".into(),
-                    url: "http://api.invalid/v1/chat/completions".into(),
-                    headers: vec![],
-                    body: Some(body.clone()),
-                };
-                let response = transport.send(request, &context).await.unwrap();
-                assert_eq!(response.status, 200);
+            let before = server().await.unwrap().resets.load(Ordering::Relaxed);
+            // 16 senders, each one request after the other (as cells do),
+            // so that resets come while requests are in flight: a request
+            // that reached the server between a reset and the new mount
+            // would get wiremock's bare 404.
+            let (senders, each) = (16, 10 * REQUESTS_PER_RESET);
+            let requests = senders * each;
+            let senders: Vec<_> = (0..senders)
+                .map(|_| {
+                    let (transport, context) = (transport.clone(), context.clone());
+                    let body = body.clone();
+                    tokio::spawn(async move {
+                        let mut statuses = Vec::new();
+                        for _ in 0..each {
+                            let request = HttpRequest {
+                                method: "POST".into(),
+                                url: "http://api.invalid/v1/chat/completions".into(),
+                                headers: vec![],
+                                body: Some(body.clone()),
+                            };
+                            let sent = transport.send(request, &context).await;
+                            statuses.push(sent.map(|r| r.status).map_err(|e| e.to_string()));
+                        }
+                        statuses
+                    })
+                })
+                .collect();
+            for sender in senders {
+                let statuses = sender.await.unwrap();
+                assert!(statuses.iter().all(|s| s == &Ok(200)), "{statuses:?}");
             }
-            // A replaced server stops once nobody uses it.
-            let old = server().await.unwrap();
-            let old_address = old.uri.trim_start_matches("http://").to_string();
-            let mut new = server().await.unwrap();
-            while new.uri == old.uri {
-                new = server().await.unwrap();
-            }
-            let old_uri = old.uri.clone();
-            drop((old, new));
-            // Its port may already serve a newer server (servers take turns
-            // on two ports), which binds it only once the old one let go.
-            let taken_over = || {
-                SERVER
-                    .try_lock()
-                    .is_ok_and(|s| s.as_ref().is_some_and(|s| s.uri == old_uri))
-            };
-            let stopped = (0..500).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-                std::net::TcpStream::connect(&old_address).is_err() || taken_over()
-            });
+            // Other tests of this process share the server: at least this many resets.
+            let resets = server().await.unwrap().resets.load(Ordering::Relaxed) - before;
             assert!(
-                stopped,
-                "the replaced playback server at {old_address} still listens"
+                resets >= requests / REQUESTS_PER_RESET - 1,
+                "{resets} resets for {requests} requests"
             );
         });
         let _ = fs::remove_dir_all(&dir);
