@@ -88,6 +88,31 @@ pub(crate) fn write_atomic(
     written
 }
 
+/// Sort `items` stably by `compare`, with a scratch of one index per item
+/// rather than the half or whole copy of the items a stable sort takes (for
+/// 10,000 cell records, 3.2 MB: the summary's peak).
+pub(crate) fn sort_stable_by<T>(items: &mut [T], compare: impl Fn(&T, &T) -> std::cmp::Ordering) {
+    if items.is_sorted_by(|a, b| compare(a, b).is_le()) {
+        return;
+    }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&a, &b| compare(&items[a], &items[b]));
+    // Position `i` takes the item at `order[i]`: follow each cycle of the
+    // permutation, marking each position done as it is filled.
+    for start in 0..items.len() {
+        let mut at = start;
+        while order[at] != at {
+            let from = order[at];
+            order[at] = at;
+            if from == start {
+                break;
+            }
+            items.swap(at, from);
+            at = from;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +145,32 @@ mod tests {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(1_769_601_600_000), "2026-01-28T12:00:00Z");
         assert_eq!(super::rfc3339(951_782_400_000), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn sort_stable_by_matches_the_standard_stable_sort() {
+        // Keys with repeats, tagged with their first position: the order of
+        // equal keys tells a stable sort from an unstable one.
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for len in [0, 1, 2, 3, 7, 64, 1000] {
+            for _ in 0..20 {
+                let items: Vec<(u64, usize)> = (0..len)
+                    .map(|i| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        (seed % 10, i)
+                    })
+                    .collect();
+                let mut expected = items.clone();
+                expected.sort_by_key(|item| item.0);
+                let mut sorted = items.clone();
+                sort_stable_by(&mut sorted, |a, b| a.0.cmp(&b.0));
+                assert_eq!(sorted, expected, "{items:?}");
+            }
+        }
+        let mut reversed: Vec<u32> = (0..100).rev().collect();
+        sort_stable_by(&mut reversed, u32::cmp);
+        assert_eq!(reversed, (0..100).collect::<Vec<_>>());
     }
 }

@@ -620,7 +620,7 @@ impl EvalResults {
             sanitize(c);
         }
         let position = |v: &str| config.variants.iter().position(|x| x == v);
-        cells.sort_by(|a, b| {
+        crate::util::sort_stable_by(&mut cells, |a, b| {
             (position(&a.variant), &a.dataset, &a.case, a.trial).cmp(&(
                 position(&b.variant),
                 &b.dataset,
