@@ -125,11 +125,7 @@ pub(crate) fn matches_committed(dir: &std::path::Path, name: &str, summary: &Val
         return false;
     }
     let path = dir.join(format!("{name}.snap"));
-    let text = insta::_macro_support::serialize_value(
-        summary,
-        insta::_macro_support::SerializationFormat::Yaml,
-    );
-    if !compare(&path, text).0 {
+    if !compare(&path, summary).0 {
         return false;
     }
     // What insta does for a passing snapshot: drop a pending one left by an
@@ -162,20 +158,196 @@ enum Decided {
     Insta,
 }
 
-/// Whether the committed snapshot at `path` holds `text` (insta's YAML
-/// serialization of the new value), and how that was decided.
+/// Whether the committed snapshot at `path` holds `value`, and how that was
+/// decided.
 ///
 /// The fast way answers only "equal", and only for a file insta would read
-/// as a text snapshot with that body; anything else (a different body, a
-/// header it cannot vouch for, CR characters) goes to insta's comparison,
+/// as a text snapshot with that body, compared with [`yaml`]'s text of the
+/// value; anything else (a different body, a header it cannot vouch for, CR
+/// characters) goes to insta's comparison with insta's own serialization,
 /// which also accepts legacy formats. So it saves time, never changes a verdict.
-fn compare(path: &std::path::Path, text: String) -> (bool, Decided) {
+fn compare(path: &std::path::Path, value: &Value) -> (bool, Decided) {
     if let Ok(file) = std::fs::read_to_string(path)
-        && fast_body(&file).is_some_and(|body| body.trim_end() == text.trim_end())
+        && let Some(body) = fast_body(&file)
+        && let Some(text) = yaml(value)
+        && body.trim_end() == text.trim_end()
     {
         return (true, Decided::Fast);
     }
-    (insta_matches(path, text), Decided::Insta)
+    (insta_matches(path, insta_yaml(value)), Decided::Insta)
+}
+
+/// insta's YAML serialization of `value` (what `assert_yaml_snapshot!`
+/// compares).
+fn insta_yaml(value: &Value) -> String {
+    insta::_macro_support::serialize_value(value, insta::_macro_support::SerializationFormat::Yaml)
+}
+
+/// The text [`insta_yaml`] gives for `value`, written straight from the
+/// JSON value: insta converts it to its own content tree, then to a YAML
+/// tree, then writes that (most of a cell's snapshot check went there).
+/// The rules are those of insta 1.49's emitter (`content/yaml/vendored/
+/// emitter.rs`: two-space indents, compact sequences, `~` for null, double
+/// quotes with JSON escapes where `need_quotes` says so); a property test
+/// holds it to insta's output, and debug builds check every call. `None`
+/// when `INSTA_YAML_BLOCK_STYLE=1` asks insta for literal blocks.
+fn yaml(value: &Value) -> Option<String> {
+    static BLOCK_STYLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *BLOCK_STYLE.get_or_init(|| std::env::var("INSTA_YAML_BLOCK_STYLE").as_deref() == Ok("1")) {
+        return None;
+    }
+    let mut out = String::with_capacity(2048);
+    YamlWriter {
+        out: &mut out,
+        level: -1,
+    }
+    .node(value);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    debug_assert_eq!(out, insta_yaml(value), "the snapshot YAML is not insta's");
+    Some(out)
+}
+
+/// insta's YAML emitter over a JSON value.
+struct YamlWriter<'a> {
+    out: &'a mut String,
+    /// The nesting level, -1 at the top.
+    level: isize,
+}
+
+impl YamlWriter<'_> {
+    fn indent(&mut self, level: isize) {
+        for _ in 0..level.max(0) {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn node(&mut self, value: &Value) {
+        use std::fmt::Write;
+        match value {
+            Value::Array(items) => self.array(items),
+            Value::Object(map) => self.map(map),
+            Value::String(s) => self.string(s),
+            Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
+            // serde_json hands insta a u64, an i64 or an f64; each is
+            // written with its `Display`.
+            Value::Number(n) => {
+                let _ = match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                    (Some(u), _, _) => write!(self.out, "{u}"),
+                    (None, Some(i), _) => write!(self.out, "{i}"),
+                    (None, None, Some(f)) => write!(self.out, "{f}"),
+                    (None, None, None) => write!(self.out, "{n}"),
+                };
+            }
+            Value::Null => self.out.push('~'),
+        }
+    }
+
+    fn array(&mut self, items: &[Value]) {
+        if items.is_empty() {
+            self.out.push_str("[]");
+            return;
+        }
+        self.level += 1;
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push('\n');
+                self.indent(self.level);
+            }
+            self.out.push('-');
+            self.value(true, item);
+        }
+        self.level -= 1;
+    }
+
+    fn map(&mut self, map: &serde_json::Map<String, Value>) {
+        if map.is_empty() {
+            self.out.push_str("{}");
+            return;
+        }
+        self.level += 1;
+        for (i, (key, value)) in map.iter().enumerate() {
+            if i > 0 {
+                self.out.push('\n');
+                self.indent(self.level);
+            }
+            self.string(key);
+            self.out.push(':');
+            self.value(false, value);
+        }
+        self.level -= 1;
+    }
+
+    /// A value after `-` (`inline`) or after `key:`.
+    fn value(&mut self, inline: bool, value: &Value) {
+        let nested_empty = match value {
+            Value::Array(items) => Some(items.is_empty()),
+            Value::Object(map) => Some(map.is_empty()),
+            _ => None,
+        };
+        match nested_empty {
+            Some(empty) if !inline && !empty => {
+                self.out.push('\n');
+                self.indent(self.level + 1);
+            }
+            _ => self.out.push(' '),
+        }
+        self.node(value);
+    }
+
+    fn string(&mut self, s: &str) {
+        if !needs_quotes(s) {
+            self.out.push_str(s);
+            return;
+        }
+        self.out.push('"');
+        let mut start = 0;
+        for (i, byte) in s.bytes().enumerate() {
+            let escaped = match byte {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\x08' => "\\b",
+                b'\t' => "\\t",
+                b'\n' => "\\n",
+                b'\x0c' => "\\f",
+                b'\r' => "\\r",
+                0..=0x1f | 0x7f => "",
+                _ => continue,
+            };
+            self.out.push_str(&s[start..i]);
+            if escaped.is_empty() {
+                use std::fmt::Write;
+                let _ = write!(self.out, "\\u{byte:04x}");
+            } else {
+                self.out.push_str(escaped);
+            }
+            start = i + 1;
+        }
+        self.out.push_str(&s[start..]);
+        self.out.push('"');
+    }
+}
+
+/// Whether insta's emitter quotes `s` (its `need_quotes`).
+fn needs_quotes(s: &str) -> bool {
+    const WORDS: [&str; 22] = [
+        "yes", "Yes", "YES", "no", "No", "NO", "True", "TRUE", "true", "False", "FALSE", "false",
+        "on", "On", "ON", "off", "Off", "OFF", "null", "Null", "NULL", "~",
+    ];
+    s.is_empty()
+        || s.starts_with(' ')
+        || s.ends_with(' ')
+        || s.starts_with(['&', '*', '?', '|', '-', '<', '>', '=', '!', '%', '@'])
+        || s.contains(|c: char| {
+            matches!(c, ':' | '{' | '}' | '[' | ']' | ',' | '#' | '`' | '"' | '\'' | '\\'
+                | '\0'..='\x06' | '\t' | '\n' | '\r' | '\x0e'..='\x1a' | '\x1c'..='\x1f')
+        })
+        || WORDS.contains(&s)
+        || s.starts_with('.')
+        || s.starts_with("0x")
+        || s.parse::<i64>().is_ok()
+        || s.parse::<f64>().is_ok()
 }
 
 /// insta's own verdict: the committed `.snap` at `path` reads as `text`.
@@ -275,13 +447,6 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn yaml(value: &Value) -> String {
-        insta::_macro_support::serialize_value(
-            value,
-            insta::_macro_support::SerializationFormat::Yaml,
-        )
-    }
-
     struct Dir(PathBuf);
 
     impl Dir {
@@ -293,15 +458,15 @@ mod tests {
             Dir(dir)
         }
 
-        /// Write `{name}.snap` and compare it with `text`, checking the
+        /// Write `{name}.snap` and compare it with `value`, checking the
         /// verdict against insta's.
-        fn check(&self, name: &str, file: &str, text: &str) -> (bool, Decided) {
+        fn check(&self, name: &str, file: &str, value: &Value) -> (bool, Decided) {
             let path = self.0.join(format!("{name}.snap"));
             std::fs::write(&path, file).expect("write snapshot");
-            let got = compare(&path, text.to_string());
+            let got = compare(&path, value);
             assert_eq!(
                 got.0,
-                insta_matches(&path, text.to_string()),
+                insta_matches(&path, insta_yaml(value)),
                 "{name}: not insta's verdict"
             );
             got
@@ -331,9 +496,10 @@ mod tests {
     #[test]
     fn an_unchanged_snapshot_is_decided_by_the_fast_path() {
         let dir = Dir::new("unchanged");
-        let text = yaml(&summary("Echo: hi"));
+        let value = summary("Echo: hi");
+        let text = insta_yaml(&value);
         assert_eq!(
-            dir.check("same", &as_insta_writes(&text), &text),
+            dir.check("same", &as_insta_writes(&text), &value),
             (true, Decided::Fast)
         );
         // And by the harness's entry point, which also drops a stale pending
@@ -348,10 +514,9 @@ mod tests {
     #[test]
     fn a_changed_snapshot_still_fails() {
         let dir = Dir::new("changed");
-        let committed = as_insta_writes(&yaml(&summary("Echo: hi")));
-        let text = yaml(&summary("Echo: bye"));
+        let committed = as_insta_writes(&insta_yaml(&summary("Echo: hi")));
         assert_eq!(
-            dir.check("drift", &committed, &text),
+            dir.check("drift", &committed, &summary("Echo: bye")),
             (false, Decided::Insta)
         );
         assert!(!matches_committed(&dir.0, "drift", &summary("Echo: bye")));
@@ -362,7 +527,8 @@ mod tests {
     #[test]
     fn other_headers_with_the_same_body_behave_as_insta() {
         let dir = Dir::new("headers");
-        let text = yaml(&summary("Echo: hi"));
+        let value = summary("Echo: hi");
+        let text = insta_yaml(&value);
         let body = format!("{text}\n");
         let with = |header: &str| format!("---\n{header}---\n{body}");
         // Other plain metadata: same contents, fast.
@@ -372,7 +538,7 @@ mod tests {
             "input_file: data/cases.yaml\n",
         ];
         for (i, header) in fast.iter().enumerate() {
-            let got = dir.check(&format!("fast-{i}"), &with(header), &text);
+            let got = dir.check(&format!("fast-{i}"), &with(header), &value);
             assert_eq!(got, (true, Decided::Fast), "{header}");
         }
         // Headers the fast path does not vouch for: insta decides, whatever it says.
@@ -391,19 +557,140 @@ mod tests {
             "# comment\nsource: a.rs\n",
         ];
         for (i, header) in insta_decides.iter().enumerate() {
-            let got = dir.check(&format!("insta-{i}"), &with(header), &text);
+            let got = dir.check(&format!("insta-{i}"), &with(header), &value);
             assert_eq!(got.1, Decided::Insta, "{header}");
         }
         // Line endings and legacy layouts insta still accepts.
         let crlf = with("source: a.rs\n").replace('\n', "\r\n");
-        assert_eq!(dir.check("crlf", &crlf, &text), (true, Decided::Insta));
+        assert_eq!(dir.check("crlf", &crlf, &value), (true, Decided::Insta));
         // insta's legacy rule: leading newlines and a `---` line before the value.
         let legacy = format!("---\nsource: a.rs\n---\n\n---\n{body}");
-        assert_eq!(dir.check("legacy", &legacy, &text), (true, Decided::Insta));
+        assert_eq!(dir.check("legacy", &legacy, &value), (true, Decided::Insta));
         let trailing = format!("{}\n\n  \n", as_insta_writes(&text));
         assert_eq!(
-            dir.check("trailing", &trailing, &text),
+            dir.check("trailing", &trailing, &value),
             (true, Decided::Fast)
         );
+    }
+
+    /// Strings that exercise every rule of insta's quoting: its indicator
+    /// characters first and anywhere, its reserved words, numbers, dates,
+    /// spaces at either end, control characters, non-ASCII.
+    fn tricky_string() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let pieces = prop::sample::select(vec![
+            "a",
+            "Echo",
+            " ",
+            ":",
+            ": ",
+            "-",
+            "- ",
+            "&",
+            "*",
+            "?",
+            "|",
+            "<",
+            ">",
+            "=",
+            "!",
+            "%",
+            "@",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            "#",
+            "`",
+            "\"",
+            "'",
+            "\\",
+            "\0",
+            "\x01",
+            "\x07",
+            "\x08",
+            "\t",
+            "\n",
+            "\x0b",
+            "\x0c",
+            "\r",
+            "\x0e",
+            "\x1b",
+            "\x1f",
+            "\x7f",
+            ".",
+            "0x",
+            "1",
+            "12",
+            "-3",
+            "2.5",
+            "1e3",
+            "inf",
+            "NaN",
+            "true",
+            "no",
+            "Null",
+            "~",
+            "y",
+            "2014-12-31",
+            "é",
+            "日本",
+            "\u{2028}",
+            "\u{85}",
+        ]);
+        prop::collection::vec(pieces, 0..5).prop_map(|p| p.concat())
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            prop::sample::select(vec![0.0, 1.0, -1.5, 0.000084, 1e21, 1e-7]).prop_map(Value::from),
+            tricky_string().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map(tricky_string(), inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// The fast path's YAML is insta's, byte for byte: an equal text
+        /// from it means what an equal text from insta means.
+        #[test]
+        fn the_yaml_writer_writes_what_insta_writes(value in json_value()) {
+            if let Some(text) = yaml(&value) {
+                proptest::prop_assert_eq!(text, insta_yaml(&value));
+            }
+        }
+    }
+
+    #[test]
+    fn the_yaml_writer_writes_what_insta_writes_for_a_session_summary() {
+        let value = json!({
+            "cell": "code-review::gpt-4o::sql-injection",
+            "trajectory": [
+                {"signal": "harness:start", "agents": ["reviewer", "fixer"], "workflow": "code-review"},
+                {"signal": "state:findings:changed", "newValue": {"issues": [], "notes": {}}},
+                {"signal": "provider:end", "usage": {"inputTokens": 12}, "costUsd": 0.000084},
+            ],
+            "finalState": {"empty": [], "nested": {"list": [[1, 2], {"a": null}], "n": -3}},
+            "output": "line one\nline \"two\": done",
+            "assertions": [{"passed": false, "message": "output contains \"Echo\": no"}],
+            "scores": [],
+            "textDeltas": 0,
+        });
+        assert_eq!(yaml(&value), Some(insta_yaml(&value)));
     }
 }
