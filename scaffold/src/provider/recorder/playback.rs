@@ -98,9 +98,10 @@ impl PlaybackServer {
             let _closed = self.gate.write().await;
             self.server.reset().await;
             // Tests widen the window between the reset and the mount, so
-            // that a request let through it would be seen.
+            // that a request let through it would be seen (blocking: the
+            // caller's runtime may have no timer).
             #[cfg(test)]
-            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            std::thread::sleep(std::time::Duration::from_millis(2));
             mount_responder(&self.server).await;
             self.resets.fetch_add(1, Ordering::Relaxed);
         }
