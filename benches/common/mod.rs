@@ -63,10 +63,14 @@ pub fn one_agent_workflow(writer: Arc<dyn Provider>) -> Workflow<Doc> {
 
 /// A scripted model answering like the fake provider server: `Echo: {last message}`.
 pub fn scripted_echo() -> Arc<dyn Provider> {
-    Arc::new(ScriptedProvider::responder("gpt-4o-mini", |req| {
-        let last = req.messages.last().map(|m| m.text()).unwrap_or_default();
-        ScriptedReply::text(format!("Echo: {last}"))
-    }))
+    // It answers every cell of a run: no copy of each request kept.
+    Arc::new(
+        ScriptedProvider::responder("gpt-4o-mini", |req| {
+            let last = req.messages.last().map(|m| m.text()).unwrap_or_default();
+            ScriptedReply::text(format!("Echo: {last}"))
+        })
+        .forget_requests(),
+    )
 }
 
 /// The 4 assertions of every cell, in the spirit of promptfoo's `contains`,

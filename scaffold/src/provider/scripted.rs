@@ -122,7 +122,8 @@ enum Script {
 pub struct ScriptedProvider {
     model: String,
     script: Arc<Script>,
-    requests: Arc<Mutex<Vec<CompletionRequest>>>,
+    /// Every request received, unless [`ScriptedProvider::forget_requests`].
+    requests: Option<Arc<Mutex<Vec<CompletionRequest>>>>,
 }
 
 impl std::fmt::Debug for ScriptedProvider {
@@ -139,7 +140,7 @@ impl ScriptedProvider {
         ScriptedProvider {
             model: model.into(),
             script: Arc::new(Script::Queue(Mutex::new(VecDeque::new()))),
-            requests: Arc::default(),
+            requests: Some(Arc::default()),
         }
     }
 
@@ -151,7 +152,7 @@ impl ScriptedProvider {
         ScriptedProvider {
             model: model.into(),
             script: Arc::new(Script::Responder(Box::new(respond))),
-            requests: Arc::default(),
+            requests: Some(Arc::default()),
         }
     }
 
@@ -171,9 +172,28 @@ impl ScriptedProvider {
         }
     }
 
-    /// Every request received so far.
+    /// Keep no copy of the requests received, so that memory does not grow
+    /// with the calls of a long run (a responder answering every cell of a
+    /// large eval); [`ScriptedProvider::requests`] is then empty.
+    ///
+    /// ```
+    /// use scaffold::provider::{ScriptedProvider, ScriptedReply};
+    /// let provider = ScriptedProvider::responder("echo", |_| ScriptedReply::text("hi"))
+    ///     .forget_requests();
+    /// assert!(provider.requests().is_empty());
+    /// ```
+    pub fn forget_requests(mut self) -> Self {
+        self.requests = None;
+        self
+    }
+
+    /// Every request received so far (none after
+    /// [`ScriptedProvider::forget_requests`]).
     pub fn requests(&self) -> Vec<CompletionRequest> {
-        lock(&self.requests).clone()
+        self.requests
+            .as_ref()
+            .map(|r| lock(r).clone())
+            .unwrap_or_default()
     }
 }
 
@@ -196,7 +216,9 @@ impl Provider for ScriptedProvider {
         request: &CompletionRequest,
         sink: &mut dyn StreamSink,
     ) -> Result<CompletionResponse, ProviderError> {
-        lock(&self.requests).push(request.clone());
+        if let Some(requests) = &self.requests {
+            lock(requests).push(request.clone());
+        }
         let reply = match &*self.script {
             Script::Queue(queue) => lock(queue).pop_front().ok_or_else(|| {
                 ProviderError::Scripted(format!(
@@ -230,5 +252,40 @@ impl Provider for ScriptedProvider {
             }),
             ScriptedReply::Error(e) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Message;
+
+    fn ask(text: &str) -> CompletionRequest {
+        CompletionRequest {
+            messages: vec![Message::user(text)],
+            ..CompletionRequest::default()
+        }
+    }
+
+    #[test]
+    fn a_provider_that_forgets_its_requests_still_answers_and_keeps_none() {
+        let echo = |req: &CompletionRequest| {
+            ScriptedReply::text(format!("Echo: {}", req.messages[0].text()))
+        };
+        let keeping = ScriptedProvider::responder("echo", echo);
+        let forgetting = ScriptedProvider::responder("echo", echo).forget_requests();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            for provider in [&keeping, &forgetting] {
+                for text in ["one", "two"] {
+                    let response = provider.complete(&ask(text), &mut ()).await.unwrap();
+                    assert_eq!(response.text, format!("Echo: {text}"));
+                }
+            }
+        });
+        assert_eq!(keeping.requests().len(), 2);
+        assert!(forgetting.requests().is_empty());
     }
 }
