@@ -5,6 +5,8 @@
 //! leaves out what changes from run to run (times, durations, session ids),
 //! so playback is byte-identical run after run.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value, json};
 
 use crate::eval::CellResult;
@@ -224,7 +226,6 @@ impl YamlWriter<'_> {
     }
 
     fn node(&mut self, value: &Value) {
-        use std::fmt::Write;
         match value {
             Value::Array(items) => self.array(items),
             Value::Object(map) => self.map(map),
@@ -279,19 +280,20 @@ impl YamlWriter<'_> {
         self.level -= 1;
     }
 
-    /// A value after `-` (`inline`) or after `key:`.
+    /// A value after `-` (`inline`) or after `key:`: a non-empty sequence
+    /// or map after a key starts on the next line, anything else after a space.
     fn value(&mut self, inline: bool, value: &Value) {
-        let nested_empty = match value {
-            Value::Array(items) => Some(items.is_empty()),
-            Value::Object(map) => Some(map.is_empty()),
-            _ => None,
-        };
-        match nested_empty {
-            Some(empty) if !inline && !empty => {
-                self.out.push('\n');
-                self.indent(self.level + 1);
-            }
-            _ => self.out.push(' '),
+        let block = !inline
+            && match value {
+                Value::Array(items) => !items.is_empty(),
+                Value::Object(map) => !map.is_empty(),
+                _ => false,
+            };
+        if block {
+            self.out.push('\n');
+            self.indent(self.level + 1);
+        } else {
+            self.out.push(' ');
         }
         self.node(value);
     }
@@ -304,23 +306,24 @@ impl YamlWriter<'_> {
         self.out.push('"');
         let mut start = 0;
         for (i, byte) in s.bytes().enumerate() {
+            // `None`: a control character written as `\u00XX`.
             let escaped = match byte {
-                b'"' => "\\\"",
-                b'\\' => "\\\\",
-                b'\x08' => "\\b",
-                b'\t' => "\\t",
-                b'\n' => "\\n",
-                b'\x0c' => "\\f",
-                b'\r' => "\\r",
-                0..=0x1f | 0x7f => "",
+                b'"' => Some("\\\""),
+                b'\\' => Some("\\\\"),
+                b'\x08' => Some("\\b"),
+                b'\t' => Some("\\t"),
+                b'\n' => Some("\\n"),
+                b'\x0c' => Some("\\f"),
+                b'\r' => Some("\\r"),
+                0..=0x1f | 0x7f => None,
                 _ => continue,
             };
             self.out.push_str(&s[start..i]);
-            if escaped.is_empty() {
-                use std::fmt::Write;
-                let _ = write!(self.out, "\\u{byte:04x}");
-            } else {
-                self.out.push_str(escaped);
+            match escaped {
+                Some(escaped) => self.out.push_str(escaped),
+                None => {
+                    let _ = write!(self.out, "\\u{byte:04x}");
+                }
             }
             start = i + 1;
         }
