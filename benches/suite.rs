@@ -22,7 +22,10 @@
 //!   Diagnostics, run alternately too: the same run with insta's pending
 //!   snapshots elsewhere, and the cells alone (as one process of a nextest
 //!   run, which records every cell and writes no summary nor report), whose
-//!   peak RSS tells the memory of the run from that of the summary.
+//!   peak RSS tells the memory of the run from that of the summary; and
+//!   once per size, `--list`, which loads the datasets and builds the test
+//!   list (libtest takes every trial before the first runs) and runs no
+//!   cell: the memory the inputs take.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
@@ -635,7 +638,7 @@ fn playback(
         "  {:>6}  {:>11} {:>11} {:>9}  {:>11} {:>11} {:>9}  {:>9}",
         "cells", "wall/cell", "CPU/cell", "peak RSS", "scripted", "CPU/cell", "peak RSS", "ratio"
     );
-    let (mut rss, mut cells_rss) = (Vec::new(), Vec::new());
+    let (mut rss, mut cells_rss, mut listed_rss) = (Vec::new(), Vec::new(), Vec::new());
     let mut largest = None;
     for &cells in sizes {
         let cases = cells.div_ceil(2);
@@ -701,6 +704,15 @@ fn playback(
         let c = median_sample(&cells_only);
         print_beside(cells, &c, "the cells alone: no summary, no reports");
         cells_rss.push((cells, c.usage.peak_rss_kib));
+        // Diagnostic: what the harness holds before any cell runs. libtest
+        // takes every trial up front, and each cell needs its case.
+        let listed = pkg.run("playback", "playback", false, &["--list".to_string()])?;
+        print_beside(
+            cells,
+            &listed,
+            "`--list`: the datasets and the test list alone",
+        );
+        listed_rss.push((cells, listed.usage.peak_rss_kib));
         if !theirs.is_empty() {
             let t = median_sample(&theirs);
             print_beside(cells, &t, "promptfoo");
@@ -772,6 +784,26 @@ fn playback(
             mib(last.1),
             last.0,
             last.1 as f64 / first.1 as f64
+        ));
+    }
+    if let (Some(first), Some(last), Some(whole)) =
+        (listed_rss.first(), listed_rss.last(), rss.first())
+        && listed_rss.len() > 1
+    {
+        // What the criterion above allows to grow, and how much of that the
+        // inputs take before a cell runs.
+        let allowed = whole.1 as f64 * 0.25;
+        let inputs = last.1.saturating_sub(first.1) as f64;
+        verdicts.push(format!(
+            "  `--list` (the datasets and the test list, no cell run): peak RSS {:.1} MiB at {} cells, {:.1} MiB at {} cells: \
+             {:.1} MiB of the {:.1} MiB that 1.25× allows to grow ({:.0}%)",
+            mib(first.1),
+            first.0,
+            mib(last.1),
+            last.0,
+            inputs / 1024.0,
+            allowed / 1024.0,
+            100.0 * inputs / allowed
         ));
     }
     if let Some((cells, p, _, _)) = &largest
