@@ -217,8 +217,7 @@ fn trial_statistics_flag_flaky_cells_and_quarantine_keeps_them_out_of_the_gate()
     let flaky: Vec<String> = r.flaky().map(|t| t.label()).collect();
     assert_eq!(flaky, ["gpt-4o::sqli", "claude::xss"]);
     let sqli = r
-        .trial_stats
-        .iter()
+        .trial_stats()
         .find(|t| t.label() == "gpt-4o::sqli")
         .unwrap();
     assert_eq!((sqli.trials, sqli.passes, sqli.quarantined), (3, 1, true));

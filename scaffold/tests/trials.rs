@@ -132,7 +132,7 @@ fn config(trials: u32, variants: &[&str], min_pass_rate: f64) -> RunConfig {
 fn pass_at_k_defaults_to_one_and_n_and_can_be_chosen() {
     let cells: Vec<CellRecord> = (0..5).map(|t| cell("v", "c", t, t < 2)).collect();
     let r = EvalResults::new("e", "2026-01-28T12:00:00Z", config(5, &["v"], 0.0), cells);
-    let t = &r.trial_stats[0];
+    let t = r.trial_stats().next().unwrap();
     assert_eq!(t.pass_at_k.keys().copied().collect::<Vec<_>>(), [1, 5]);
     assert!(t.flaky);
     let r = r.with_gate_options(GateOptions {
@@ -140,7 +140,7 @@ fn pass_at_k_defaults_to_one_and_n_and_can_be_chosen() {
         confidence: 0.9,
         ..GateOptions::default()
     });
-    let t = &r.trial_stats[0];
+    let t = r.trial_stats().next().unwrap();
     assert_eq!(t.pass_at_k.keys().copied().collect::<Vec<_>>(), [2, 3]);
     // pass@2 of 2/5 = 1 − C(3,2)/C(5,2) = 0.7; pass^3 = 0.
     assert!(close(t.pass_at_k[&2], 0.7) && t.pass_hat_k[&3] == 0.0);

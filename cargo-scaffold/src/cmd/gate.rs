@@ -46,7 +46,7 @@ pub fn verdict(results: &EvalResults, min: Option<f64>, lower_bound: bool) -> (b
         .map_or(described.as_str(), |(_, w)| w);
     let mut lines = vec![format!("{head}  {}  {what}", results.eval)];
     lines.extend(
-        gate.notes(&results.eval, &results.trial_stats)
+        gate.notes(&results.eval, &results.notable_trials())
             .into_iter()
             .map(|n| format!("        {n}")),
     );

@@ -156,8 +156,10 @@ impl Gate {
 
 impl Gate {
     /// What a summary must say about quarantine, loudly: the cells left out
-    /// of the gate (with their trials from `trial_stats`), the ones that
-    /// could be released, and patterns that matched nothing in eval `eval`.
+    /// of the gate (with their trials from `trials`, e.g.
+    /// [`EvalResults::notable_trials`](crate::eval::EvalResults::notable_trials)),
+    /// the ones that could be released, and patterns that matched nothing in
+    /// eval `eval`.
     ///
     /// ```
     /// use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
@@ -166,13 +168,13 @@ impl Gate {
     /// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
     /// let options = GateOptions { quarantine: vec!["flaky".into(), "gone".into()], ..GateOptions::default() };
     /// let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells).with_gate_options(options);
-    /// let notes = r.gate_verdict().notes(&r.eval, &r.trial_stats);
+    /// let notes = r.gate_verdict().notes(&r.eval, &r.notable_trials());
     /// assert_eq!(notes[0], "warning: 1 quarantined cell did not count towards the gate: v::flaky (0/1 passed)");
     /// assert_eq!(notes[1], "warning: quarantine pattern `gone` matches no cell of eval `qa`");
     /// ```
-    pub fn notes(&self, eval: &str, trial_stats: &[CaseTrials]) -> Vec<String> {
+    pub fn notes(&self, eval: &str, trials: &[CaseTrials]) -> Vec<String> {
         let trials = |label: &str| {
-            trial_stats
+            trials
                 .iter()
                 .find(|t| t.label() == label)
                 .map(|t| format!("{}/{}", t.passes, t.trials))

@@ -20,7 +20,9 @@ use serde_json::Value;
 use super::compare::{VariantCompareOptions, VariantComparison, compare_variants};
 use super::gate::{self, Gate, GateOptions, quarantine_matches};
 use super::small_map::SmallMap;
-use super::stats::{CaseTrials, VariantSummary, case_trials, summarize, wilson_interval};
+use super::stats::{
+    CaseTrials, TrialStats, VariantSummary, summarize, trial_stats, wilson_interval,
+};
 use super::{CellId, CellResult};
 use crate::assert::AssertionResult;
 use crate::metrics::Metrics;
@@ -118,7 +120,11 @@ pub struct ConfigDifference {
 pub const REPORTED_OUTPUT_CHARS: usize = 4000;
 
 /// One eval run's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its JSON also holds `trialStats`, per variant × case over its trials
+/// ([`EvalResults::trial_stats`]): computed from the cells as it is
+/// written, and again when a document is read.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EvalResults {
     /// [`SCHEMA_VERSION`] when written.
@@ -139,13 +145,47 @@ pub struct EvalResults {
     /// How the results are judged: confidence, pass@k, quarantine, gate.
     #[serde(default)]
     pub gate_options: GateOptions,
-    /// Per variant × case over its trials: pass@k, pass^k, interval, flaky.
-    /// Derived from `results` (recomputed when a document is read).
-    #[serde(default)]
-    pub trial_stats: Vec<CaseTrials>,
     /// The gate's verdict. Derived from `results` and `gateOptions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<Gate>,
+}
+
+/// The document as written: the fields of [`EvalResults`] in their order,
+/// with `trialStats` computed from `cells` as it is serialized.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Document<'a> {
+    schema_version: u32,
+    eval: &'a str,
+    timestamp: &'a str,
+    config: &'a RunConfig,
+    results: &'a [CellRecord],
+    summary: &'a BTreeMap<String, VariantSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    comparison: Option<&'a VariantComparison>,
+    gate_options: &'a GateOptions,
+    trial_stats: TrialStatsOf<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gate: Option<&'a Gate>,
+}
+
+/// The trial statistics of some cells, serialized one at a time.
+struct TrialStatsOf<'a> {
+    cells: &'a [CellRecord],
+    options: &'a GateOptions,
+}
+
+impl Serialize for TrialStatsOf<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let stats = trial_stats(self.cells, &self.options.pass_at_k, self.options.confidence);
+        s.collect_seq(stats)
+    }
+}
+
+impl Serialize for EvalResults {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.document(&self.results).serialize(s)
+    }
 }
 
 /// How the eval was run.
@@ -589,7 +629,7 @@ impl EvalResults {
     /// }).collect();
     /// let config = RunConfig { trials: 4, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
     /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
-    /// assert!(results.trial_stats[0].flaky);
+    /// assert!(results.trial_stats().next().unwrap().flaky);
     /// assert!(!results.gate_passed());
     /// let options = GateOptions { quarantine: vec!["flaky-case".into()], ..GateOptions::default() };
     /// let results = results.with_gate_options(options);
@@ -652,7 +692,6 @@ impl EvalResults {
                 .collect(),
             comparison,
             gate_options: options,
-            trial_stats: Vec::new(),
             gate: None,
         };
         results.derive();
@@ -660,8 +699,8 @@ impl EvalResults {
     }
 
     /// Recompute what follows from the cells and the gate options: the
-    /// cells' quarantine flags, the trial statistics, the summaries' pass
-    /// rate intervals and the gate.
+    /// cells' quarantine flags, the summaries' pass rate intervals and the
+    /// gate. (The trial statistics are computed when asked for.)
     fn derive(&mut self) {
         let options = &self.gate_options;
         for c in &mut self.results {
@@ -670,7 +709,6 @@ impl EvalResults {
                 .iter()
                 .any(|p| quarantine_matches(p, &c.variant, &c.case));
         }
-        self.trial_stats = case_trials(&self.results, &options.pass_at_k, options.confidence);
         for s in self.summary.values_mut() {
             s.pass_rate_interval = Some(wilson_interval(s.passed, s.cells, options.confidence));
         }
@@ -811,9 +849,64 @@ impl EvalResults {
         )
     }
 
+    /// Per variant × case over its trials, in the order the cases come in
+    /// `results`: pass@k, pass^k, interval, flaky (see [`trial_stats`]).
+    /// Computed from the cells as the iterator goes, none kept.
+    ///
+    /// ```
+    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+    /// let cells = (0..3).map(|t| {
+    ///     let mut c = CellRecord::new("v", "c");
+    ///     c.trial = t;
+    ///     c.passed = t > 0;
+    ///     c
+    /// }).collect();
+    /// let config = RunConfig { trials: 3, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
+    /// assert_eq!(results.trial_stats().len(), 1);
+    /// let c = results.trial_stats().next().unwrap();
+    /// assert_eq!((c.trials, c.passes, c.flaky), (3, 2, true));
+    /// ```
+    pub fn trial_stats(&self) -> TrialStats<'_> {
+        trial_stats(
+            &self.results,
+            &self.gate_options.pass_at_k,
+            self.gate_options.confidence,
+        )
+    }
+
     /// The variant × case cells whose trials disagree.
-    pub fn flaky(&self) -> impl Iterator<Item = &CaseTrials> {
-        self.trial_stats.iter().filter(|t| t.flaky)
+    pub fn flaky(&self) -> impl Iterator<Item = CaseTrials> + '_ {
+        self.trial_stats().filter(|t| t.flaky)
+    }
+
+    /// The variant × case cells that are flaky or quarantined: what the
+    /// reports list, and the trials [`Gate::notes`] quotes.
+    pub fn notable_trials(&self) -> Vec<CaseTrials> {
+        self.trial_stats()
+            .filter(|t| t.flaky || t.quarantined)
+            .collect()
+    }
+
+    /// The document as written, its trial statistics those of `cells`:
+    /// `self.results`, or the cells the JSON report took out of them to
+    /// stream them into the document.
+    pub(crate) fn document<'a>(&'a self, cells: &'a [CellRecord]) -> Document<'a> {
+        Document {
+            schema_version: self.schema_version,
+            eval: &self.eval,
+            timestamp: &self.timestamp,
+            config: &self.config,
+            results: &self.results,
+            summary: &self.summary,
+            comparison: self.comparison.as_ref(),
+            gate_options: &self.gate_options,
+            trial_stats: TrialStatsOf {
+                cells,
+                options: &self.gate_options,
+            },
+            gate: self.gate.as_ref(),
+        }
     }
 
     /// Every borderline judgement: the cell's label and what was borderline.

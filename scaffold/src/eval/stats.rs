@@ -22,8 +22,8 @@ pub use significance::{
     wilcoxon_signed_rank,
 };
 pub use trials::{
-    CaseTrials, DEFAULT_CONFIDENCE, Interval, case_trials, mean_interval, pass_at_k, pass_hat_k,
-    reported_ks, wilson_interval,
+    CaseTrials, DEFAULT_CONFIDENCE, Interval, TrialStats, case_trials, mean_interval, pass_at_k,
+    pass_hat_k, reported_ks, trial_stats, wilson_interval,
 };
 
 use std::collections::BTreeMap;

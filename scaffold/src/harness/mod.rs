@@ -942,7 +942,7 @@ impl Harness {
             let gate = results.gate_verdict();
             gate_failed |= !gate.passed;
             eprintln!("  Gate: {}", gate.describe());
-            for line in gate.notes(&results.eval, &results.trial_stats) {
+            for line in gate.notes(&results.eval, &results.notable_trials()) {
                 eprintln!("  {line}");
             }
             let comparison = match baseline.for_eval(name) {

@@ -91,15 +91,6 @@ pub(crate) fn markers(t: &crate::eval::CaseTrials) -> String {
     m.join(", ")
 }
 
-/// The cells reports list under flakiness: the flaky and the quarantined.
-pub(crate) fn notable_trials(results: &crate::eval::EvalResults) -> Vec<&crate::eval::CaseTrials> {
-    results
-        .trial_stats
-        .iter()
-        .filter(|t| t.flaky || t.quarantined)
-        .collect()
-}
-
 /// The gate in a few words: `pass rate ≥ 80%` or `Wilson lower bound (95%) ≥ 80%`.
 pub(crate) fn gate_rule(results: &crate::eval::EvalResults) -> String {
     let o = &results.gate_options;

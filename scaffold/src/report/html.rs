@@ -17,13 +17,13 @@ use std::io::{self, Write};
 
 use super::escape::xml;
 use super::fmt::{
-    ci_heading, duration, gate_rule, interval, notable_trials, num, pass_k, pct, points,
-    scorer_heading, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, duration, gate_rule, interval, num, pass_k, pct, points, scorer_heading,
+    t_test_cell, usd, wilcoxon_cell,
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
 use crate::eval::compare::Severity;
-use crate::eval::{Comparison, EvalResults};
+use crate::eval::{CaseTrials, Comparison, EvalResults};
 
 const STYLE: &str = r#"
 :root { color-scheme: light; --fg: #111827; --muted: #6b7280; --line: #e5e7eb; --ok: #15803d; --bad: #b91c1c; --warn: #b45309; }
@@ -150,7 +150,7 @@ fn header(out: &mut String, results: &EvalResults) {
         pct(results.pass_rate()),
         xml(&gate_rule(results))
     );
-    let notes = verdict.notes(&results.eval, &results.trial_stats);
+    let notes = verdict.notes(&results.eval, &results.notable_trials());
     if !notes.is_empty() {
         out.push_str("<div class=\"notes\">\n");
         for n in notes {
@@ -488,7 +488,7 @@ fn badges(flaky: bool, quarantined: bool) -> String {
 }
 
 fn flaky(out: &mut String, results: &EvalResults) {
-    let notable = notable_trials(results);
+    let notable = results.notable_trials();
     if notable.is_empty() {
         return;
     }
@@ -496,14 +496,14 @@ fn flaky(out: &mut String, results: &EvalResults) {
         out,
         "<section id=\"flaky\">\n<h2>Flaky and quarantined cells</h2>\n<p>Flaky (trials disagree): {} of {} cells. Quarantined cells are reported but not counted by the gate or baseline blocking.</p>",
         results.flaky().count(),
-        results.trial_stats.len()
+        results.trial_stats().len()
     );
     let _ = writeln!(
         out,
         "<table>\n<thead><tr><th>Cell</th><th>Status</th><th class=\"num\">Passed</th><th class=\"num\">Pass rate</th><th class=\"num\">{}</th><th>pass@k, pass^k</th></tr></thead>\n<tbody>",
         ci_heading(results.gate_options.confidence)
     );
-    for t in notable {
+    for t in &notable {
         let _ = writeln!(
             out,
             "<tr><td>{}<code>{}</code></td><td>{}</td><td class=\"num\">{}/{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
@@ -554,8 +554,9 @@ fn cells(
     }
     text.push_str("<th>Why</th></tr></thead>\n<tbody>\n");
     writer.write_all(text.as_bytes())?;
-    let flaky: std::collections::HashSet<(&str, &str, &str)> = results
-        .flaky()
+    let flaky_cells: Vec<CaseTrials> = results.flaky().collect();
+    let flaky: std::collections::HashSet<(&str, &str, &str)> = flaky_cells
+        .iter()
         .map(|t| (t.variant.as_str(), t.dataset.as_str(), t.case.as_str()))
         .collect();
     stream::each_whole(&results.results, details, |c| {

@@ -71,7 +71,8 @@ pub fn write_streamed<W: Write>(
         }
         Ok(())
     });
-    let mut written = serde_json::to_writer_pretty(&mut splice, &*results).map_err(io::Error::from);
+    let mut written = serde_json::to_writer_pretty(&mut splice, &results.document(&cells))
+        .map_err(io::Error::from);
     if written.is_ok() {
         written = splice.write_all(b"\n");
     }

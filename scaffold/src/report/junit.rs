@@ -88,6 +88,7 @@ pub fn write_streamed<W: Write>(
     head.push_str("    <properties>\n");
     let c = &results.config;
     let gate = results.gate_verdict();
+    let flaky: Vec<CaseTrials> = results.flaky().collect();
     let props = [
         ("trials", c.trials.to_string()),
         ("inputs", c.inputs.to_string()),
@@ -100,7 +101,7 @@ pub fn write_streamed<W: Write>(
             if gate.passed { "passed" } else { "failed" }.to_string(),
         ),
         ("gateDetail", gate.describe()),
-        ("flakyCells", labels(results.flaky())),
+        ("flakyCells", labels(&flaky)),
         ("quarantinedCells", gate.quarantined.join(",")),
     ];
     for (k, v) in props {
@@ -108,8 +109,8 @@ pub fn write_streamed<W: Write>(
     }
     head.push_str("    </properties>\n");
     out.write_all(head.as_bytes())?;
-    let flaky: HashMap<(&str, &str, &str), &CaseTrials> = results
-        .flaky()
+    let flaky: HashMap<(&str, &str, &str), &CaseTrials> = flaky
+        .iter()
         .map(|t| ((t.variant.as_str(), t.dataset.as_str(), t.case.as_str()), t))
         .collect();
     let mut text = String::new();
@@ -127,8 +128,12 @@ pub fn write_streamed<W: Write>(
     out.flush()
 }
 
-fn labels<'a>(cells: impl Iterator<Item = &'a CaseTrials>) -> String {
-    cells.map(|t| t.label()).collect::<Vec<_>>().join(",")
+fn labels(cells: &[CaseTrials]) -> String {
+    cells
+        .iter()
+        .map(|t| t.label())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn testcase(

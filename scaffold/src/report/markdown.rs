@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use super::escape::{md_cell, md_code, md_code_cell, md_text};
 use super::fmt::{
-    ci_heading, duration, gate_rule, interval, markers, notable_trials, num, pass_k, pct, points,
-    scorer_heading, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, duration, gate_rule, interval, markers, num, pass_k, pct, points, scorer_heading,
+    t_test_cell, usd, wilcoxon_cell,
 };
 use crate::eval::compare::{Regression, Severity};
 use crate::eval::{Comparison, EvalResults, VariantSummary};
@@ -58,7 +58,7 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
         if gate { "passed" } else { "**failed**" },
         md_cell(&results.timestamp)
     );
-    for note in verdict.notes(&results.eval, &results.trial_stats) {
+    for note in verdict.notes(&results.eval, &results.notable_trials()) {
         let _ = writeln!(out, "> **{}**\n", md_text(&note));
     }
     summary_table(&mut out, results);
@@ -202,7 +202,7 @@ fn highlights(out: &mut String, results: &EvalResults) {
 
 /// The flaky and quarantined cells: trials, interval, pass@k and pass^k.
 fn flaky(out: &mut String, results: &EvalResults) {
-    let notable = notable_trials(results);
+    let notable = results.notable_trials();
     if notable.is_empty() {
         return;
     }
@@ -210,8 +210,8 @@ fn flaky(out: &mut String, results: &EvalResults) {
     let _ = writeln!(
         out,
         "### Flaky and quarantined cells\n\nFlaky (trials disagree): {flaky} of {} cell{}.\n",
-        results.trial_stats.len(),
-        plural(results.trial_stats.len()),
+        results.trial_stats().len(),
+        plural(results.trial_stats().len()),
     );
     let _ = writeln!(
         out,

@@ -3,7 +3,7 @@
 //! Fastest; after it, for a results document, the flaky and quarantined
 //! cells, the borderline judgements and the significance verdict.
 
-use super::fmt::{ci_heading, interval, markers, notable_trials, pass_k};
+use super::fmt::{ci_heading, interval, markers, pass_k};
 use crate::eval::compare::primary_scorer;
 use crate::eval::{EvalResults, VariantSummary};
 
@@ -233,10 +233,10 @@ fn trial_lines(results: &EvalResults) -> String {
     if flaky > 0 {
         out.push_str(&format!(
             "  Flaky: {flaky} of {} cells disagree across trials\n",
-            results.trial_stats.len()
+            results.trial_stats().len()
         ));
     }
-    let notable = notable_trials(results);
+    let notable = results.notable_trials();
     for t in notable.iter().take(MAX_LISTED) {
         out.push_str(&format!(
             "    {} {}: {}/{} passed ({} {}; {})\n",

@@ -217,7 +217,7 @@ pub fn reported_ks(ks: &[u32], n: usize) -> Vec<u32> {
 /// Per variant × case (in the order they first appear in `cells`): trials,
 /// passes, the Wilson interval at `confidence`, pass@k and pass^k for the
 /// k of [`reported_ks`], and whether the trials disagree. A case is
-/// quarantined when any of its trials is.
+/// quarantined when any of its trials is. (All of [`trial_stats`], collected.)
 ///
 /// ```
 /// use scaffold::eval::CellRecord;
@@ -234,46 +234,120 @@ pub fn reported_ks(ks: &[u32], n: usize) -> Vec<u32> {
 /// assert_eq!(s.pass_hat_k[&3], 0.0);
 /// ```
 pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<CaseTrials> {
+    trial_stats(cells, ks, confidence).collect()
+}
+
+/// [`case_trials`] one variant × case at a time: the cases are counted up
+/// front (a few words each), each [`CaseTrials`] is built when the iterator
+/// reaches it. A run of 10,000 cells holds no 10,000 of them at once.
+///
+/// ```
+/// use scaffold::eval::CellRecord;
+/// use scaffold::eval::stats::trial_stats;
+/// let cells: Vec<CellRecord> = ["a", "b", "a"].iter().zip([true, true, false]).enumerate()
+///     .map(|(t, (case, passed))| {
+///         let mut c = CellRecord::new("v", *case);
+///         c.trial = t as u32;
+///         c.passed = passed;
+///         c
+///     })
+///     .collect();
+/// let stats = trial_stats(&cells, &[], 0.95);
+/// assert_eq!(stats.len(), 2);
+/// let flaky: Vec<String> = stats.filter(|t| t.flaky).map(|t| t.label()).collect();
+/// assert_eq!(flaky, ["v::a"]);
+/// ```
+pub fn trial_stats<'a>(cells: &'a [CellRecord], ks: &'a [u32], confidence: f64) -> TrialStats<'a> {
     // A case's trials are next to each other in results (they are sorted),
     // so each run of one case's cells is counted as it goes by; a case met
     // again after others (cells in any order) is merged into its first run.
-    fn key(c: &CellRecord) -> (&str, &str, &str) {
-        (&c.variant, &c.dataset, &c.case)
-    }
-    // Per run: its first cell, trials, passes, quarantined.
-    let mut runs: Vec<(&CellRecord, usize, usize, bool)> = Vec::new();
-    for c in cells {
+    let mut runs: Vec<CaseRun> = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
         match runs.last_mut() {
-            Some(run) if key(run.0) == key(c) => {
-                run.1 += 1;
-                run.2 += usize::from(c.passed);
-                run.3 |= c.quarantined;
-            }
-            _ => runs.push((c, 1, usize::from(c.passed), c.quarantined)),
+            Some(run) if key(&cells[run.first]) == key(c) => run.add(c),
+            _ => runs.push(CaseRun {
+                first: i,
+                trials: 1,
+                passes: usize::from(c.passed),
+                quarantined: c.quarantined,
+            }),
         }
     }
     // The runs by case, first runs first: a later run of the same case
     // adds to the first and is dropped.
     let mut by_case: Vec<usize> = (0..runs.len()).collect();
-    by_case.sort_by(|&a, &b| key(runs[a].0).cmp(&key(runs[b].0)).then(a.cmp(&b)));
+    by_case.sort_by(|&a, &b| {
+        key(&cells[runs[a].first])
+            .cmp(&key(&cells[runs[b].first]))
+            .then(a.cmp(&b))
+    });
     let mut dropped = vec![false; runs.len()];
     let mut head: Option<usize> = None;
     for &i in &by_case {
         match head {
-            Some(h) if key(runs[h].0) == key(runs[i].0) => {
-                let (_, n, c, q) = runs[i];
-                runs[h].1 += n;
-                runs[h].2 += c;
-                runs[h].3 |= q;
+            Some(h) if key(&cells[runs[h].first]) == key(&cells[runs[i].first]) => {
+                let later = runs[i];
+                runs[h].trials += later.trials;
+                runs[h].passes += later.passes;
+                runs[h].quarantined |= later.quarantined;
                 dropped[i] = true;
             }
             _ => head = Some(i),
         }
     }
-    let mut out = Vec::with_capacity(dropped.iter().filter(|d| !**d).count());
-    for (&(first, n, c, quarantined), _) in runs.iter().zip(&dropped).filter(|(_, d)| !**d) {
-        let (variant, dataset, case) = key(first);
-        let ks = reported_ks(ks, n);
+    drop(by_case);
+    let mut kept = dropped.iter();
+    runs.retain(|_| kept.next().is_some_and(|d| !*d));
+    TrialStats {
+        cells,
+        runs: runs.into_iter(),
+        ks,
+        confidence,
+    }
+}
+
+/// The key of a cell's case: variant, dataset, case.
+fn key(c: &CellRecord) -> (&str, &str, &str) {
+    (&c.variant, &c.dataset, &c.case)
+}
+
+/// One variant × case as counted: where its first cell is, its trials.
+#[derive(Debug, Clone, Copy)]
+struct CaseRun {
+    first: usize,
+    trials: usize,
+    passes: usize,
+    quarantined: bool,
+}
+
+impl CaseRun {
+    fn add(&mut self, c: &CellRecord) {
+        self.trials += 1;
+        self.passes += usize::from(c.passed);
+        self.quarantined |= c.quarantined;
+    }
+}
+
+/// The trial statistics of some cells, one variant × case at a time (see
+/// [`trial_stats`]); it knows how many are left ([`ExactSizeIterator`]).
+#[derive(Debug, Clone)]
+pub struct TrialStats<'a> {
+    cells: &'a [CellRecord],
+    runs: std::vec::IntoIter<CaseRun>,
+    ks: &'a [u32],
+    confidence: f64,
+}
+
+impl TrialStats<'_> {
+    fn build(&self, run: CaseRun) -> CaseTrials {
+        let CaseRun {
+            first,
+            trials: n,
+            passes: c,
+            quarantined,
+        } = run;
+        let (variant, dataset, case) = key(&self.cells[first]);
+        let ks = reported_ks(self.ks, n);
         // `ks` is sorted and unique: each k goes at the end, and the
         // map has room for exactly the k reported.
         let k_map = |f: fn(usize, usize, usize) -> Option<f64>| {
@@ -285,22 +359,38 @@ pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<Cas
             }
             map
         };
-        out.push(CaseTrials {
+        CaseTrials {
             variant: variant.to_string(),
             dataset: dataset.to_string(),
             case: case.to_string(),
             trials: n,
             passes: c,
             pass_rate: if n == 0 { 0.0 } else { c as f64 / n as f64 },
-            interval: wilson_interval(c, n, confidence),
+            interval: wilson_interval(c, n, self.confidence),
             pass_at_k: k_map(pass_at_k),
             pass_hat_k: k_map(pass_hat_k),
             flaky: c > 0 && c < n,
             quarantined,
-        });
+        }
     }
-    out
 }
+
+impl Iterator for TrialStats<'_> {
+    type Item = CaseTrials;
+
+    fn next(&mut self) -> Option<CaseTrials> {
+        let run = self.runs.next()?;
+        Some(self.build(run))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.runs.size_hint()
+    }
+}
+
+impl ExactSizeIterator for TrialStats<'_> {}
+
+impl std::iter::FusedIterator for TrialStats<'_> {}
 
 #[cfg(test)]
 mod tests {
