@@ -877,15 +877,13 @@ impl EvalResults {
 
     /// The variant × case cells whose trials disagree.
     pub fn flaky(&self) -> impl Iterator<Item = CaseTrials> + '_ {
-        self.trial_stats().filter(|t| t.flaky)
+        self.trial_stats().notable(false)
     }
 
     /// The variant × case cells that are flaky or quarantined: what the
     /// reports list, and the trials [`Gate::notes`] quotes.
     pub fn notable_trials(&self) -> Vec<CaseTrials> {
-        self.trial_stats()
-            .filter(|t| t.flaky || t.quarantined)
-            .collect()
+        self.trial_stats().notable(true).collect()
     }
 
     /// The document as written, its trial statistics those of `cells`:

@@ -339,6 +339,16 @@ pub struct TrialStats<'a> {
 }
 
 impl TrialStats<'_> {
+    /// Only the variant × cases whose trials disagree (`flaky`) or, with
+    /// `or_quarantined`, are quarantined; the others are skipped without
+    /// being built.
+    pub(crate) fn notable(mut self, or_quarantined: bool) -> Self {
+        let mut runs: Vec<CaseRun> = self.runs.collect();
+        runs.retain(|r| (r.passes > 0 && r.passes < r.trials) || (or_quarantined && r.quarantined));
+        self.runs = runs.into_iter();
+        self
+    }
+
     fn build(&self, run: CaseRun) -> CaseTrials {
         let CaseRun {
             first,
@@ -462,6 +472,44 @@ mod tests {
                 ("w::b".to_string(), 1, 0, false, false),
             ]
         );
+    }
+
+    /// The notable cases, skipped to without building the others, are the
+    /// ones the whole statistics call flaky (or quarantined), in order; the
+    /// iterator counts what is left.
+    #[test]
+    fn notable_cases_are_those_the_whole_statistics_flag() {
+        // 40 cases × 3 trials, cells interleaved across cases, with every
+        // mix of passes and some quarantined.
+        let cells: Vec<CellRecord> = (0..120u32)
+            .map(|i| {
+                let (case, trial) = (i % 40, i / 40);
+                let mut c =
+                    CellRecord::new(if case % 2 == 0 { "v" } else { "w" }, format!("c{case}"));
+                c.trial = trial;
+                c.passed = (case * 7 + trial * 3) % 5 < case % 4;
+                c.quarantined = case % 9 == 0 && trial == 1;
+                c
+            })
+            .collect();
+        let all = case_trials(&cells, &[], 0.95);
+        assert_eq!(trial_stats(&cells, &[], 0.95).len(), 40);
+        for or_quarantined in [false, true] {
+            let expected: Vec<CaseTrials> = all
+                .iter()
+                .filter(|t| t.flaky || (or_quarantined && t.quarantined))
+                .cloned()
+                .collect();
+            assert!(
+                expected.len() > 3 && expected.len() < 40,
+                "{}",
+                expected.len()
+            );
+            let notable = trial_stats(&cells, &[], 0.95).notable(or_quarantined);
+            assert_eq!(notable.len(), expected.len());
+            assert_eq!(notable.collect::<Vec<_>>(), expected);
+        }
+        assert!(all.iter().any(|t| t.quarantined && !t.flaky));
     }
 
     #[test]
