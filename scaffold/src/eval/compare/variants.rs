@@ -404,14 +404,18 @@ fn pairwise(
     scorer: Option<&str>,
     alpha: f64,
 ) -> PairwiseTest {
-    let index: BTreeMap<(String, String, u32), f64> = cells
+    // Keyed by the cells' own names: no copy of them per cell.
+    fn key(c: &CellRecord) -> (&str, &str, u32) {
+        (&c.dataset, &c.case, c.trial)
+    }
+    let index: BTreeMap<(&str, &str, u32), f64> = cells
         .iter()
         .filter(|c| c.variant == other)
-        .filter_map(|c| Some((c.case_key(), cell_quality(c, scorer)?)))
+        .filter_map(|c| Some((key(c), cell_quality(c, scorer)?)))
         .collect();
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for c in cells.iter().filter(|c| c.variant == variant) {
-        if let (Some(q), Some(o)) = (cell_quality(c, scorer), index.get(&c.case_key())) {
+        if let (Some(q), Some(o)) = (cell_quality(c, scorer), index.get(&key(c))) {
             a.push(q);
             b.push(*o);
         }
