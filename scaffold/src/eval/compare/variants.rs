@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 use super::primary_scorer;
 use crate::eval::results::CellRecord;
 use crate::eval::stats::{
-    Alternative, TTest, VariantSummary, Wilcoxon, WilcoxonOptions, paired_t_test,
-    wilcoxon_signed_rank,
+    Alternative, DEFAULT_CONFIDENCE, TTest, VariantSummary, Wilcoxon, WilcoxonOptions,
+    paired_t_test, trial_stats, wilcoxon_signed_rank,
 };
 use crate::report::fmt::{duration as ms, p_value as p_text, pct, usd};
 
@@ -204,13 +204,10 @@ impl VariantComparison {
 
 /// The fewest trials any variant × case of `cells` ran (0 without cells).
 fn trials_per_case(cells: &[CellRecord]) -> u32 {
-    let mut counts: BTreeMap<(&str, &str, &str), u32> = BTreeMap::new();
-    for c in cells {
-        *counts
-            .entry((c.variant.as_str(), c.dataset.as_str(), c.case.as_str()))
-            .or_default() += 1;
-    }
-    counts.into_values().min().unwrap_or(0)
+    let fewest = trial_stats(cells, &[], DEFAULT_CONFIDENCE)
+        .trial_counts()
+        .min();
+    fewest.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// The objectives of one variant.

@@ -349,6 +349,12 @@ impl TrialStats<'_> {
         self
     }
 
+    /// How many trials each variant × case left ran, without building
+    /// their statistics.
+    pub(crate) fn trial_counts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.runs.as_slice().iter().map(|r| r.trials)
+    }
+
     fn build(&self, run: CaseRun) -> CaseTrials {
         let CaseRun {
             first,
