@@ -890,20 +890,32 @@ impl EvalResults {
     /// `self.results`, or the cells the JSON report took out of them to
     /// stream them into the document.
     pub(crate) fn document<'a>(&'a self, cells: &'a [CellRecord]) -> Document<'a> {
+        // Every field, named: one added to `EvalResults` must be written too.
+        let EvalResults {
+            schema_version,
+            eval,
+            timestamp,
+            config,
+            results,
+            summary,
+            comparison,
+            gate_options,
+            gate,
+        } = self;
         Document {
-            schema_version: self.schema_version,
-            eval: &self.eval,
-            timestamp: &self.timestamp,
-            config: &self.config,
-            results: &self.results,
-            summary: &self.summary,
-            comparison: self.comparison.as_ref(),
-            gate_options: &self.gate_options,
+            schema_version: *schema_version,
+            eval,
+            timestamp,
+            config,
+            results,
+            summary,
+            comparison: comparison.as_ref(),
+            gate_options,
             trial_stats: TrialStatsOf {
                 cells,
-                options: &self.gate_options,
+                options: gate_options,
             },
-            gate: self.gate.as_ref(),
+            gate: gate.as_ref(),
         }
     }
 
