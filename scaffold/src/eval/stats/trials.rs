@@ -321,6 +321,11 @@ struct CaseRun {
 }
 
 impl CaseRun {
+    /// Some trials passed and some failed.
+    fn flaky(&self) -> bool {
+        self.passes > 0 && self.passes < self.trials
+    }
+
     fn add(&mut self, c: &CellRecord) {
         self.trials += 1;
         self.passes += usize::from(c.passed);
@@ -344,7 +349,7 @@ impl TrialStats<'_> {
     /// being built.
     pub(crate) fn notable(mut self, or_quarantined: bool) -> Self {
         let mut runs: Vec<CaseRun> = self.runs.collect();
-        runs.retain(|r| (r.passes > 0 && r.passes < r.trials) || (or_quarantined && r.quarantined));
+        runs.retain(|r| r.flaky() || (or_quarantined && r.quarantined));
         self.runs = runs.into_iter();
         self
     }
@@ -385,7 +390,7 @@ impl TrialStats<'_> {
             interval: wilson_interval(c, n, self.confidence),
             pass_at_k: k_map(pass_at_k),
             pass_hat_k: k_map(pass_hat_k),
-            flaky: c > 0 && c < n,
+            flaky: run.flaky(),
             quarantined,
         }
     }
