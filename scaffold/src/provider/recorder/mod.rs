@@ -33,6 +33,7 @@ mod redact;
 
 pub use cassette::{CASSETTE_VERSION, Cassette, RecordedRequest, RecordedResponse, Timing};
 pub use playback::RECORDING_ID_HEADER;
+pub(crate) use playback::release_idle as release_idle_playback;
 pub use redact::{REDACTED, RedactPattern};
 
 use std::fmt;

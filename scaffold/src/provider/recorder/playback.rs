@@ -109,6 +109,19 @@ impl PlaybackServer {
     }
 }
 
+/// Let go of what playback holds between requests, once no more will
+/// come: the requests the server's mock kept since its last reset (their
+/// headers pin the connections' read buffers) and the parsed cassettes.
+/// The server stays up and answers as before if asked again.
+pub(crate) async fn release_idle() {
+    if let Some(server) = SERVER.get() {
+        let _closed = server.gate.write().await;
+        server.server.reset().await;
+        mount_responder(&server.server).await;
+    }
+    *CACHE.lock().unwrap_or_else(|e| e.into_inner()) = Cache::default();
+}
+
 /// The playback server, started by the first caller.
 pub(crate) async fn server() -> Result<&'static PlaybackServer, String> {
     SERVER.get_or_try_init(start_server).await
@@ -609,6 +622,54 @@ mod tests {
             err.contains("no recording") && err.contains(&other),
             "{err}"
         );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Once the cells are done, playback lets go of the cassettes it
+    /// parsed and of what the server kept, and still answers if asked.
+    #[test]
+    fn releasing_idle_playback_keeps_it_answering() {
+        let dir = std::env::temp_dir().join(format!("scaffold-idle-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let id = RecordingId::new("d", "idle", "v", "n", 0);
+        let body = serde_json::json!({"model": "m"});
+        save_cassette(&dir, &id, &body, 200, Default::default());
+        let transport = PlaybackTransport::new(
+            crate::provider::http::ReqwestTransport::shared(),
+            &dir,
+            Arc::new(Redactor::default()),
+        );
+        let context = CallContext {
+            recording_id: Some(id.to_string()),
+        };
+        let send = || {
+            let request = HttpRequest {
+                method: "POST".into(),
+                url: "http://api.invalid/v1/chat/completions".into(),
+                headers: vec![],
+                body: Some(body.clone()),
+            };
+            transport.send(request, &context)
+        };
+        let cached = |path: &Path| {
+            CACHE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entries
+                .contains_key(path)
+        };
+        let path = dir.join(format!("{id}.json"));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            assert_eq!(send().await.map(|r| r.status).map_err(|e| e.to_string()), Ok(200));
+            assert!(cached(&path), "the cassette was not cached");
+            release_idle().await;
+            assert!(!cached(&path), "the cassette is still cached");
+            assert_eq!(send().await.map(|r| r.status).map_err(|e| e.to_string()), Ok(200));
+        });
         let _ = fs::remove_dir_all(&dir);
     }
 
