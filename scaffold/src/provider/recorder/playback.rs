@@ -664,11 +664,17 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            assert_eq!(send().await.map(|r| r.status).map_err(|e| e.to_string()), Ok(200));
+            assert_eq!(
+                send().await.map(|r| r.status).map_err(|e| e.to_string()),
+                Ok(200)
+            );
             assert!(cached(&path), "the cassette was not cached");
             release_idle().await;
             assert!(!cached(&path), "the cassette is still cached");
-            assert_eq!(send().await.map(|r| r.status).map_err(|e| e.to_string()), Ok(200));
+            assert_eq!(
+                send().await.map(|r| r.status).map_err(|e| e.to_string()),
+                Ok(200)
+            );
         });
         let _ = fs::remove_dir_all(&dir);
     }
