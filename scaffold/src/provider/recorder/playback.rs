@@ -625,31 +625,66 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// A recordings folder named after `test` with one recorded answer (200)
+    /// to [`Recorded::request`], a playback transport over it, and the
+    /// call context naming the recording.
+    struct Recorded {
+        dir: PathBuf,
+        path: PathBuf,
+        transport: Arc<PlaybackTransport>,
+        context: CallContext,
+    }
+
+    impl Recorded {
+        fn new(test: &str) -> Recorded {
+            let dir = std::env::temp_dir().join(format!("scaffold-{test}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            let id = RecordingId::new("d", test, "v", "n", 0);
+            save_cassette(&dir, &id, &Recorded::body(), 200, Default::default());
+            let transport = Arc::new(PlaybackTransport::new(
+                crate::provider::http::ReqwestTransport::shared(),
+                &dir,
+                Arc::new(Redactor::default()),
+            ));
+            Recorded {
+                path: dir.join(format!("{id}.json")),
+                dir,
+                transport,
+                context: CallContext {
+                    recording_id: Some(id.to_string()),
+                },
+            }
+        }
+
+        fn body() -> serde_json::Value {
+            serde_json::json!({"model": "m"})
+        }
+
+        fn request() -> HttpRequest {
+            HttpRequest {
+                method: "POST".into(),
+                url: "http://api.invalid/v1/chat/completions".into(),
+                headers: vec![],
+                body: Some(Recorded::body()),
+            }
+        }
+    }
+
+    impl Drop for Recorded {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+
     /// Once the cells are done, playback lets go of the cassettes it
     /// parsed and of what the server kept, and still answers if asked.
     #[test]
     fn releasing_idle_playback_keeps_it_answering() {
-        let dir = std::env::temp_dir().join(format!("scaffold-idle-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let id = RecordingId::new("d", "idle", "v", "n", 0);
-        let body = serde_json::json!({"model": "m"});
-        save_cassette(&dir, &id, &body, 200, Default::default());
-        let transport = PlaybackTransport::new(
-            crate::provider::http::ReqwestTransport::shared(),
-            &dir,
-            Arc::new(Redactor::default()),
-        );
-        let context = CallContext {
-            recording_id: Some(id.to_string()),
-        };
+        let recorded = Recorded::new("idle");
         let send = || {
-            let request = HttpRequest {
-                method: "POST".into(),
-                url: "http://api.invalid/v1/chat/completions".into(),
-                headers: vec![],
-                body: Some(body.clone()),
-            };
-            transport.send(request, &context)
+            recorded
+                .transport
+                .send(Recorded::request(), &recorded.context)
         };
         let cached = |path: &Path| {
             CACHE
@@ -658,7 +693,7 @@ mod tests {
                 .entries
                 .contains_key(path)
         };
-        let path = dir.join(format!("{id}.json"));
+        let path = &recorded.path;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -668,32 +703,20 @@ mod tests {
                 send().await.map(|r| r.status).map_err(|e| e.to_string()),
                 Ok(200)
             );
-            assert!(cached(&path), "the cassette was not cached");
+            assert!(cached(path), "the cassette was not cached");
             release_idle().await;
-            assert!(!cached(&path), "the cassette is still cached");
+            assert!(!cached(path), "the cassette is still cached");
             assert_eq!(
                 send().await.map(|r| r.status).map_err(|e| e.to_string()),
                 Ok(200)
             );
         });
-        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn the_server_is_reset_between_requests_and_none_is_lost() {
-        let dir = std::env::temp_dir().join(format!("scaffold-reset-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let id = RecordingId::new("d", "reset", "v", "n", 0);
-        let body = serde_json::json!({"model": "m"});
-        save_cassette(&dir, &id, &body, 200, Default::default());
-        let transport = Arc::new(PlaybackTransport::new(
-            crate::provider::http::ReqwestTransport::shared(),
-            &dir,
-            Arc::new(Redactor::default()),
-        ));
-        let context = CallContext {
-            recording_id: Some(id.to_string()),
-        };
+        let recorded = Recorded::new("reset");
+        let (transport, context) = (&recorded.transport, &recorded.context);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(4)
             .enable_all()
@@ -710,17 +733,10 @@ mod tests {
             let senders: Vec<_> = (0..senders)
                 .map(|_| {
                     let (transport, context) = (transport.clone(), context.clone());
-                    let body = body.clone();
                     tokio::spawn(async move {
                         let mut statuses = Vec::new();
                         for _ in 0..each {
-                            let request = HttpRequest {
-                                method: "POST".into(),
-                                url: "http://api.invalid/v1/chat/completions".into(),
-                                headers: vec![],
-                                body: Some(body.clone()),
-                            };
-                            let sent = transport.send(request, &context).await;
+                            let sent = transport.send(Recorded::request(), &context).await;
                             statuses.push(sent.map(|r| r.status).map_err(|e| e.to_string()));
                         }
                         statuses
@@ -738,6 +754,5 @@ mod tests {
                 "{resets} resets for {requests} requests"
             );
         });
-        let _ = fs::remove_dir_all(&dir);
     }
 }
