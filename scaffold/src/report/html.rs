@@ -495,7 +495,7 @@ fn flaky(out: &mut String, results: &EvalResults) {
     let _ = writeln!(
         out,
         "<section id=\"flaky\">\n<h2>Flaky and quarantined cells</h2>\n<p>Flaky (trials disagree): {} of {} cells. Quarantined cells are reported but not counted by the gate or baseline blocking.</p>",
-        results.flaky().count(),
+        notable.iter().filter(|t| t.flaky).count(),
         results.trial_stats().len()
     );
     let _ = writeln!(

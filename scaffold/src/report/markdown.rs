@@ -206,12 +206,12 @@ fn flaky(out: &mut String, results: &EvalResults) {
     if notable.is_empty() {
         return;
     }
-    let flaky = results.flaky().count();
+    let flaky = notable.iter().filter(|t| t.flaky).count();
+    let cases = results.trial_stats().len();
     let _ = writeln!(
         out,
-        "### Flaky and quarantined cells\n\nFlaky (trials disagree): {flaky} of {} cell{}.\n",
-        results.trial_stats().len(),
-        plural(results.trial_stats().len()),
+        "### Flaky and quarantined cells\n\nFlaky (trials disagree): {flaky} of {cases} cell{}.\n",
+        plural(cases),
     );
     let _ = writeln!(
         out,

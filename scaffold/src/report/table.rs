@@ -229,14 +229,15 @@ pub fn render_results(results: &EvalResults) -> String {
 /// The flaky and quarantined cells and the borderline judgements.
 fn trial_lines(results: &EvalResults) -> String {
     let mut out = String::new();
-    let flaky = results.flaky().count();
+    // The flaky are among the notable: the statistics are counted once.
+    let notable = results.notable_trials();
+    let flaky = notable.iter().filter(|t| t.flaky).count();
     if flaky > 0 {
         out.push_str(&format!(
             "  Flaky: {flaky} of {} cells disagree across trials\n",
             results.trial_stats().len()
         ));
     }
-    let notable = results.notable_trials();
     for t in notable.iter().take(MAX_LISTED) {
         out.push_str(&format!(
             "    {} {}: {}/{} passed ({} {}; {})\n",

@@ -95,17 +95,24 @@ impl PlaybackServer {
     async fn pass(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
         if self.sent.fetch_add(1, Ordering::Relaxed) % REQUESTS_PER_RESET == REQUESTS_PER_RESET - 1
         {
-            let _closed = self.gate.write().await;
-            self.server.reset().await;
-            // Tests widen the window between the reset and the mount, so
-            // that a request let through it would be seen (blocking: the
-            // caller's runtime may have no timer).
-            #[cfg(test)]
-            std::thread::sleep(std::time::Duration::from_millis(2));
-            mount_responder(&self.server).await;
-            self.resets.fetch_add(1, Ordering::Relaxed);
+            self.reset().await;
         }
         self.gate.read().await
+    }
+
+    /// Free the requests the server's mock kept and mount the responder
+    /// again, with the gate closed: once the exchanges in flight are
+    /// answered, none reaches the server until the responder is back.
+    async fn reset(&self) {
+        let _closed = self.gate.write().await;
+        self.server.reset().await;
+        // Tests widen the window between the reset and the mount, so that
+        // a request let through it would be seen (blocking: the caller's
+        // runtime may have no timer).
+        #[cfg(test)]
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        mount_responder(&self.server).await;
+        self.resets.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -115,9 +122,7 @@ impl PlaybackServer {
 /// The server stays up and answers as before if asked again.
 pub(crate) async fn release_idle() {
     if let Some(server) = SERVER.get() {
-        let _closed = server.gate.write().await;
-        server.server.reset().await;
-        mount_responder(&server.server).await;
+        server.reset().await;
     }
     *CACHE.lock().unwrap_or_else(|e| e.into_inner()) = Cache::default();
 }
