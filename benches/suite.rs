@@ -17,10 +17,13 @@
 //!   wall time and CPU time of the whole process per cell, its peak
 //!   resident memory (VmHWM) and how much that grows per cell, and its
 //!   resident anonymous memory while the cells run (sampled every 100 ms,
-//!   largest size). Baseline: the same harness and cells on a
-//!   scripted echo model (no HTTP, no cassettes), run alternately with it.
-//!   Diagnostics, run alternately too: the same run with insta's pending
-//!   snapshots elsewhere, and the cells alone (as one process of a nextest
+//!   largest size). Baselines, run alternately with it: the same harness
+//!   and cells on a scripted echo model (no HTTP, no cassettes), and the
+//!   cells' HTTP exchanges alone (the same client, road and number of
+//!   threads to a wiremock server with one fixed answer; no cassette,
+//!   workflow, assertion, store or snapshot): the part of the budget no
+//!   work of the harness can remove. Diagnostics, run alternately too:
+//!   the cells alone (as one process of a nextest
 //!   run, which records every cell and writes no summary nor report), whose
 //!   peak RSS tells the memory of the run from that of the summary; and
 //!   once per size, `--list`, which loads the datasets and builds the test
@@ -70,6 +73,9 @@ const CHILD_ENV: &str = "SCAFFOLD_BENCH_CHILD";
 const STATS_ENV: &str = "SCAFFOLD_BENCH_STATS";
 /// Set in a child: the eval that gets the dataset `evals/bench.yaml`.
 const EVAL_ENV: &str = "SCAFFOLD_BENCH_EVAL";
+/// Set in a child: make the HTTP exchanges of this many playback cells and
+/// nothing else (see [`http_floor`]) instead of running the harness.
+const FLOOR_ENV: &str = "SCAFFOLD_BENCH_FLOOR";
 
 const LATENCY: Duration = Duration::from_millis(100);
 const LIVE_CELLS: usize = 200;
@@ -158,7 +164,16 @@ fn live_cases() -> Result<Dataset, DatasetError> {
 }
 
 fn child(dir: &str) -> ExitCode {
-    let code = scaffold::harness::main_in(dir);
+    let code = match std::env::var(FLOOR_ENV).ok().and_then(|n| n.parse().ok()) {
+        Some(cells) => match http_floor(Path::new(dir), cells) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        None => scaffold::harness::main_in(dir),
+    };
     if let Some(path) = std::env::var_os(STATS_ENV) {
         let _ = std::fs::write(path, SelfUsage::read().to_line());
     }
@@ -175,6 +190,115 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The HTTP floor: what the budget's "HTTP to wiremock" costs by itself.
+
+/// Test threads of a playback run by default: the harness runs four cells
+/// per CPU in playback (`harness::default_test_threads`).
+fn playback_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from) * 4
+}
+
+/// Requests a wiremock server answers between two resets, as the playback
+/// server: its mock keeps a copy of every request it matched until then.
+const FLOOR_REQUESTS_PER_RESET: usize = 128;
+
+/// The 2 HTTP exchanges of each of `cells` playback cells, and nothing else:
+/// no cassette, no workflow, no assertion, store or snapshot. The requests
+/// take the same road as the harness's: [`ReqwestTransport::shared`] (the
+/// client's background runtime), called with `block_on` on a multi-thread
+/// runtime from the harness's default number of test threads, to a wiremock
+/// server on its own thread whose one mock answers every request with the
+/// recorded answer of the package's first cell. The server is reset every
+/// [`FLOOR_REQUESTS_PER_RESET`] requests, while no request is in flight.
+fn http_floor(dir: &Path, cells: usize) -> Res<()> {
+    use scaffold::provider::CallContext;
+    use scaffold::provider::http::ReqwestTransport;
+    use scaffold::provider::transport::{HttpBody, HttpRequest};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let cassette = dir.join("evals/recordings/eval__bench__case-0__openai__writer__inv0.json");
+    let recorded: serde_json::Value = serde_json::from_slice(&std::fs::read(&cassette)?)?;
+    let answer = serde_json::to_vec(&recorded["response"]["body"])?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mock = || {
+        Mock::given(wiremock::matchers::any()).respond_with(
+            ResponseTemplate::new(200).set_body_raw(answer.clone(), "application/json"),
+        )
+    };
+    let server = runtime.block_on(async {
+        let server = MockServer::builder()
+            .disable_request_recording()
+            .start()
+            .await;
+        mock().mount(&server).await;
+        server
+    });
+    let url = format!("{}/v1/chat/completions", server.uri());
+    let transport = ReqwestTransport::shared();
+    let threads = playback_threads();
+    // Cells per thread between two resets.
+    let round = (FLOOR_REQUESTS_PER_RESET / 2 / threads).max(1);
+    let rounds = cells.div_ceil(round * threads);
+    let barrier = std::sync::Barrier::new(threads);
+    let failed = std::sync::atomic::AtomicUsize::new(0);
+    let exchange = |cell: usize, call: &str| {
+        let request = HttpRequest {
+            method: "POST".into(),
+            url: url.clone(),
+            headers: vec![
+                ("authorization".into(), "Bearer sk-bench".into()),
+                ("content-type".into(), "application/json".into()),
+            ],
+            body: Some(serde_json::json!({
+                "messages": [{"role": "user", "content": format!("{call} topic number {cell}")}],
+                "model": "gpt-4o-mini",
+            })),
+        };
+        let answered = runtime.block_on(async {
+            match transport.send(request, &CallContext::default()).await {
+                Ok(r) if r.status == 200 => match r.body {
+                    HttpBody::Full(bytes) => bytes.len() == answer.len(),
+                    HttpBody::Stream(_) => false,
+                },
+                _ => false,
+            }
+        });
+        if !answered {
+            failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    std::thread::scope(|scope| {
+        for thread in 0..threads {
+            let (barrier, exchange, runtime, server, mock) =
+                (&barrier, &exchange, &runtime, &server, &mock);
+            scope.spawn(move || {
+                for r in 0..rounds {
+                    let first = (r * threads + thread) * round;
+                    for cell in first..(first + round).min(cells) {
+                        exchange(cell, "Write one sentence about");
+                        exchange(cell, "Review: Echo: Write one sentence about");
+                    }
+                    // Every thread ends its round; one resets the server.
+                    if barrier.wait().is_leader() {
+                        runtime.block_on(async {
+                            server.reset().await;
+                            mock().mount(server).await;
+                        });
+                    }
+                    barrier.wait();
+                }
+            });
+        }
+    });
+    match failed.into_inner() {
+        0 => Ok(()),
+        n => Err(format!("{n} of {} requests of the HTTP floor failed", cells * 2).into()),
     }
 }
 
@@ -456,6 +580,19 @@ impl Package {
         }
         run_measured(cmd, &stats, &self.dir, eval, &[0])
     }
+
+    /// The HTTP exchanges of `cells` cells alone ([`http_floor`]) in a
+    /// child process, after a playback run recorded the answer it sends.
+    fn run_floor(&self, cells: usize) -> Res<Sample> {
+        let stats = self.dir.join("stats.txt");
+        let _ = std::fs::remove_file(&stats);
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.current_dir(&self.dir)
+            .env(CHILD_ENV, &self.dir)
+            .env(STATS_ENV, &stats)
+            .env(FLOOR_ENV, cells.to_string());
+        run_measured(cmd, &stats, &self.dir, "http-floor", &[0])
+    }
 }
 
 /// Read every file under `dir` (not timed).
@@ -652,21 +789,13 @@ fn playback(
             pf.write_suite(&pf_dir, cases, &server.openai_base_url())?;
         }
         let (mut played, mut scripted, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut no_scan, mut cells_only) = (Vec::new(), Vec::new());
-        let pending = pkg.dir.join("pending");
+        let (mut floor, mut cells_only) = (Vec::new(), Vec::new());
         let runs = reps.unwrap_or(if cells >= 5000 { 2 } else { 3 });
         for _ in 0..runs {
             played.push(pkg.run("playback", "playback", false, &[])?);
             scripted.push(pkg.run("scripted", "playback", false, &[])?);
-            // Diagnostic: with insta's pending snapshots elsewhere, its
-            // assertion no longer lists `snapshots/` on every cell (see README).
-            no_scan.push(pkg.run_with(
-                "playback",
-                "playback",
-                false,
-                &[],
-                &[("INSTA_PENDING_DIR", &pending)],
-            )?);
+            // Baseline: the cells' HTTP exchanges alone.
+            floor.push(pkg.run_floor(cells)?);
             // Diagnostic: as one process of a nextest run, the harness
             // records every cell and writes no summary: the memory of the
             // cells alone.
@@ -692,14 +821,11 @@ fn playback(
             mib(s.usage.peak_rss_kib),
             p.wall.as_secs_f64() / s.wall.as_secs_f64(),
         );
-        let n = median_sample(&no_scan);
+        let f = median_sample(&floor);
         print_beside(
             cells,
-            &n,
-            &format!(
-                "playback without insta's scan of snapshots/, {:.2}× faster",
-                p.wall.as_secs_f64() / n.wall.as_secs_f64()
-            ),
+            &f,
+            "HTTP alone: the cells' 2 exchanges with wiremock, nothing else",
         );
         let c = median_sample(&cells_only);
         print_beside(cells, &c, "the cells alone: no summary, no reports");
@@ -736,21 +862,30 @@ fn playback(
             ));
         }
         rss.push((cells, p.usage.peak_rss_kib));
-        largest = Some((cells, p, s, n));
+        largest = Some((cells, p, s, f));
         if !keep() {
             let _ = std::fs::remove_dir_all(&pkg.dir);
         }
     }
-    if let Some((cells, p, s, n)) = &largest {
+    if let Some((cells, p, s, f)) = &largest {
         let cells = *cells;
         let wall = per_cell_ms(p.wall, cells);
         let over = per_cell_ms(p.wall.saturating_sub(s.wall), cells);
         verdicts.push(format!(
             "playback at {cells} cells: {wall:.3} ms per cell (wall; {:.3} ms CPU), budget {BUDGET_PLAYBACK_MS} ms: {}; \
-             {over:.3} ms of it over the scripted baseline; {:.3} ms without insta's scan of snapshots/",
+             {over:.3} ms of it over the scripted baseline",
             per_cell_ms(p.usage.cpu, cells),
             if wall <= BUDGET_PLAYBACK_MS { "met" } else { "NOT met" },
-            per_cell_ms(n.wall, cells),
+        ));
+        // What no work of the harness can remove: the budget counts the
+        // HTTP to wiremock in.
+        let http = per_cell_ms(f.wall, cells);
+        verdicts.push(format!(
+            "  HTTP alone (the cells' 2 exchanges with wiremock, nothing else): {http:.3} ms per cell (wall; {:.3} ms CPU), \
+             {:.0}% of the budget; the harness's own work takes the other {:.3} ms of the cell",
+            per_cell_ms(f.usage.cpu, cells),
+            100.0 * http / BUDGET_PLAYBACK_MS,
+            (wall - http).max(0.0),
         ));
     }
     if let (Some(first), Some(last)) = (rss.first(), rss.last())
