@@ -196,8 +196,9 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------
 // The HTTP floor: what the budget's "HTTP to wiremock" costs by itself.
 
-/// Test threads of a playback run by default: the harness runs four cells
-/// per CPU in playback (`harness::default_test_threads`).
+/// Test threads of a playback run by default: four cells per CPU
+/// (`PLAYBACK_CELLS_PER_CPU` in `scaffold/src/harness/mod.rs`; keep the two
+/// alike).
 fn playback_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from) * 4
 }

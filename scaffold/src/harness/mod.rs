@@ -307,7 +307,8 @@ fn wanted_formats() -> Result<Vec<Format>, String> {
 /// part of its time waiting for its record's durable commit; with only one
 /// cell per CPU the CPUs idle through those waits and every commit holds one
 /// cell's pages. Four per CPU kept both CPUs of a 2-core machine busy and
-/// shared each commit between cells (`benches/suite.rs`).
+/// shared each commit between cells (`benches/suite.rs`, whose HTTP-alone
+/// baseline uses as many threads: keep the two alike).
 const PLAYBACK_CELLS_PER_CPU: usize = 4;
 
 /// The test threads when `--test-threads` is not given: `RUST_TEST_THREADS`,
