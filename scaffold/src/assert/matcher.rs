@@ -24,6 +24,8 @@
 //! | `matches: re` | is a string (numbers and booleans as written) the regex `re` finds a match in |
 //! | `equals: v` | is exactly `v` (deep, numbers by value); the escape hatch to compare against an object that looks like a matcher |
 
+use std::sync::Arc;
+
 use regex::Regex;
 use serde_json::Value;
 
@@ -69,7 +71,7 @@ pub(crate) enum Check<'e> {
     Contains(&'e Value),
     StartsWith(&'e str),
     EndsWith(&'e str),
-    Matches(Regex),
+    Matches(Arc<Regex>),
     Equals(&'e Value),
 }
 
@@ -288,7 +290,11 @@ fn compile_check<'e>(key: &str, v: &'e Value) -> Result<Check<'e>, String> {
         "endsWith" => Check::EndsWith(string(key, v)?),
         "matches" => {
             let re = string(key, v)?;
-            Check::Matches(Regex::new(re).map_err(|e| format!("bad regex in `matches`: {e}"))?)
+            // Compiled once per process, not once per cell that checks it.
+            Check::Matches(
+                super::output::cached_regex(re, None)
+                    .map_err(|e| format!("bad regex in `matches`: {e}"))?,
+            )
         }
         "equals" => Check::Equals(v),
         other => return Err(format!("unknown matcher `{other}`")),
@@ -434,6 +440,9 @@ mod tests {
         assert!(!t(json!([3, 1]), json!([1, 2, 3])));
         assert!(t(json!({"a": {"b": 1}}), json!({"a": {"b": 1.0, "c": 2}})));
         assert!(!t(json!({"matches": "("}), json!("(")));
+        let bad = json!({"matches": "("});
+        let err = Expect::compile(&bad).err().unwrap();
+        assert!(err.starts_with("bad regex in `matches`: "), "{err}");
     }
 
     #[test]

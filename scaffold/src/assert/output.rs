@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
@@ -267,8 +267,12 @@ pub fn build_regex(regex: &str, flags: Option<&str>) -> Result<Regex, String> {
 
 /// [`build_regex`], compiled once per process: every cell of a suite checks
 /// the same patterns, and compiling one costs more than matching it.
-fn cached_regex(regex: &str, flags: Option<&str>) -> Result<Regex, String> {
-    type Cache = HashMap<(String, String), Regex>;
+///
+/// The regex is shared, not cloned: a clone of a `Regex` starts with an
+/// empty pool of match caches, so each cell would build (and free) a lazy
+/// DFA cache of its own; the shared one keeps its caches for every thread.
+pub(crate) fn cached_regex(regex: &str, flags: Option<&str>) -> Result<Arc<Regex>, String> {
+    type Cache = HashMap<(String, String), Arc<Regex>>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     /// Enough for any suite's patterns; a generated flood just starts over.
     const MAX: usize = 4096;
@@ -277,12 +281,12 @@ fn cached_regex(regex: &str, flags: Option<&str>) -> Result<Regex, String> {
     if let Some(re) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(re);
     }
-    let re = build_regex(regex, flags)?;
+    let re = Arc::new(build_regex(regex, flags)?);
     if let Ok(mut c) = cache.lock() {
         if c.len() >= MAX {
             c.clear();
         }
-        c.insert(key, re.clone());
+        c.insert(key, Arc::clone(&re));
     }
     Ok(re)
 }
@@ -418,5 +422,23 @@ pub(crate) fn equals(a: &OutputEquals, ctx: &EvalContext<'_>) -> Outcome {
         ))
         .expected(a.value.clone())
         .actual(v.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_is_compiled_once_and_shared() {
+        let a = cached_regex("^echo: .*$", Some("i")).unwrap();
+        let again = cached_regex("^echo: .*$", Some("i")).unwrap();
+        // One regex, so one pool of match caches for every cell.
+        assert!(Arc::ptr_eq(&a, &again));
+        let other = cached_regex("^echo: .*$", None).unwrap();
+        assert!(!Arc::ptr_eq(&a, &other), "flags are part of the key");
+        assert!(a.is_match("Echo: hi") && !other.is_match("Echo: hi"));
+        let err = cached_regex("(", None).unwrap_err();
+        assert!(err.contains("unclosed group"), "{err}");
     }
 }
