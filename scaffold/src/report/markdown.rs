@@ -13,7 +13,7 @@ use super::fmt::{
     t_test_cell, usd, wilcoxon_cell,
 };
 use crate::eval::compare::{Regression, Severity};
-use crate::eval::{Comparison, EvalResults, VariantSummary};
+use crate::eval::{CaseTrials, Comparison, EvalResults, VariantSummary};
 
 /// Failed cells listed before "and N more".
 const MAX_FAILURES: usize = 20;
@@ -58,12 +58,14 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
         if gate { "passed" } else { "**failed**" },
         md_cell(&results.timestamp)
     );
-    for note in verdict.notes(&results.eval, &results.notable_trials()) {
+    // Computed once for the notes and the flaky section.
+    let notable = results.notable_trials();
+    for note in verdict.notes(&results.eval, &notable) {
         let _ = writeln!(out, "> **{}**\n", md_text(&note));
     }
     summary_table(&mut out, results);
     highlights(&mut out, results);
-    flaky(&mut out, results);
+    flaky(&mut out, results, &notable);
     borderline(&mut out, results);
     failures(&mut out, results);
     if let Some(cmp) = baseline {
@@ -201,8 +203,7 @@ fn highlights(out: &mut String, results: &EvalResults) {
 }
 
 /// The flaky and quarantined cells: trials, interval, pass@k and pass^k.
-fn flaky(out: &mut String, results: &EvalResults) {
-    let notable = results.notable_trials();
+fn flaky(out: &mut String, results: &EvalResults, notable: &[CaseTrials]) {
     if notable.is_empty() {
         return;
     }
