@@ -755,8 +755,9 @@ async fn eval_fork_from_gives_every_variant_the_same_state() {
     let no_store = CellEnv::default();
     let outcome = erased.run_cell(0, &no_store).await;
     assert!(outcome.result.passed, "{:?}", outcome.result.failures());
-    assert_eq!(outcome.summary["output"], json!("code by opus"));
-    assert_eq!(outcome.summary["trajectory"][1]["phase"], "coding");
+    let summary = outcome.summary();
+    assert_eq!(summary["output"], json!("code by opus"));
+    assert_eq!(summary["trajectory"][1]["phase"], "coding");
 
     // A session origin needs a store.
     erased.set_fork_from(ForkFrom::session("abc").at(ForkPoint::index(1)));

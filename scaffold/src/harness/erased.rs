@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::registry::Built;
-use super::snapshot::session_summary;
+use super::snapshot::SessionSnapshot;
 use crate::dataset::Dataset;
 use crate::eval::{CellEnv, CellId, CellResult, Eval, GateOptions};
 use crate::scorer::Scorer;
@@ -32,11 +32,16 @@ pub struct HarnessCell {
 pub struct CellOutcome {
     /// The graded result.
     pub result: CellResult,
-    /// The session summary for the snapshot.
-    pub summary: Value,
+    /// What the session snapshot is made of.
+    pub(crate) session: SessionSnapshot,
 }
 
 impl CellOutcome {
+    /// The session summary the snapshot holds (see [`session_summary`](super::session_summary)).
+    pub fn summary(&self) -> Value {
+        self.session.summary(&self.result)
+    }
+
     fn missing(eval: &str, index: usize) -> CellOutcome {
         let id = CellId {
             eval: eval.to_string(),
@@ -46,7 +51,7 @@ impl CellOutcome {
         };
         CellOutcome {
             result: CellResult::failed(id, format!("eval `{eval}` has no cell #{index}")),
-            summary: Value::Null,
+            session: SessionSnapshot::default(),
         }
     }
 }
@@ -208,9 +213,12 @@ impl<S: State> ErasedEval for Eval<S> {
                 return CellOutcome::missing(self.name(), index);
             };
             let (result, run) = Eval::run_cell(self, &cell, env).await;
-            let state = serde_json::to_value(&run.state).unwrap_or(Value::Null);
-            let summary = session_summary(&result, &run.signals, &state);
-            CellOutcome { result, summary }
+            let final_state = serde_json::to_value(&run.state).unwrap_or(Value::Null);
+            let session = SessionSnapshot {
+                signals: run.signals,
+                final_state,
+            };
+            CellOutcome { result, session }
         })
     }
 

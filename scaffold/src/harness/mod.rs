@@ -787,12 +787,17 @@ impl Harness {
         let snapshot_ok = match &self.snapshots {
             Snapshots::Off => true,
             Snapshots::Dir(snapshots)
-                if snapshot::matches_committed(snapshots, &snapshot_name, &outcome.summary) =>
+                if snapshot::matches_committed(
+                    snapshots,
+                    &snapshot_name,
+                    &outcome.result,
+                    &outcome.session,
+                ) =>
             {
                 true
             }
             Snapshots::Dir(snapshots) => {
-                let summary = &outcome.summary;
+                let summary = outcome.summary();
                 let description = outcome.result.id.to_string();
                 std::panic::catch_unwind(|| {
                     let mut settings = insta::Settings::clone_current();
@@ -800,7 +805,8 @@ impl Harness {
                     settings.set_prepend_module_to_snapshot(false);
                     settings.set_omit_expression(true);
                     settings.set_description(description);
-                    settings.bind(|| insta::assert_yaml_snapshot!(snapshot_name.as_str(), summary));
+                    settings
+                        .bind(|| insta::assert_yaml_snapshot!(snapshot_name.as_str(), &summary));
                 })
                 .is_ok()
             }

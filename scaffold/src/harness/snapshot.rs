@@ -113,7 +113,171 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
     })
 }
 
-/// Whether `snapshots/{name}.snap` in `dir` already holds `summary`, checked
+/// What a cell's snapshot is made of: its signals and final state, kept
+/// until the snapshot is checked.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SessionSnapshot {
+    pub(crate) signals: Vec<Signal>,
+    pub(crate) final_state: Value,
+}
+
+impl SessionSnapshot {
+    /// The summary as a JSON value (what insta is given).
+    pub(crate) fn summary(&self, cell: &CellResult) -> Value {
+        session_summary(cell, &self.signals, &self.final_state)
+    }
+
+    /// [`yaml`] of [`SessionSnapshot::summary`], written without building
+    /// the value: the tree of a summary (a map per signal, each payload
+    /// field cloned) was a fifth of a playback cell's allocations.
+    pub(crate) fn yaml(&self, cell: &CellResult) -> Option<String> {
+        if block_style() {
+            return None;
+        }
+        let out = summary_yaml(cell, &self.signals, &self.final_state);
+        debug_assert_eq!(
+            Some(&out),
+            yaml(&self.summary(cell)).as_ref(),
+            "the direct summary YAML is not the summary's"
+        );
+        Some(out)
+    }
+}
+
+/// A node of a summary as [`summary_yaml`] writes it: borrowed from the
+/// cell where it can be.
+enum Node<'a> {
+    Json(&'a Value),
+    /// A scalar made on the spot (numbers, booleans, null: no allocation).
+    Scalar(Value),
+    Str(&'a str),
+    /// Entries in key order, keys unique.
+    Map(Vec<(&'a str, Node<'a>)>),
+    Seq(Vec<Node<'a>>),
+}
+
+impl Node<'_> {
+    /// A number as `json!` makes it from an `f64`: null when not finite.
+    fn float(f: f64) -> Node<'static> {
+        Node::Scalar(Value::from(f))
+    }
+}
+
+/// One trajectory entry of [`summarize_signal`], as a node.
+fn signal_node(signal: &Signal) -> Node<'_> {
+    // `summarize_signal` inserts into a sorted map: a later key replaces
+    // an earlier one.
+    fn insert<'a>(entries: &mut Vec<(&'a str, Node<'a>)>, key: &'a str, node: Node<'a>) {
+        match entries.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = node,
+            None => entries.push((key, node)),
+        }
+    }
+    let mut entries: Vec<(&str, Node<'_>)> = Vec::with_capacity(6);
+    entries.push(("signal", Node::Str(&signal.name)));
+    match (key_fields(&signal.name), &signal.payload) {
+        (Some(fields), Value::Object(payload)) => {
+            for field in fields {
+                if let Some(v) = payload.get(*field) {
+                    insert(&mut entries, field, Node::Json(v));
+                }
+            }
+        }
+        (None, Value::Object(payload)) => {
+            for (k, v) in payload {
+                if k != "agent" {
+                    insert(&mut entries, k, Node::Json(v));
+                }
+            }
+            if let Some(agent) = &signal.agent {
+                insert(&mut entries, "agent", Node::Str(agent));
+            }
+        }
+        (_, other) if !other.is_null() => insert(&mut entries, "payload", Node::Json(other)),
+        _ => {}
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    Node::Map(entries)
+}
+
+/// The YAML text of [`session_summary`], written from the cell.
+fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> String {
+    let trajectory = signals
+        .iter()
+        .filter(|s| s.name != names::TEXT_DELTA)
+        .map(signal_node)
+        .collect();
+    let deltas = signals.len()
+        - signals
+            .iter()
+            .filter(|s| s.name != names::TEXT_DELTA)
+            .count();
+    let assertions = cell
+        .assertions
+        .iter()
+        .map(|a| {
+            let passed = ("passed", Node::Scalar(Value::Bool(a.passed)));
+            Node::Map(match a.passed {
+                true => vec![passed],
+                false => vec![("message", Node::Str(&a.message)), passed],
+            })
+        })
+        .collect();
+    let scores = cell
+        .scores
+        .iter()
+        .map(|s| {
+            Node::Map(vec![
+                ("name", Node::Str(&s.name)),
+                ("pass", Node::Scalar(Value::Bool(s.pass))),
+            ])
+        })
+        .collect();
+    let m = &cell.metrics;
+    let id = cell.id.to_string();
+    let status = serde_json::to_value(cell.status).unwrap_or(Value::Null);
+    let null = Value::Null;
+    // In key order, as the summary's map has them.
+    let top = Node::Map(vec![
+        ("assertions", Node::Seq(assertions)),
+        ("cell", Node::Str(&id)),
+        (
+            "error",
+            cell.error
+                .as_deref()
+                .map_or(Node::Scalar(Value::Null), Node::Str),
+        ),
+        ("finalState", Node::Json(final_state)),
+        ("input", Node::Json(&cell.input)),
+        (
+            "metrics",
+            Node::Map(vec![
+                ("activations", Node::Scalar(m.activations.into())),
+                ("costUsd", Node::float(m.cost_usd)),
+                ("inputTokens", Node::Scalar(m.input_tokens.into())),
+                ("outputTokens", Node::Scalar(m.output_tokens.into())),
+                ("providerCalls", Node::Scalar(m.provider_calls.into())),
+            ]),
+        ),
+        ("output", Node::Json(cell.output.as_ref().unwrap_or(&null))),
+        ("passed", Node::Scalar(Value::Bool(cell.passed))),
+        ("scores", Node::Seq(scores)),
+        ("status", Node::Json(&status)),
+        ("textDeltas", Node::Scalar(deltas.into())),
+        ("trajectory", Node::Seq(trajectory)),
+    ]);
+    let mut out = String::with_capacity(2048);
+    top.emit(&mut YamlWriter {
+        out: &mut out,
+        level: -1,
+    });
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether `snapshots/{name}.snap` in `dir` already holds the cell's summary, checked
 /// the way insta's default comparator does (the normalized YAML text).
 ///
 /// The harness asks this before `assert_yaml_snapshot!`: insta scans the
@@ -122,12 +286,21 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
 /// goes to insta, which then writes the `.snap.new` and reports the diff. With
 /// `INSTA_UPDATE=force`, `INSTA_FORCE_UPDATE=1` or `INSTA_REQUIRE_FULL_MATCH`
 /// set, every snapshot goes to insta.
-pub(crate) fn matches_committed(dir: &std::path::Path, name: &str, summary: &Value) -> bool {
+pub(crate) fn matches_committed(
+    dir: &std::path::Path,
+    name: &str,
+    cell: &CellResult,
+    session: &SessionSnapshot,
+) -> bool {
     if insta_decides() {
         return false;
     }
     let path = dir.join(format!("{name}.snap"));
-    if !compare(&path, summary).0 {
+    if !compare(&path, session.yaml(cell).as_deref(), || {
+        session.summary(cell)
+    })
+    .0
+    {
         return false;
     }
     // What insta does for a passing snapshot: drop a pending one left by an
@@ -168,15 +341,19 @@ enum Decided {
 /// value; anything else (a different body, a header it cannot vouch for, CR
 /// characters) goes to insta's comparison with insta's own serialization,
 /// which also accepts legacy formats. So it saves time, never changes a verdict.
-fn compare(path: &std::path::Path, value: &Value) -> (bool, Decided) {
+fn compare(
+    path: &std::path::Path,
+    text: Option<&str>,
+    value: impl FnOnce() -> Value,
+) -> (bool, Decided) {
     if let Ok(file) = std::fs::read_to_string(path)
         && let Some(body) = fast_body(&file)
-        && let Some(text) = yaml(value)
+        && let Some(text) = text
         && body.trim_end() == text.trim_end()
     {
         return (true, Decided::Fast);
     }
-    (insta_matches(path, insta_yaml(value)), Decided::Insta)
+    (insta_matches(path, insta_yaml(&value())), Decided::Insta)
 }
 
 /// insta's YAML serialization of `value` (what `assert_yaml_snapshot!`
@@ -194,21 +371,25 @@ fn insta_yaml(value: &Value) -> String {
 /// holds it to insta's output, and debug builds check every call. `None`
 /// when `INSTA_YAML_BLOCK_STYLE=1` asks insta for literal blocks.
 fn yaml(value: &Value) -> Option<String> {
-    static BLOCK_STYLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if *BLOCK_STYLE.get_or_init(|| std::env::var("INSTA_YAML_BLOCK_STYLE").as_deref() == Ok("1")) {
+    if block_style() {
         return None;
     }
     let mut out = String::with_capacity(2048);
-    YamlWriter {
+    value.emit(&mut YamlWriter {
         out: &mut out,
         level: -1,
-    }
-    .node(value);
+    });
     if !out.ends_with('\n') {
         out.push('\n');
     }
     debug_assert_eq!(out, insta_yaml(value), "the snapshot YAML is not insta's");
     Some(out)
+}
+
+/// Whether `INSTA_YAML_BLOCK_STYLE=1` asks insta for literal blocks.
+fn block_style() -> bool {
+    static BLOCK_STYLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *BLOCK_STYLE.get_or_init(|| std::env::var("INSTA_YAML_BLOCK_STYLE").as_deref() == Ok("1"))
 }
 
 /// insta's YAML emitter over a JSON value.
@@ -218,6 +399,65 @@ struct YamlWriter<'a> {
     level: isize,
 }
 
+/// What [`YamlWriter`] writes: a JSON value, or a summary [`Node`].
+trait Emit {
+    /// A non-empty sequence or map: after a key it starts on the next line.
+    fn is_block(&self) -> bool;
+    fn emit(&self, w: &mut YamlWriter<'_>);
+}
+
+impl Emit for Value {
+    fn is_block(&self) -> bool {
+        match self {
+            Value::Array(items) => !items.is_empty(),
+            Value::Object(map) => !map.is_empty(),
+            _ => false,
+        }
+    }
+
+    fn emit(&self, w: &mut YamlWriter<'_>) {
+        match self {
+            Value::Array(items) => w.seq(items),
+            Value::Object(map) => w.map(map.len(), map.iter().map(|(k, v)| (k.as_str(), v))),
+            Value::String(s) => w.string(s),
+            Value::Bool(b) => w.out.push_str(if *b { "true" } else { "false" }),
+            // serde_json hands insta a u64, an i64 or an f64; each is
+            // written with its `Display`.
+            Value::Number(n) => {
+                let _ = match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                    (Some(u), _, _) => write!(w.out, "{u}"),
+                    (None, Some(i), _) => write!(w.out, "{i}"),
+                    (None, None, Some(f)) => write!(w.out, "{f}"),
+                    (None, None, None) => write!(w.out, "{n}"),
+                };
+            }
+            Value::Null => w.out.push('~'),
+        }
+    }
+}
+
+impl Emit for Node<'_> {
+    fn is_block(&self) -> bool {
+        match self {
+            Node::Json(v) => v.is_block(),
+            Node::Scalar(v) => v.is_block(),
+            Node::Str(_) => false,
+            Node::Map(entries) => !entries.is_empty(),
+            Node::Seq(items) => !items.is_empty(),
+        }
+    }
+
+    fn emit(&self, w: &mut YamlWriter<'_>) {
+        match self {
+            Node::Json(v) => v.emit(w),
+            Node::Scalar(v) => v.emit(w),
+            Node::Str(s) => w.string(s),
+            Node::Seq(items) => w.seq(items),
+            Node::Map(entries) => w.map(entries.len(), entries.iter().map(|(k, v)| (*k, v))),
+        }
+    }
+}
+
 impl YamlWriter<'_> {
     fn indent(&mut self, level: isize) {
         for _ in 0..level.max(0) {
@@ -225,27 +465,7 @@ impl YamlWriter<'_> {
         }
     }
 
-    fn node(&mut self, value: &Value) {
-        match value {
-            Value::Array(items) => self.array(items),
-            Value::Object(map) => self.map(map),
-            Value::String(s) => self.string(s),
-            Value::Bool(b) => self.out.push_str(if *b { "true" } else { "false" }),
-            // serde_json hands insta a u64, an i64 or an f64; each is
-            // written with its `Display`.
-            Value::Number(n) => {
-                let _ = match (n.as_u64(), n.as_i64(), n.as_f64()) {
-                    (Some(u), _, _) => write!(self.out, "{u}"),
-                    (None, Some(i), _) => write!(self.out, "{i}"),
-                    (None, None, Some(f)) => write!(self.out, "{f}"),
-                    (None, None, None) => write!(self.out, "{n}"),
-                };
-            }
-            Value::Null => self.out.push('~'),
-        }
-    }
-
-    fn array(&mut self, items: &[Value]) {
+    fn seq<T: Emit>(&mut self, items: &[T]) {
         if items.is_empty() {
             self.out.push_str("[]");
             return;
@@ -262,13 +482,17 @@ impl YamlWriter<'_> {
         self.level -= 1;
     }
 
-    fn map(&mut self, map: &serde_json::Map<String, Value>) {
-        if map.is_empty() {
+    fn map<'v, T: Emit + 'v>(
+        &mut self,
+        len: usize,
+        entries: impl Iterator<Item = (&'v str, &'v T)>,
+    ) {
+        if len == 0 {
             self.out.push_str("{}");
             return;
         }
         self.level += 1;
-        for (i, (key, value)) in map.iter().enumerate() {
+        for (i, (key, value)) in entries.enumerate() {
             if i > 0 {
                 self.out.push('\n');
                 self.indent(self.level);
@@ -282,20 +506,14 @@ impl YamlWriter<'_> {
 
     /// A value after `-` (`inline`) or after `key:`: a non-empty sequence
     /// or map after a key starts on the next line, anything else after a space.
-    fn value(&mut self, inline: bool, value: &Value) {
-        let block = !inline
-            && match value {
-                Value::Array(items) => !items.is_empty(),
-                Value::Object(map) => !map.is_empty(),
-                _ => false,
-            };
-        if block {
+    fn value<T: Emit>(&mut self, inline: bool, value: &T) {
+        if !inline && value.is_block() {
             self.out.push('\n');
             self.indent(self.level + 1);
         } else {
             self.out.push(' ');
         }
-        self.node(value);
+        value.emit(self);
     }
 
     fn string(&mut self, s: &str) {
@@ -448,6 +666,9 @@ fn safe_scalar(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::assert::{Assertion, AssertionResult};
+    use crate::eval::CellId;
+    use crate::scorer::Score;
     use std::path::PathBuf;
 
     struct Dir(PathBuf);
@@ -466,7 +687,7 @@ mod tests {
         fn check(&self, name: &str, file: &str, value: &Value) -> (bool, Decided) {
             let path = self.0.join(format!("{name}.snap"));
             std::fs::write(&path, file).expect("write snapshot");
-            let got = compare(&path, value);
+            let got = compare(&path, yaml(value).as_deref(), || value.clone());
             assert_eq!(
                 got.0,
                 insta_matches(&path, insta_yaml(value)),
@@ -491,6 +712,48 @@ mod tests {
         })
     }
 
+    /// A finished cell whose output is `output`, and its session.
+    fn cell_and_session(output: &str) -> (CellResult, SessionSnapshot) {
+        let id = CellId {
+            eval: "e".into(),
+            variant: "v".into(),
+            case: "c".into(),
+            trial: None,
+        };
+        let mut cell = CellResult::failed(id, "boom".into());
+        cell.status = crate::workflow::RunStatus::Completed;
+        cell.passed = true;
+        cell.error = None;
+        cell.input = json!({"topic": "t"});
+        cell.output = Some(json!(output));
+        cell.metrics.cost_usd = 0.25;
+        cell.metrics.input_tokens = 12;
+        let signal = |index, name: &str, payload| Signal {
+            index,
+            name: name.into(),
+            payload,
+            at_ms: index * 7,
+            agent: None,
+        };
+        let session = SessionSnapshot {
+            signals: vec![
+                signal(
+                    0,
+                    names::HARNESS_START,
+                    json!({"workflow": "w", "agents": ["a", "b"]}),
+                ),
+                signal(1, names::TEXT_DELTA, json!({"text": "Ec"})),
+                signal(
+                    2,
+                    names::HARNESS_END,
+                    json!({"status": "completed", "activations": 2}),
+                ),
+            ],
+            final_state: json!({"draft": output}),
+        };
+        (cell, session)
+    }
+
     /// How insta writes a new `.snap` (header, `---`, the YAML, a newline).
     fn as_insta_writes(body: &str) -> String {
         format!("---\nsource: scaffold/src/harness/mod.rs\ndescription: \"e::v::c\"\n---\n{body}\n")
@@ -508,9 +771,12 @@ mod tests {
         // And by the harness's entry point, which also drops a stale pending
         // file (unless insta's settings make insta decide everything).
         if !insta_decides() {
-            std::fs::write(dir.0.join("same.snap.new"), "stale").expect("write");
-            assert!(matches_committed(&dir.0, "same", &summary("Echo: hi")));
-            assert!(!dir.0.join("same.snap.new").exists());
+            let (cell, session) = cell_and_session("Echo: hi");
+            let text = insta_yaml(&session.summary(&cell));
+            std::fs::write(dir.0.join("cell.snap"), as_insta_writes(&text)).expect("write");
+            std::fs::write(dir.0.join("cell.snap.new"), "stale").expect("write");
+            assert!(matches_committed(&dir.0, "cell", &cell, &session));
+            assert!(!dir.0.join("cell.snap.new").exists());
         }
     }
 
@@ -522,9 +788,13 @@ mod tests {
             dir.check("drift", &committed, &summary("Echo: bye")),
             (false, Decided::Insta)
         );
-        assert!(!matches_committed(&dir.0, "drift", &summary("Echo: bye")));
+        let (hi, hi_session) = cell_and_session("Echo: hi");
+        let text = insta_yaml(&hi_session.summary(&hi));
+        std::fs::write(dir.0.join("cell.snap"), as_insta_writes(&text)).expect("write");
+        let (bye, bye_session) = cell_and_session("Echo: bye");
+        assert!(!matches_committed(&dir.0, "cell", &bye, &bye_session));
         // A missing file is not a match either.
-        assert!(!matches_committed(&dir.0, "missing", &summary("Echo: bye")));
+        assert!(!matches_committed(&dir.0, "missing", &hi, &hi_session));
     }
 
     #[test]
@@ -675,6 +945,176 @@ mod tests {
         fn the_yaml_writer_writes_what_insta_writes(value in json_value()) {
             if let Some(text) = yaml(&value) {
                 proptest::prop_assert_eq!(text, insta_yaml(&value));
+            }
+        }
+    }
+
+    fn signal_name() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let known = prop::sample::select(vec![
+            names::HARNESS_START,
+            names::HARNESS_END,
+            names::HARNESS_TERMINATING,
+            names::PHASE_ENTERED,
+            names::AGENT_ACTIVATED,
+            names::AGENT_COMPLETED,
+            names::PROVIDER_START,
+            names::PROVIDER_END,
+            names::PROVIDER_ERROR,
+            names::TEXT_DELTA,
+            names::TEXT_COMPLETE,
+            names::TOOL_CALL,
+            names::RECORDING_LINKED,
+            "state:draft:changed",
+            "error:provider",
+            "draft:ready",
+        ])
+        .prop_map(String::from);
+        prop_oneof![known, tricky_string()]
+    }
+
+    /// A payload: mostly objects whose keys include the ones the summary
+    /// keeps and the ones it treats specially (`signal`, `agent`, `payload`).
+    fn payload() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            prop::sample::select(vec![
+                "workflow",
+                "agents",
+                "status",
+                "agent",
+                "phase",
+                "usage",
+                "model",
+                "recordingId",
+                "newValue",
+                "message",
+                "name",
+                "signal",
+                "payload",
+                "text",
+            ])
+            .prop_map(String::from),
+            tricky_string(),
+        ];
+        prop_oneof![
+            3 => prop::collection::btree_map(key, json_value(), 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            1 => json_value(),
+        ]
+    }
+
+    fn signal() -> impl proptest::strategy::Strategy<Value = Signal> {
+        use proptest::prelude::*;
+        (
+            signal_name(),
+            payload(),
+            proptest::option::of(tricky_string()),
+        )
+            .prop_map(|(name, payload, agent)| Signal {
+                index: 0,
+                name,
+                payload,
+                at_ms: 0,
+                agent,
+            })
+    }
+
+    fn cell() -> impl proptest::strategy::Strategy<Value = CellResult> {
+        use crate::workflow::RunStatus;
+        use proptest::prelude::*;
+        let status = prop::sample::select(vec![
+            RunStatus::Completed,
+            RunStatus::Failed,
+            RunStatus::Terminated,
+        ]);
+        let assertions = prop::collection::vec((any::<bool>(), tricky_string()), 0..4);
+        let scores = prop::collection::vec((tricky_string(), any::<bool>()), 0..3);
+        let numbers = (
+            any::<u64>(),
+            any::<u64>(),
+            any::<f64>(),
+            any::<u64>(),
+            any::<u64>(),
+        );
+        (
+            (tricky_string(), status, any::<bool>()),
+            (
+                proptest::option::of(tricky_string()),
+                json_value(),
+                proptest::option::of(json_value()),
+            ),
+            assertions,
+            scores,
+            numbers,
+        )
+            .prop_map(
+                |((case, status, passed), (error, input, output), assertions, scores, numbers)| {
+                    let id = CellId {
+                        eval: "e".into(),
+                        variant: "v".into(),
+                        case,
+                        trial: None,
+                    };
+                    let mut cell = CellResult::failed(id, String::new());
+                    cell.status = status;
+                    cell.passed = passed;
+                    cell.error = error;
+                    cell.input = input;
+                    cell.output = output;
+                    let contains: Assertion =
+                        serde_json::from_value(json!({"type": "output.contains", "text": "x"}))
+                            .expect("an assertion");
+                    cell.assertions = assertions
+                        .into_iter()
+                        .map(|(passed, message)| AssertionResult {
+                            assertion: contains.clone(),
+                            passed,
+                            message,
+                            expected: None,
+                            actual: None,
+                            trajectory: None,
+                            children: Vec::new(),
+                            borderline: false,
+                        })
+                        .collect();
+                    cell.scores = scores
+                        .into_iter()
+                        .map(|(name, pass)| Score {
+                            name,
+                            pass,
+                            value: 1.0,
+                            unit: None,
+                            detail: None,
+                            borderline: false,
+                        })
+                        .collect();
+                    let m = &mut cell.metrics;
+                    (
+                        m.input_tokens,
+                        m.output_tokens,
+                        m.cost_usd,
+                        m.activations,
+                        m.provider_calls,
+                    ) = numbers;
+                    cell
+                },
+            )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        /// The summary written straight from the cell is the summary
+        /// value's YAML (and so insta's).
+        #[test]
+        fn the_direct_summary_yaml_is_the_summary_values(
+            cell in cell(),
+            signals in proptest::collection::vec(signal(), 0..8),
+            final_state in json_value(),
+        ) {
+            let value = session_summary(&cell, &signals, &final_state);
+            if let Some(expected) = yaml(&value) {
+                proptest::prop_assert_eq!(summary_yaml(&cell, &signals, &final_state), expected);
             }
         }
     }
