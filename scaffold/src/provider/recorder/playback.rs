@@ -226,7 +226,34 @@ struct Loaded {
     modified: Option<SystemTime>,
     len: u64,
     cassette: Cassette,
+    /// The recorded request body as the providers send one (compact JSON):
+    /// a request with these very bytes matches without being parsed.
+    request_body: Option<Vec<u8>>,
     answer: ResponseTemplate,
+}
+
+impl Loaded {
+    /// Whether `request` is the recorded one byte for byte (method, path,
+    /// query, compact JSON body): what [`diff_requests`] would find no
+    /// change in, decided on the server's thread without parsing the body.
+    fn matches_exactly(&self, request: &wiremock::Request) -> bool {
+        let recorded = &self.cassette.request;
+        fn non_empty(q: Option<&str>) -> Option<&str> {
+            q.filter(|q| !q.is_empty())
+        }
+        recorded.method.len() == request.method.as_str().len()
+            && recorded
+                .method
+                .bytes()
+                .zip(request.method.as_str().bytes())
+                .all(|(a, b)| a == b.to_ascii_uppercase())
+            && recorded.path == request.url.path()
+            && non_empty(recorded.query.as_deref()) == non_empty(request.url.query())
+            && match &self.request_body {
+                Some(bytes) => request.body == *bytes,
+                None => request.body.is_empty(),
+            }
+    }
 }
 
 #[derive(Default)]
@@ -304,10 +331,16 @@ fn load(path: &Path) -> Result<Arc<Loaded>, LoadError> {
     file.read_to_end(&mut bytes).map_err(read_error)?;
     let cassette = Cassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
     let answer = answer_for(&cassette).map_err(LoadError::BadAnswer)?;
+    let request_body = cassette
+        .request
+        .body
+        .as_ref()
+        .and_then(|b| serde_json::to_vec(b).ok());
     let loaded = Arc::new(Loaded {
         modified,
         len,
         cassette,
+        request_body,
         answer,
     });
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -392,6 +425,9 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
         None => load(&path).map_err(|e| load_error_message(&id, &path, e))?,
     };
 
+    if loaded.matches_exactly(request) {
+        return Ok(loaded.answer.clone());
+    }
     let recorded = &loaded.cassette.request;
     let method = request.method.as_str();
     let url_path = request.url.path();
@@ -604,6 +640,27 @@ mod tests {
         ];
 
         assert!(serve(&request(&headers, &body)).is_ok());
+        // Not the same bytes, the same request: other spacing, a lowercase method.
+        let mut spaced = request(&headers, &body);
+        spaced.body = serde_json::to_vec_pretty(&body).unwrap();
+        let loaded = load(&dir.join(format!("{id}.json"))).ok().unwrap();
+        assert!(!loaded.matches_exactly(&spaced));
+        assert!(serve(&spaced).is_ok());
+        let mut lower = request(&headers, &body);
+        lower.method = Method::from_bytes(b"post").unwrap();
+        assert!(loaded.matches_exactly(&lower) && serve(&lower).is_ok());
+        // Same body, another query or path: never an exact match.
+        let mut query = request(&headers, &body);
+        query.url.set_query(Some("a=1"));
+        assert!(!loaded.matches_exactly(&query));
+        let err = serve(&query).err().unwrap();
+        assert!(err.contains("(query)"), "{err}");
+        let mut path = request(&headers, &body);
+        path.url.set_path("/v1/other");
+        assert!(!loaded.matches_exactly(&path) && serve(&path).is_err());
+        let mut empty = request(&headers, &body);
+        empty.body.clear();
+        assert!(!loaded.matches_exactly(&empty) && serve(&empty).is_err());
 
         let mut changed = body.clone();
         changed["model"] = "other".into();
