@@ -196,11 +196,11 @@ fn main() -> ExitCode {
 // ---------------------------------------------------------------------------
 // The HTTP floor: what the budget's "HTTP to wiremock" costs by itself.
 
-/// Test threads of a playback run by default: four cells per CPU
+/// Test threads of a playback run by default: eight cells per CPU
 /// (`PLAYBACK_CELLS_PER_CPU` in `scaffold/src/harness/mod.rs`; keep the two
 /// alike).
 fn playback_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from) * 4
+    std::thread::available_parallelism().map_or(1, usize::from) * 8
 }
 
 /// Requests a wiremock server answers between two resets, as the playback
