@@ -687,6 +687,61 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
+    /// A cassette edited by hand (a respaced, reordered body, an escaped
+    /// header value) is answered as written; another version is named.
+    #[test]
+    fn edited_cassettes_are_answered_like_written_ones() {
+        let recorded = Recorded::new("edited");
+        let written = fs::read_to_string(&recorded.path).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let answer = |file: &str| {
+            fs::write(&recorded.path, file).unwrap();
+            runtime.block_on(async {
+                let response = recorded
+                    .transport
+                    .send(Recorded::request(), &recorded.context)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let header = response.header("x-note").map(str::to_string);
+                let bytes = match response.body {
+                    HttpBody::Full(bytes) => bytes.to_vec(),
+                    HttpBody::Stream(_) => panic!("a JSON answer is whole"),
+                };
+                let body: Value = serde_json::from_slice(&bytes).unwrap();
+                Ok::<_, String>((body, header))
+            })
+        };
+        assert_eq!(
+            answer(&written),
+            Ok((serde_json::json!({"ok": true}), None))
+        );
+        let (request, response) = written.split_at(written.find("\"response\"").unwrap());
+        let edited = request.to_string()
+            + &response
+                .replace("\"ok\": true", "\"ok\" :  true ,\"also\": \"a\\u00e9\"")
+                .replace(
+                    "\"headers\": {}",
+                    "\"headers\": {\"x-note\": \"say \\\"hi\\\"\"}",
+                );
+        assert!(
+            edited.contains("x-note") && edited.contains("also"),
+            "{written}"
+        );
+        assert_eq!(
+            answer(&edited),
+            Ok((
+                serde_json::json!({"ok": true, "also": "aé"}),
+                Some("say \"hi\"".to_string())
+            ))
+        );
+        // Another version is still named as such.
+        let err = answer(&written.replace("\"version\": 1", "\"version\": 9")).unwrap_err();
+        assert!(err.contains('9') && err.contains("version"), "{err}");
+    }
+
     /// A recordings folder named after `test` with one recorded answer (200)
     /// to [`Recorded::request`], a playback transport over it, and the
     /// call context naming the recording.
