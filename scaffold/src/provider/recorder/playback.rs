@@ -401,6 +401,16 @@ impl Respond for PlaybackResponder {
 
 fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
     let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    // The usual request, staged by the transport and the recorded one to
+    // the byte, is answered before anything else is looked up.
+    let staged = header(TOKEN_HEADER)
+        .and_then(|t| t.parse::<u64>().ok())
+        .and_then(Staged::take);
+    if let Some(loaded) = &staged
+        && loaded.matches_exactly(request)
+    {
+        return Ok(loaded.answer.clone());
+    }
     let id_text = header(RECORDING_ID_HEADER).ok_or_else(|| {
         format!(
             "playback: {} {} reached the playback server without an `{RECORDING_ID_HEADER}` header; \
@@ -417,14 +427,10 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
         })?;
     let id: RecordingId = id_text.parse().map_err(|e| format!("playback: {e}"))?;
     let path = scope.dir.join(format!("{id}.json"));
-    let staged = header(TOKEN_HEADER)
-        .and_then(|t| t.parse::<u64>().ok())
-        .and_then(Staged::take);
     let loaded = match staged {
         Some(loaded) => loaded,
         None => load(&path).map_err(|e| load_error_message(&id, &path, e))?,
     };
-
     if loaded.matches_exactly(request) {
         return Ok(loaded.answer.clone());
     }
