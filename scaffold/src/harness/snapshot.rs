@@ -266,15 +266,7 @@ fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> S
         ("textDeltas", Node::Scalar(deltas.into())),
         ("trajectory", Node::Seq(trajectory)),
     ]);
-    let mut out = String::with_capacity(2048);
-    top.emit(&mut YamlWriter {
-        out: &mut out,
-        level: -1,
-    });
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out
+    document(&top)
 }
 
 /// Whether `snapshots/{name}.snap` in `dir` already holds the cell's summary, checked
@@ -374,16 +366,22 @@ fn yaml(value: &Value) -> Option<String> {
     if block_style() {
         return None;
     }
+    let out = document(value);
+    debug_assert_eq!(out, insta_yaml(value), "the snapshot YAML is not insta's");
+    Some(out)
+}
+
+/// The YAML text of `node` as insta writes a snapshot: ending in a newline.
+fn document(node: &impl Emit) -> String {
     let mut out = String::with_capacity(2048);
-    value.emit(&mut YamlWriter {
+    node.emit(&mut YamlWriter {
         out: &mut out,
         level: -1,
     });
     if !out.ends_with('\n') {
         out.push('\n');
     }
-    debug_assert_eq!(out, insta_yaml(value), "the snapshot YAML is not insta's");
-    Some(out)
+    out
 }
 
 /// Whether `INSTA_YAML_BLOCK_STYLE=1` asks insta for literal blocks.
