@@ -207,11 +207,10 @@ fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> S
         .filter(|s| s.name != names::TEXT_DELTA)
         .map(signal_node)
         .collect();
-    let deltas = signals.len()
-        - signals
-            .iter()
-            .filter(|s| s.name != names::TEXT_DELTA)
-            .count();
+    let deltas = signals
+        .iter()
+        .filter(|s| s.name == names::TEXT_DELTA)
+        .count();
     let assertions = cell
         .assertions
         .iter()
