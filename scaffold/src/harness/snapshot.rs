@@ -65,17 +65,23 @@ fn summarize_signal(signal: &Signal) -> Value {
     Value::Object(entry)
 }
 
+/// The signals a summary's trajectory lists (all but the text deltas), and
+/// how many text deltas it counts instead.
+fn trajectory(signals: &[Signal]) -> (impl Iterator<Item = &Signal>, usize) {
+    let listed = signals.iter().filter(|s| s.name != names::TEXT_DELTA);
+    (
+        listed,
+        signals
+            .iter()
+            .filter(|s| s.name == names::TEXT_DELTA)
+            .count(),
+    )
+}
+
 /// The snapshot of one cell: stable across runs of the same recordings.
 pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Value) -> Value {
-    let trajectory: Vec<Value> = signals
-        .iter()
-        .filter(|s| s.name != names::TEXT_DELTA)
-        .map(summarize_signal)
-        .collect();
-    let deltas = signals
-        .iter()
-        .filter(|s| s.name == names::TEXT_DELTA)
-        .count();
+    let (listed, deltas) = trajectory(signals);
+    let trajectory: Vec<Value> = listed.map(summarize_signal).collect();
     let assertions: Vec<Value> = cell
         .assertions
         .iter()
@@ -202,15 +208,8 @@ fn signal_node(signal: &Signal) -> Node<'_> {
 
 /// The YAML text of [`session_summary`], written from the cell.
 fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> String {
-    let trajectory = signals
-        .iter()
-        .filter(|s| s.name != names::TEXT_DELTA)
-        .map(signal_node)
-        .collect();
-    let deltas = signals
-        .iter()
-        .filter(|s| s.name == names::TEXT_DELTA)
-        .count();
+    let (listed, deltas) = trajectory(signals);
+    let trajectory = listed.map(signal_node).collect();
     let assertions = cell
         .assertions
         .iter()
