@@ -550,14 +550,9 @@ impl Package {
         // (DAMON reclaim) would otherwise make each run read them from disk.
         warm(&self.dir.join("evals"))?;
         warm(&self.dir.join("snapshots"))?;
-        let stats = self.dir.join("stats.txt");
-        let _ = std::fs::remove_file(&stats);
-        let mut cmd = Command::new(std::env::current_exe()?);
+        let (mut cmd, stats) = self.child()?;
         cmd.arg(format!("{eval}::"))
             .args(args)
-            .current_dir(&self.dir)
-            .env(CHILD_ENV, &self.dir)
-            .env(STATS_ENV, &stats)
             .env(EVAL_ENV, eval)
             .env("SCAFFOLD_MODE", mode)
             .env("SCAFFOLD_DATABASE", &db)
@@ -585,14 +580,21 @@ impl Package {
     /// The HTTP exchanges of `cells` cells alone ([`http_floor`]) in a
     /// child process, after a playback run recorded the answer it sends.
     fn run_floor(&self, cells: usize) -> Res<Sample> {
+        let (mut cmd, stats) = self.child()?;
+        cmd.env(FLOOR_ENV, cells.to_string());
+        run_measured(cmd, &stats, &self.dir, "http-floor", &[0])
+    }
+
+    /// This binary as a child in the package, and the file where it leaves
+    /// its own usage figures (removed beforehand).
+    fn child(&self) -> Res<(Command, PathBuf)> {
         let stats = self.dir.join("stats.txt");
         let _ = std::fs::remove_file(&stats);
         let mut cmd = Command::new(std::env::current_exe()?);
         cmd.current_dir(&self.dir)
             .env(CHILD_ENV, &self.dir)
-            .env(STATS_ENV, &stats)
-            .env(FLOOR_ENV, cells.to_string());
-        run_measured(cmd, &stats, &self.dir, "http-floor", &[0])
+            .env(STATS_ENV, &stats);
+        Ok((cmd, stats))
     }
 }
 

@@ -434,12 +434,16 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
     let id: RecordingId = id_text.parse().map_err(|e| format!("playback: {e}"))?;
     let path = scope.dir.join(format!("{id}.json"));
     let loaded = match staged {
+        // Already found to differ from the request above.
         Some(loaded) => loaded,
-        None => load(&path).map_err(|e| load_error_message(&id, &path, e))?,
+        None => {
+            let loaded = load(&path).map_err(|e| load_error_message(&id, &path, e))?;
+            if loaded.matches_exactly(request) {
+                return Ok(loaded.answer.clone());
+            }
+            loaded
+        }
     };
-    if loaded.matches_exactly(request) {
-        return Ok(loaded.answer.clone());
-    }
     let recorded = &loaded.cassette.request;
     let method = request.method.as_str();
     let url_path = request.url.path();
