@@ -475,7 +475,7 @@ fn trials_variants_output_and_snapshot_settings() {
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
-    let snap = snaps.join("resume-fixture__beta__c1.snap");
+    let snap = snaps.join("resume-fixture/c1/beta.snap");
     assert!(snap.is_file(), "{}", text(&out));
     let snapshot_run = || {
         run(
@@ -485,7 +485,7 @@ fn trials_variants_output_and_snapshot_settings() {
         )
     };
     // Unchanged: it passes, and a stale pending snapshot is cleaned up.
-    let pending = snaps.join("resume-fixture__beta__c1.snap.new");
+    let pending = snaps.join("resume-fixture/c1/beta.snap.new");
     std::fs::write(&pending, "stale").unwrap();
     let out = snapshot_run();
     assert!(out.status.success(), "{}", text(&out));
@@ -505,8 +505,25 @@ fn trials_variants_output_and_snapshot_settings() {
         "{}",
         text(&out)
     );
-    std::fs::write(&snap, committed).unwrap();
+    std::fs::write(&snap, &committed).unwrap();
     assert!(snapshot_run().status.success());
+
+    // A snapshot in the flat folder of old is moved to its case's folder
+    // and checked there; one beside a snapshot already moved stays put.
+    let legacy = snaps.join("resume-fixture__beta__c1.snap");
+    std::fs::rename(&snap, &legacy).unwrap();
+    let out = snapshot_run();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(snap.is_file() && !legacy.exists(), "{}", text(&out));
+    assert!(
+        text(&out).contains("snapshots now live in a folder per case"),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(&legacy, committed.replace("answer from beta", "stale")).unwrap();
+    let out = snapshot_run();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(legacy.is_file(), "{}", text(&out));
 }
 
 #[test]

@@ -7,6 +7,35 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// `raw` as one safe file-name component: characters outside
+/// `[A-Za-z0-9._-]` become `-`, runs of `_` shrink to one (so a `__`
+/// separator stays unambiguous), and a component of dots alone (`.`, `..`)
+/// becomes dashes, so that it never names a folder above.
+pub(crate) fn file_safe(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        let c = if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+            c
+        } else {
+            '-'
+        };
+        if c == '_' && out.ends_with('_') {
+            continue;
+        }
+        out.push(c);
+    }
+    if out.starts_with('_') {
+        out.replace_range(..1, "-");
+    }
+    if out.ends_with('_') {
+        out.replace_range(out.len() - 1.., "-");
+    }
+    if out.bytes().all(|b| b == b'.') {
+        out = "-".repeat(out.len().max(1));
+    }
+    out
+}
+
 /// Milliseconds since the Unix epoch.
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -172,5 +201,21 @@ mod tests {
         let mut reversed: Vec<u32> = (0..100).rev().collect();
         sort_stable_by(&mut reversed, u32::cmp);
         assert_eq!(reversed, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn file_safe_components_never_climb_out_of_their_folder() {
+        for (raw, safe) in [
+            ("sql injection", "sql-injection"),
+            ("a__b", "a_b"),
+            ("_x_", "-x-"),
+            ("..", "--"),
+            (".", "-"),
+            ("", "-"),
+            ("../etc", "..-etc"),
+            ("v1.2", "v1.2"),
+        ] {
+            assert_eq!(super::file_safe(raw), safe, "{raw:?}");
+        }
     }
 }

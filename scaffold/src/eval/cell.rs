@@ -16,6 +16,7 @@ use crate::provider::transport::{Transport, with_transport};
 use crate::scorer::{Score, ScorerContext};
 use crate::session::{ForkFrom, Grader, SessionError, fork_at, scope_tags};
 use crate::store::Store;
+use crate::util::file_safe;
 use crate::workflow::{
     RecordingScope, RunError, RunOptions, RunResult, RunStatus, State, run_with,
 };
@@ -45,8 +46,41 @@ impl fmt::Display for CellId {
 }
 
 impl CellId {
-    /// The cell's snapshot name: `{eval}__{variant}__{case}[__t{n}]`.
-    pub fn snapshot_name(&self) -> String {
+    /// Where the cell's snapshot lives in the snapshot folder, without its
+    /// `.snap`: `{eval}/{case}/{variant}`, plus `__t{n}` when the eval runs
+    /// several trials, each part made file-name safe.
+    ///
+    /// A folder per case keeps its variants side by side, and keeps every
+    /// folder small: insta lists the folder of each snapshot it writes, so a
+    /// folder of all the cells made a run that changed them quadratic.
+    ///
+    /// ```
+    /// use scaffold::eval::CellId;
+    /// let id = CellId {
+    ///     eval: "code-review".into(),
+    ///     variant: "gpt-4o".into(),
+    ///     case: "sql injection".into(),
+    ///     trial: Some(2),
+    /// };
+    /// assert_eq!(id.snapshot_path(), "code-review/sql-injection/gpt-4o__t2");
+    /// ```
+    pub fn snapshot_path(&self) -> String {
+        let mut path = format!(
+            "{}/{}/{}",
+            file_safe(&self.eval),
+            file_safe(&self.case),
+            file_safe(&self.variant)
+        );
+        if let Some(t) = self.trial {
+            path.push_str(&format!("__t{t}"));
+        }
+        path
+    }
+
+    /// Where the snapshot lived before [`CellId::snapshot_path`]: one flat
+    /// folder, `{eval}__{variant}__{case}[__t{n}]`. The harness moves a file
+    /// it finds there.
+    pub(crate) fn legacy_snapshot_name(&self) -> String {
         self.to_string().replace("::", "__")
     }
 }

@@ -89,7 +89,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
-use crate::eval::{CellEnv, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
@@ -732,7 +732,13 @@ impl Harness {
 
     /// A cell of the eval at index `eval` finished in the run before it was
     /// interrupted: its stored verdict.
-    fn report_done(&self, eval: usize, run: &str, done: &RecordedCell) -> Result<(), Failed> {
+    fn report_done(
+        &self,
+        eval: usize,
+        id: &CellId,
+        run: &str,
+        done: &RecordedCell,
+    ) -> Result<(), Failed> {
         self.push_finished(eval, done.record.clone(), done.snapshot_ok);
         let quarantined = done.snapshot_ok && self.quarantined(eval, &done.record);
         let ok = (done.record.passed || quarantined) && done.snapshot_ok;
@@ -753,7 +759,7 @@ impl Harness {
         if !done.snapshot_ok {
             failures.push(format!(
                 "the session differed from its snapshot {} (review with `cargo insta review`)",
-                self.snapshot_file(&done.cell.replace("::", "__"))
+                self.snapshot_file(&id.snapshot_path())
             ));
         }
         failures.push(format!(
@@ -762,7 +768,7 @@ impl Harness {
         Err(failures.join("\n").into())
     }
 
-    /// Where the snapshot `name` lives, for messages.
+    /// Where the snapshot at `name` (a [`CellId::snapshot_path`]) lives, for messages.
     fn snapshot_file(&self, name: &str) -> String {
         match &self.snapshots {
             Snapshots::Dir(dir) if *dir == self.manifest_dir.join("snapshots") => {
@@ -775,50 +781,27 @@ impl Harness {
 
     fn run_trial(&self, eval: usize, cell: usize) -> Result<(), Failed> {
         let erased = &self.evals[eval];
-        let Some(name) = erased.cell_id(cell).map(|id| id.to_string()) else {
+        let Some(id) = erased.cell_id(cell) else {
             return Err(format!("eval `{}` has no cell #{cell}", erased.name()).into());
         };
+        let name = id.to_string();
         let name = name.as_str();
         if let Some(run) = &self.run
             && let Some(done) = run.done.get(name)
         {
-            return self.report_done(eval, &run.id, done);
+            return self.report_done(eval, &id, &run.id, done);
         }
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
-        let snapshot_name = outcome.result.id.snapshot_name();
         let snapshot_ok = match &self.snapshots {
             Snapshots::Off => true,
-            Snapshots::Dir(snapshots)
-                if snapshot::matches_committed(
-                    snapshots,
-                    &snapshot_name,
-                    &outcome.result,
-                    &outcome.session,
-                ) =>
-            {
-                true
-            }
-            Snapshots::Dir(snapshots) => {
-                let summary = outcome.summary();
-                let description = outcome.result.id.to_string();
-                std::panic::catch_unwind(|| {
-                    let mut settings = insta::Settings::clone_current();
-                    settings.set_snapshot_path(snapshots);
-                    settings.set_prepend_module_to_snapshot(false);
-                    settings.set_omit_expression(true);
-                    settings.set_description(description);
-                    settings
-                        .bind(|| insta::assert_yaml_snapshot!(snapshot_name.as_str(), &summary));
-                })
-                .is_ok()
-            }
+            Snapshots::Dir(dir) => snapshot::check(dir, &outcome),
         };
         let mut failures = outcome.result.failures();
         if !snapshot_ok {
             failures.push(format!(
                 "the session differs from {} (review with `cargo insta review`)",
-                self.snapshot_file(&snapshot_name)
+                self.snapshot_file(&outcome.result.id.snapshot_path())
             ));
         }
         let eval_name = outcome.result.id.eval.clone();

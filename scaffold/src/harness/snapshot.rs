@@ -6,10 +6,12 @@
 //! so playback is byte-identical run after run.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use crate::eval::CellResult;
+use crate::harness::erased::CellOutcome;
 use crate::signal::{Signal, names};
 
 /// The payload fields kept for each built-in signal; custom signals keep
@@ -267,17 +269,85 @@ fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> S
     document(&top)
 }
 
-/// Whether `snapshots/{name}.snap` in `dir` already holds the cell's summary, checked
+/// Check the cell's session against its snapshot in `dir`, at its
+/// [`CellId::snapshot_path`](crate::eval::CellId::snapshot_path): here when
+/// the committed file holds it, else with insta, which reports the diff and
+/// writes the `.snap.new` (or the `.snap`, as `INSTA_UPDATE` says). A
+/// snapshot still in the flat folder of old is moved to its path first.
+pub(crate) fn check(dir: &Path, outcome: &CellOutcome) -> bool {
+    let (cell, session) = (&outcome.result, &outcome.session);
+    let path = cell.id.snapshot_path();
+    if matches_committed(dir, &path, cell, session)
+        || (adopt_legacy(dir, &cell.id.legacy_snapshot_name(), &path)
+            && matches_committed(dir, &path, cell, session))
+    {
+        return true;
+    }
+    let summary = outcome.summary();
+    // insta lists the folder of the snapshot for stale pending files on
+    // every assertion: a folder per case keeps that small.
+    let (folder, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+    let folder = dir.join(folder);
+    let description = cell.id.to_string();
+    std::panic::catch_unwind(|| {
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(folder);
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.set_description(description);
+        settings.bind(|| insta::assert_yaml_snapshot!(name, &summary));
+    })
+    .is_ok()
+}
+
+/// Move `{legacy}.snap` in `dir` (the flat layout of old) to `{path}.snap`
+/// if it is there and nothing is at `path` yet; whether it moved. The first
+/// move of a process says what happens, once.
+fn adopt_legacy(dir: &Path, legacy: &str, path: &str) -> bool {
+    let from = dir.join(format!("{legacy}.snap"));
+    let to = dir.join(format!("{path}.snap"));
+    if !from.is_file() || to.exists() {
+        return false;
+    }
+    let moved = to
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::rename(&from, &to));
+    match moved {
+        Ok(()) => {
+            static TOLD: std::sync::Once = std::sync::Once::new();
+            TOLD.call_once(|| {
+                eprintln!(
+                    "scaffold: snapshots now live in a folder per case, `{{eval}}/{{case}}/{{variant}}.snap`; \
+                     moving those of the flat layout there as their cells run (first: {} -> {}); commit the move",
+                    from.display(),
+                    to.display()
+                );
+            });
+            true
+        }
+        Err(e) => {
+            eprintln!(
+                "scaffold: could not move the snapshot {} to {}: {e}",
+                from.display(),
+                to.display()
+            );
+            false
+        }
+    }
+}
+
+/// Whether `{name}.snap` in `dir` already holds the cell's summary, checked
 /// the way insta's default comparator does (the normalized YAML text).
 ///
-/// The harness asks this before `assert_yaml_snapshot!`: insta scans the
-/// whole snapshot folder on every assertion (for stale pending files), which
-/// makes a suite quadratic in its cells. Only a missing or differing snapshot
-/// goes to insta, which then writes the `.snap.new` and reports the diff. With
-/// `INSTA_UPDATE=force`, `INSTA_FORCE_UPDATE=1` or `INSTA_REQUIRE_FULL_MATCH`
-/// set, every snapshot goes to insta.
+/// [`check`] asks this before `assert_yaml_snapshot!`: insta lists the
+/// snapshot's folder on every assertion (for stale pending files), which
+/// makes a suite quadratic in the cells of a folder. Only a missing or
+/// differing snapshot goes to insta, which then writes the `.snap.new` and
+/// reports the diff. With `INSTA_UPDATE=force`, `INSTA_FORCE_UPDATE=1` or
+/// `INSTA_REQUIRE_FULL_MATCH` set, every snapshot goes to insta.
 pub(crate) fn matches_committed(
-    dir: &std::path::Path,
+    dir: &Path,
     name: &str,
     cell: &CellResult,
     session: &SessionSnapshot,
@@ -331,11 +401,7 @@ enum Decided {
 /// value; anything else (a different body, a header it cannot vouch for, CR
 /// characters) goes to insta's comparison with insta's own serialization,
 /// which also accepts legacy formats. So it saves time, never changes a verdict.
-fn compare(
-    path: &std::path::Path,
-    text: Option<&str>,
-    value: impl FnOnce() -> Value,
-) -> (bool, Decided) {
+fn compare(path: &Path, text: Option<&str>, value: impl FnOnce() -> Value) -> (bool, Decided) {
     if let Ok(file) = std::fs::read_to_string(path)
         && let Some(body) = fast_body(&file)
         && let Some(text) = text
@@ -568,7 +634,7 @@ fn needs_quotes(s: &str) -> bool {
 }
 
 /// insta's own verdict: the committed `.snap` at `path` reads as `text`.
-fn insta_matches(path: &std::path::Path, text: String) -> bool {
+fn insta_matches(path: &Path, text: String) -> bool {
     use insta::internals::{SnapshotContents, TextSnapshotContents};
     insta::Snapshot::from_file(path).is_ok_and(|committed| {
         committed.contents()

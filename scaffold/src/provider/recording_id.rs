@@ -8,6 +8,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::util::file_safe as component;
+
 /// The key of one recorded provider call.
 ///
 /// ```
@@ -44,30 +46,6 @@ pub struct RecordingIdError {
     pub input: String,
     /// What was wrong.
     pub reason: String,
-}
-
-/// Makes a component safe: characters outside `[A-Za-z0-9._-]` become `-`,
-/// and runs of `_` shrink to one so the `__` separator stays unambiguous.
-fn component(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len());
-    for c in raw.chars() {
-        let c = if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-            c
-        } else {
-            '-'
-        };
-        if c == '_' && out.ends_with('_') {
-            continue;
-        }
-        out.push(c);
-    }
-    if out.starts_with('_') {
-        out.replace_range(..1, "-");
-    }
-    if out.ends_with('_') {
-        out.replace_range(out.len() - 1.., "-");
-    }
-    if out.is_empty() { "-".to_string() } else { out }
 }
 
 impl RecordingId {
