@@ -28,7 +28,10 @@
 //!   peak RSS tells the memory of the run from that of the summary; and
 //!   once per size, `--list`, which loads the datasets and builds the test
 //!   list (libtest takes every trial before the first runs) and runs no
-//!   cell: the memory the inputs take.
+//!   cell: the memory the inputs take; and once per size, a run after a
+//!   change to every session summary (each snapshot edited, `INSTA_UPDATE=no`),
+//!   in which every cell goes to insta: its time per cell should not grow
+//!   with the cells.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
@@ -80,6 +83,8 @@ const FLOOR_ENV: &str = "SCAFFOLD_BENCH_FLOOR";
 const LATENCY: Duration = Duration::from_millis(100);
 const LIVE_CELLS: usize = 200;
 const BUDGET_PLAYBACK_MS: f64 = 0.1;
+/// The harness's exit code when a cell fails (the gate then fails too).
+const RUN_FAILED: i32 = 1;
 const BUDGET_LIVE_RATIO: f64 = 1.10;
 
 // ---------------------------------------------------------------------------
@@ -541,6 +546,32 @@ impl Package {
         args: &[String],
         env: &[(&str, &Path)],
     ) -> Res<Sample> {
+        self.run_exiting(eval, mode, update_snapshots, args, env, &[0])
+    }
+
+    /// A playback run after a change that alters every session summary (a
+    /// prompt, a model): each committed snapshot of `eval` is edited first,
+    /// so every cell goes to insta, which reports its diff; in CI
+    /// (`INSTA_UPDATE=no`) nothing is written and every cell fails. The
+    /// snapshots are put back afterwards.
+    fn run_changed(&self, eval: &str) -> Res<Sample> {
+        let dir = self.dir.join("snapshots").join(eval);
+        let (from, to) = ("topic number", "subject number");
+        rewrite(&dir, from, to)?;
+        let sample = self.run_exiting(eval, "playback", false, &[], &[], &[RUN_FAILED]);
+        rewrite(&dir, to, from)?;
+        sample
+    }
+
+    fn run_exiting(
+        &self,
+        eval: &str,
+        mode: &str,
+        update_snapshots: bool,
+        args: &[String],
+        env: &[(&str, &Path)],
+        ok_codes: &[i32],
+    ) -> Res<Sample> {
         let db = self.dir.join("scaffold.db");
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
@@ -574,7 +605,7 @@ impl Package {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        run_measured(cmd, &stats, &self.dir, eval, &[0])
+        run_measured(cmd, &stats, &self.dir, eval, ok_codes)
     }
 
     /// The HTTP exchanges of `cells` cells alone ([`http_floor`]) in a
@@ -599,6 +630,20 @@ impl Package {
 }
 
 /// Read every file under `dir` (not timed).
+/// Replace `from` with `to` in every file under `dir`.
+fn rewrite(dir: &Path, from: &str, to: &str) -> Res<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rewrite(&path, from, to)?;
+        } else {
+            let text = std::fs::read_to_string(&path)?;
+            std::fs::write(&path, text.replace(from, to))?;
+        }
+    }
+    Ok(())
+}
+
 fn warm(dir: &Path) -> Res<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
@@ -842,6 +887,18 @@ fn playback(
             "`--list`: the datasets and the test list alone",
         );
         listed_rss.push((cells, listed.usage.peak_rss_kib));
+        // Once per size: a run after a change to every summary, which goes
+        // to insta for each cell (a time per cell that grows with the cells
+        // is a folder listed per snapshot).
+        let changed = pkg.run_changed("playback")?;
+        print_beside(
+            cells,
+            &changed,
+            &format!(
+                "every snapshot differs (a prompt change; insta reports each diff, INSTA_UPDATE=no): {:.2}× the playback run",
+                changed.wall.as_secs_f64() / p.wall.as_secs_f64()
+            ),
+        );
         if !theirs.is_empty() {
             let t = median_sample(&theirs);
             print_beside(cells, &t, "promptfoo");
