@@ -1001,27 +1001,30 @@ fn playback(
             100.0 * inputs / allowed
         ));
     }
-    if let ([.., a, b], [.., la, lb]) = (rss.as_slice(), listed_rss.as_slice())
-        && rss.len() >= 3
-        && la.0 == a.0
-        && lb.0 == b.0
-    {
-        // Between the two largest sizes, both past the warm-up of the
-        // threads' working sets (a 200-cell run gives each of them a dozen
-        // cells): how much of the growth the inputs take, and what is left
-        // per cell (its summary row is 30–50 bytes).
-        let kib = |x: u64| i64::try_from(x).unwrap_or(i64::MAX);
-        let growth = kib(b.1) - kib(a.1);
-        let inputs = kib(lb.1) - kib(la.1);
-        let per_cell = (growth - inputs) as f64 * 1024.0 / (b.0 - a.0) as f64;
-        verdicts.push(format!(
-            "  from {} to {} cells: peak RSS grows {:.1} MiB, {:.1} MiB of it the inputs (`--list`); \
-             the rest is {per_cell:.0} bytes a cell",
-            a.0,
-            b.0,
-            growth as f64 / 1024.0,
-            inputs as f64 / 1024.0,
-        ));
+    // Between the two largest sizes, both past the warm-up of the threads'
+    // working sets (a 200-cell run gives each of them a dozen cells): how
+    // much of the growth the inputs take, and what is left per cell. DESIGN
+    // allows a cell its summary (a row of 30–50 bytes) once it is scored;
+    // the whole run adds the reports, written from every cell's record.
+    for (what, peaks) in [("peak RSS", &rss), ("the cells alone", &cells_rss)] {
+        if let ([.., a, b], [.., la, lb]) = (peaks.as_slice(), listed_rss.as_slice())
+            && a.0 >= 2000
+            && la.0 == a.0
+            && lb.0 == b.0
+        {
+            let kib = |x: u64| i64::try_from(x).unwrap_or(i64::MAX);
+            let growth = kib(b.1) - kib(a.1);
+            let inputs = kib(lb.1) - kib(la.1);
+            let per_cell = (growth - inputs) as f64 * 1024.0 / (b.0 - a.0) as f64;
+            verdicts.push(format!(
+                "  from {} to {} cells, {what}: grows {:.1} MiB, {:.1} MiB of it the inputs (`--list`); \
+                 the rest is {per_cell:.0} bytes a cell",
+                a.0,
+                b.0,
+                growth as f64 / 1024.0,
+                inputs as f64 / 1024.0,
+            ));
+        }
     }
     if let Some((cells, p, _, _)) = &largest
         && p.resident.len() >= 8
