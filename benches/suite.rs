@@ -622,9 +622,12 @@ impl Package {
         let stats = self.dir.join("stats.txt");
         let _ = std::fs::remove_file(&stats);
         let mut cmd = Command::new(std::env::current_exe()?);
+        // The same output whatever the shell asks of panics.
         cmd.current_dir(&self.dir)
             .env(CHILD_ENV, &self.dir)
-            .env(STATS_ENV, &stats);
+            .env(STATS_ENV, &stats)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE");
         Ok((cmd, stats))
     }
 }

@@ -498,12 +498,23 @@ fn trials_variants_output_and_snapshot_settings() {
         committed.replace("answer from beta", "answer from gamma"),
     )
     .unwrap();
-    let out = snapshot_run();
-    assert!(!out.status.success(), "{}", text(&out));
+    // insta prints the diff; the harness fails the cell without the panic
+    // insta reports it with (nor its backtrace, which CI often asks for).
+    let out = run(
+        &dir,
+        &["--exact", CELLS[1]],
+        &[
+            ("SCAFFOLD_SNAPSHOTS", snaps.to_str().unwrap()),
+            ("RUST_BACKTRACE", "1"),
+        ],
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("the session differs from"), "{all}");
+    assert!(all.contains("answer from gamma"), "{all}");
     assert!(
-        text(&out).contains("the session differs from"),
-        "{}",
-        text(&out)
+        !all.contains("panicked at") && !all.contains("stack backtrace"),
+        "{all}"
     );
     std::fs::write(&snap, &committed).unwrap();
     assert!(snapshot_run().status.success());

@@ -289,6 +289,7 @@ pub(crate) fn check(dir: &Path, outcome: &CellOutcome) -> bool {
     let (folder, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
     let folder = dir.join(folder);
     let description = cell.id.to_string();
+    quiet_insta_failures();
     std::panic::catch_unwind(|| {
         let mut settings = insta::Settings::clone_current();
         settings.set_snapshot_path(folder);
@@ -298,6 +299,38 @@ pub(crate) fn check(dir: &Path, outcome: &CellOutcome) -> bool {
         settings.bind(|| insta::assert_yaml_snapshot!(name, &summary));
     })
     .is_ok()
+}
+
+/// How insta's panic for a differing snapshot begins (insta 1.49).
+const INSTA_FAILURE: &str = "snapshot assertion for '";
+
+/// Whether a panic at `file` with `message` is insta's for a differing snapshot.
+fn is_insta_failure(file: Option<&str>, message: Option<&str>) -> bool {
+    file.is_some_and(|f| f.contains("insta"))
+        && message.is_some_and(|m| m.starts_with(INSTA_FAILURE))
+}
+
+/// insta reports a differing snapshot by printing its diff, then panicking;
+/// [`check`] catches that panic and the harness fails the cell with the
+/// snapshot's path. Install, once, a panic hook that stays silent for that
+/// panic alone (no "panicked at" line, nor, under `RUST_BACKTRACE=1`, a
+/// backtrace of some sixty frames a cell) and hands every other panic,
+/// insta's own errors included, to the hook of before.
+fn quiet_insta_failures() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied());
+            if !is_insta_failure(info.location().map(|l| l.file()), message) {
+                before(info);
+            }
+        }));
+    });
 }
 
 /// Move `{legacy}.snap` in `dir` (the flat layout of old) to `{path}.snap`
@@ -819,6 +852,22 @@ mod tests {
     /// How insta writes a new `.snap` (header, `---`, the YAML, a newline).
     fn as_insta_writes(body: &str) -> String {
         format!("---\nsource: scaffold/src/harness/mod.rs\ndescription: \"e::v::c\"\n---\n{body}\n")
+    }
+
+    #[test]
+    fn only_insta_differing_snapshot_panics_are_kept_quiet() {
+        let insta = Some("/registry/insta-1.49.0/src/runtime.rs");
+        let msg = Some("snapshot assertion for 'openai' failed in line 12");
+        assert!(super::is_insta_failure(insta, msg));
+        // insta's own errors (a snapshot it cannot write) still speak.
+        assert!(!super::is_insta_failure(
+            insta,
+            Some("called `Result::unwrap()` on an `Err` value")
+        ));
+        // So does a user's panic, whatever it says.
+        assert!(!super::is_insta_failure(Some("evals/main.rs"), msg));
+        assert!(!super::is_insta_failure(None, msg));
+        assert!(!super::is_insta_failure(insta, None));
     }
 
     #[test]
