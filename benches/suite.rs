@@ -534,19 +534,7 @@ impl Package {
 
     /// Run the harness on eval `eval` in a child process.
     fn run(&self, eval: &str, mode: &str, update_snapshots: bool, args: &[String]) -> Res<Sample> {
-        self.run_with(eval, mode, update_snapshots, args, &[])
-    }
-
-    /// [`Package::run`] with more environment variables.
-    fn run_with(
-        &self,
-        eval: &str,
-        mode: &str,
-        update_snapshots: bool,
-        args: &[String],
-        env: &[(&str, &Path)],
-    ) -> Res<Sample> {
-        self.run_exiting(eval, mode, update_snapshots, args, env, &[0])
+        self.run_with(eval, mode, update_snapshots, args, &[], &[0])
     }
 
     /// A playback run after a change that alters every session summary (a
@@ -558,12 +546,14 @@ impl Package {
         let dir = self.dir.join("snapshots").join(eval);
         let (from, to) = ("topic number", "subject number");
         rewrite(&dir, from, to)?;
-        let sample = self.run_exiting(eval, "playback", false, &[], &[], &[RUN_FAILED]);
+        let sample = self.run_with(eval, "playback", false, &[], &[], &[RUN_FAILED]);
         rewrite(&dir, to, from)?;
         sample
     }
 
-    fn run_exiting(
+    /// [`Package::run`] with more environment variables, accepting the
+    /// exit codes `ok_codes`.
+    fn run_with(
         &self,
         eval: &str,
         mode: &str,
@@ -856,6 +846,7 @@ fn playback(
                 false,
                 &[],
                 &[("NEXTEST_RUN_ID", Path::new("bench-cells-only"))],
+                &[0],
             )?);
             if let Some(pf) = promptfoo {
                 theirs.push(pf.run(&pf_dir, None)?);
