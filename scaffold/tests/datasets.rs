@@ -286,6 +286,16 @@ fn duplicate_case_ids() {
         diagnostics(src, Format::Json),
         ["3:10: error: duplicate case id `same` (first used at 2:10)"]
     );
+    // Ids that differ only in what file names cannot hold would share their
+    // recordings and snapshots.
+    let src = "name: t\ncases:\n  - id: sql injection\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n  - id: sql/injection\n    input: 2\n    assertions: [{type: behavior.no_errors}]\n";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "6:9: error: case id `sql/injection` names the same files as `sql injection` (used at 3:9): \
+             recordings and snapshots write both as `sql-injection`; rename one"
+        ]
+    );
 }
 
 #[test]

@@ -13,6 +13,7 @@ use super::node::{Key, Kind, Node, Pos};
 use super::schema::{self, CASE_FIELDS, DATASET_FIELDS, FieldKind, FieldSpec, TypeSpec};
 use super::{Diagnostic, DiagnosticKind, Severity};
 use crate::assert::{Glob, MATCHER_KEYS, Path, build_regex};
+use crate::util::file_safe;
 
 /// Collects diagnostics for one file.
 pub(crate) struct Validator<'f> {
@@ -656,13 +657,19 @@ impl<'f> Validator<'f> {
                 "the dataset has no cases".into(),
             );
         }
-        let mut seen: HashMap<&str, Pos> = HashMap::new();
+        // Keyed by the id as file names hold it (recordings, snapshots).
+        let mut seen: HashMap<String, (&str, Pos)> = HashMap::new();
         for case in items {
             self.case(case, &mut seen, defaults);
         }
     }
 
-    fn case<'n>(&mut self, node: &'n Node, seen: &mut HashMap<&'n str, Pos>, defaults: usize) {
+    fn case<'n>(
+        &mut self,
+        node: &'n Node,
+        seen: &mut HashMap<String, (&'n str, Pos)>,
+        defaults: usize,
+    ) {
         if !matches!(node.kind, Kind::Map(_)) {
             self.error(
                 DiagnosticKind::WrongType,
@@ -686,14 +693,24 @@ impl<'f> Validator<'f> {
                     None
                 }
                 Some(id) => {
-                    if let Some(first) = seen.get(id) {
-                        self.error(
+                    let file = file_safe(id);
+                    match seen.get(&file) {
+                        Some((first_id, first)) if *first_id == id => self.error(
                             DiagnosticKind::DuplicateCaseId,
                             v.pos,
                             format!("duplicate case id `{id}` (first used at {first})"),
-                        );
-                    } else {
-                        seen.insert(id, v.pos);
+                        ),
+                        Some((first_id, first)) => self.error(
+                            DiagnosticKind::DuplicateCaseId,
+                            v.pos,
+                            format!(
+                                "case id `{id}` names the same files as `{first_id}` (used at {first}): \
+                                 recordings and snapshots write both as `{file}`; rename one"
+                            ),
+                        ),
+                        None => {
+                            seen.insert(file, (id, v.pos));
+                        }
                     }
                     Some(id.to_string())
                 }
