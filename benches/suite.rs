@@ -622,7 +622,6 @@ impl Package {
     }
 }
 
-/// Read every file under `dir` (not timed).
 /// Replace `from` with `to` in every file under `dir`.
 fn rewrite(dir: &Path, from: &str, to: &str) -> Res<()> {
     for entry in std::fs::read_dir(dir)? {
@@ -637,6 +636,7 @@ fn rewrite(dir: &Path, from: &str, to: &str) -> Res<()> {
     Ok(())
 }
 
+/// Read every file under `dir` (not timed).
 fn warm(dir: &Path) -> Res<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
