@@ -1,5 +1,6 @@
 //! `Eval<S>` behind a trait object, so evals over different states live in one list.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use crate::dataset::Dataset;
 use crate::eval::{CellEnv, CellId, CellResult, Eval, GateOptions};
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
+use crate::util::file_safe;
 use crate::workflow::{State, Workflow};
 
 /// One cell as the harness lists it.
@@ -179,6 +181,17 @@ impl<S: State> ErasedEval for Eval<S> {
                 return Err(format!("variant `{name}`: {}", errors.join("; ")));
             }
         }
+        // Recordings and snapshots name a variant by its file-safe form.
+        let mut files: HashMap<String, &str> = HashMap::new();
+        for (name, _) in &self.variants {
+            let file = file_safe(name);
+            if let Some(first) = files.insert(file.clone(), name) {
+                return Err(format!(
+                    "variants `{first}` and `{name}` name the same files: recordings and \
+                     snapshots write both as `{file}`; rename one"
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -269,5 +282,43 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn gate_options(&self) -> GateOptions {
         Eval::gate_options(self).clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dataset::{Format, load_str};
+    use crate::harness::erase;
+    use crate::provider::{ScriptedProvider, ScriptedReply};
+    use crate::workflow::{Agent, Phase};
+
+    fn eval(variants: &[&str]) -> Box<dyn ErasedEval> {
+        let workflow = || {
+            let agent = Agent::<String>::new("a")
+                .provider(ScriptedProvider::new("m").reply(ScriptedReply::text("x")))
+                .prompt(|s| s.clone())
+                .update(|t, s| *s = t);
+            Workflow::new("w", String::new()).phase("p", Phase::run(agent))
+        };
+        let src = "name: d\ncases:\n  - id: a\n    input: 1\n    assertions: []\n";
+        let mut eval = Eval::new().dataset(load_str(src, Format::Yaml, "d.yaml").unwrap());
+        for v in variants {
+            eval = eval.variant(*v, workflow());
+        }
+        erase(eval)
+    }
+
+    #[test]
+    fn variants_that_name_the_same_files_are_refused() {
+        assert_eq!(eval(&["gpt-4o", "claude"]).check(), Ok(()));
+        assert_eq!(
+            eval(&["gpt 4o", "claude", "gpt-4o"]).check(),
+            Err(
+                "variants `gpt 4o` and `gpt-4o` name the same files: recordings and \
+                 snapshots write both as `gpt-4o`; rename one"
+                    .to_string()
+            )
+        );
     }
 }
