@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `raw` as one safe file-name component: characters outside
 /// `[A-Za-z0-9._-]` become `-`, runs of `_` shrink to one (so a `__`
 /// separator stays unambiguous), and a component of dots alone (`.`, `..`)
-/// becomes dashes, so that it never names a folder above.
+/// becomes dashes, so that it never names a folder above; an empty one is `-`.
 pub(crate) fn file_safe(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     for c in raw.chars() {

@@ -65,16 +65,13 @@ impl CellId {
     /// assert_eq!(id.snapshot_path(), "code-review/sql-injection/gpt-4o__t2");
     /// ```
     pub fn snapshot_path(&self) -> String {
-        let mut path = format!(
-            "{}/{}/{}",
+        let trial = self.trial.map(|t| format!("__t{t}")).unwrap_or_default();
+        format!(
+            "{}/{}/{}{trial}",
             file_safe(&self.eval),
             file_safe(&self.case),
             file_safe(&self.variant)
-        );
-        if let Some(t) = self.trial {
-            path.push_str(&format!("__t{t}"));
-        }
-        path
+        )
     }
 
     /// Where the snapshot lived before [`CellId::snapshot_path`]: one flat
