@@ -95,6 +95,7 @@ use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, Store, StoreError};
+use crate::util::file_safe;
 use finished::Finished;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
 
@@ -190,6 +191,7 @@ fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<Stri
     scorers.sort_by_key(|r| (r.eval, r.file, r.line));
 
     let mut evals = Vec::new();
+    let mut wheres = Vec::new();
     for reg in regs {
         let mut eval = (reg.build)();
         eval.set_default_name(reg.name);
@@ -217,13 +219,52 @@ fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<Stri
                 reg.file, reg.line, reg.name
             ));
         }
+        wheres.push((reg.name, reg.file, reg.line));
         evals.push(eval);
     }
+    let named: Vec<(&str, EvalSource)> = evals
+        .iter()
+        .zip(wheres)
+        .map(|(eval, w)| (eval.name(), w))
+        .collect();
+    errors.extend(colliding_eval_names(&named));
     if errors.is_empty() {
         Ok(evals)
     } else {
         Err(errors)
     }
+}
+
+/// Where an eval was registered: its registered name, file and line.
+type EvalSource = (&'static str, &'static str, u32);
+
+/// Evals whose names (an eval's builder may choose one) would share files
+/// or results: the same name (one row of results for two cells), or names
+/// that are one once made file-safe, as recordings and snapshots write them
+/// (`code review` and `code-review`). Two registrations of one name are
+/// reported where they are registered, not here again.
+fn colliding_eval_names(evals: &[(&str, EvalSource)]) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut files: HashMap<String, (&str, EvalSource)> = HashMap::new();
+    for &(name, at) in evals {
+        let Some((first, first_at)) = files.insert(file_safe(name), (name, at)) else {
+            continue;
+        };
+        let ((_, file, line), (first_reg, first_file, first_line)) = (at, first_at);
+        if first_reg == at.0 {
+            continue;
+        }
+        errors.push(if first == name {
+            format!("two evals are named `{name}`: {first_file}:{first_line} and {file}:{line}")
+        } else {
+            format!(
+                "evals `{first}` ({first_file}:{first_line}) and `{name}` ({file}:{line}) \
+                 name the same files: recordings and snapshots write both as `{}`; rename one",
+                file_safe(name)
+            )
+        });
+    }
+    errors
 }
 
 /// Run `f` with the working directory at `dir` (restored after).
@@ -1214,6 +1255,28 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evals_whose_names_share_files_or_results_are_refused() {
+        let at = |reg, line| (reg, "evals/suite.rs", line);
+        // Distinct names, distinct files: nothing to say.
+        assert!(colliding_eval_names(&[("review", at("a", 1)), ("triage", at("b", 2))]).is_empty());
+        // One name chosen by two builders.
+        assert_eq!(
+            colliding_eval_names(&[("review", at("a", 1)), ("review", at("b", 9))]),
+            ["two evals are named `review`: evals/suite.rs:1 and evals/suite.rs:9"]
+        );
+        // Two names, one file name.
+        assert_eq!(
+            colliding_eval_names(&[("code review", at("a", 1)), ("code/review", at("b", 9))]),
+            [
+                "evals `code review` (evals/suite.rs:1) and `code/review` (evals/suite.rs:9) name \
+              the same files: recordings and snapshots write both as `code-review`; rename one"
+            ]
+        );
+        // Two registrations of one name are reported where they are registered.
+        assert!(colliding_eval_names(&[("review", at("a", 1)), ("review", at("a", 9))]).is_empty());
+    }
 
     fn settings(test_threads: Option<usize>) -> Settings {
         Settings {
