@@ -247,11 +247,12 @@ fn colliding_eval_names(evals: &[(&str, EvalSource)]) -> Vec<String> {
     let mut errors = Vec::new();
     let mut files: HashMap<String, (&str, EvalSource)> = HashMap::new();
     for &(name, at) in evals {
-        let Some((first, first_at)) = files.insert(file_safe(name), (name, at)) else {
+        let safe = file_safe(name);
+        let Some((first, first_at)) = files.insert(safe.clone(), (name, at)) else {
             continue;
         };
-        let ((_, file, line), (first_reg, first_file, first_line)) = (at, first_at);
-        if first_reg == at.0 {
+        let ((reg, file, line), (first_reg, first_file, first_line)) = (at, first_at);
+        if first_reg == reg {
             continue;
         }
         errors.push(if first == name {
@@ -259,8 +260,7 @@ fn colliding_eval_names(evals: &[(&str, EvalSource)]) -> Vec<String> {
         } else {
             format!(
                 "evals `{first}` ({first_file}:{first_line}) and `{name}` ({file}:{line}) \
-                 name the same files: recordings and snapshots write both as `{}`; rename one",
-                file_safe(name)
+                 name the same files: recordings and snapshots write both as `{safe}`; rename one"
             )
         });
     }
