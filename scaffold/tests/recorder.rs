@@ -20,7 +20,7 @@ use scaffold::provider::{
     CallContext, CompletionRequest, Message, Provider, ProviderError, ProviderOptions, RecordingId,
     StreamSink, ToolSpec,
 };
-use scaffold::testing::{FakeProviderServer, FakeReply};
+use scaffold::testing::{FakeProviderServer, FakeReply, Fault};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -830,6 +830,51 @@ fn providers(
         anthropic = anthropic.api_key(key);
     }
     vec![Box::new(openai), Box::new(anthropic)]
+}
+
+/// A live stream that broke off fails its replay with the same error, at
+/// the same event: a session recorded with that failure is the session
+/// playback gives (the playback server can only end its answer cleanly,
+/// which alone would read as another failure: an event cut in half).
+#[tokio::test]
+async fn a_stream_that_broke_off_plays_back_with_the_recorded_failure() {
+    let dir = fresh_dir("e2e-broke-off");
+    let cut = Fault::TruncatedStream { after_events: 2 };
+    let server = FakeProviderServer::builder()
+        .fault_plan(vec![cut.clone(), cut])
+        .start()
+        .await
+        .unwrap();
+    let recorder = ProviderRecorder::new(&dir, RecorderMode::Record);
+    let player = ProviderRecorder::new(&dir, RecorderMode::Playback);
+    let recording = providers(&server, recorder.transport(), Some("sk-test-0123456789"));
+    let playing = providers(&server, player.transport(), None);
+    for (inv, (live, replay)) in (0u32..).zip(recording.iter().zip(&playing)) {
+        let rid = RecordingId::new("e2e.v1", "cut", live.name(), "reviewer", inv);
+        let request = completion_request(&rid, true, false);
+        let mut live_deltas = Deltas::default();
+        let recorded = live
+            .complete(&request, &mut live_deltas)
+            .await
+            .expect_err("the live stream broke off")
+            .to_string();
+        assert!(
+            recorded.contains("broke off after 2 complete events"),
+            "{recorded}"
+        );
+        let v = read_json(&player.recording_path(&rid));
+        assert_eq!(v["response"]["truncated"], true, "{v}");
+        let before = server.request_count();
+        let mut replay_deltas = Deltas::default();
+        let replayed = replay
+            .complete(&request, &mut replay_deltas)
+            .await
+            .expect_err("the replay breaks off too")
+            .to_string();
+        assert_eq!(server.request_count(), before, "playback hit the upstream");
+        assert_eq!(replayed, recorded, "{}", live.name());
+        assert_eq!(replay_deltas.0, live_deltas.0, "{}", live.name());
+    }
 }
 
 #[tokio::test]

@@ -93,6 +93,17 @@ pub struct RecordedResponse {
 }
 
 impl RecordedResponse {
+    /// How the recorded stream failed, when it did: the error as recorded
+    /// (a cassette written before errors were kept says only that it broke
+    /// off).
+    pub fn failure(&self) -> Option<String> {
+        self.truncated.then(|| {
+            self.error
+                .clone()
+                .unwrap_or_else(|| "the recorded stream broke off here".to_string())
+        })
+    }
+
     /// The body bytes playback serves: the SSE events joined, the JSON body
     /// serialized compactly, or the text.
     pub fn body_bytes(&self) -> Vec<u8> {

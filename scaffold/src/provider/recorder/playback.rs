@@ -43,7 +43,9 @@ use super::redact::Redactor;
 use super::{RecorderError, RecorderMode, checked_recording_id, messages, split_url};
 use crate::provider::CallContext;
 use crate::provider::RecordingId;
-use crate::provider::transport::{HttpBody, HttpRequest, HttpResponse, Transport, TransportError};
+use crate::provider::transport::{
+    ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
+};
 
 /// The header carrying the recording id to the playback server.
 pub const RECORDING_ID_HEADER: &str = "x-scaffold-recording-id";
@@ -521,6 +523,7 @@ impl Transport for PlaybackTransport {
         let path = self.scope.dir.join(format!("{id}.json"));
         let loaded =
             load(&path).map_err(|e| TransportError::Playback(load_error_message(&id, &path, e)))?;
+        let broke_off = loaded.cassette.response.failure();
         let staged = Staged::new(loaded);
         let server = server().await.map_err(TransportError::Playback)?;
         let uri = &server.uri;
@@ -572,8 +575,26 @@ impl Transport for PlaybackTransport {
                 .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
             return Err(TransportError::Playback(message));
         }
-        Ok(response)
+        Ok(match broke_off {
+            Some(failure) => HttpResponse {
+                body: break_off(response.body, failure),
+                ..response
+            },
+            None => response,
+        })
     }
+}
+
+/// The body of a recording whose stream failed: what came, then the
+/// failure as it was recorded, so that a replay fails where and as the
+/// live call did (the server can only close its answer cleanly).
+fn break_off(body: HttpBody, failure: String) -> HttpBody {
+    let came: ByteStream = match body {
+        HttpBody::Full(bytes) => Box::pin(futures_util::stream::iter([Ok(bytes)])),
+        HttpBody::Stream(stream) => stream,
+    };
+    let failed = futures_util::stream::once(async move { Err(TransportError::Other(failure)) });
+    HttpBody::Stream(Box::pin(came.chain(failed)))
 }
 
 #[cfg(test)]
