@@ -31,7 +31,10 @@
 //!   cell: the memory the inputs take; and once per size, a run after a
 //!   change to every session summary (each snapshot edited, `INSTA_UPDATE=no`),
 //!   in which every cell goes to insta: its time per cell should not grow
-//!   with the cells.
+//!   with the cells; and once per size, one cell as nextest runs it
+//!   (`--list`, then `NAME --exact` in a process of its own, 5 times):
+//!   what a process repeats for the whole suite (the datasets, the test
+//!   list) shows as time that grows with the cells.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
@@ -79,6 +82,8 @@ const EVAL_ENV: &str = "SCAFFOLD_BENCH_EVAL";
 /// Set in a child: make the HTTP exchanges of this many playback cells and
 /// nothing else (see [`http_floor`]) instead of running the harness.
 const FLOOR_ENV: &str = "SCAFFOLD_BENCH_FLOOR";
+/// Processes timed for one cell as nextest runs it.
+const NEXTEST_PROCESSES: usize = 5;
 
 const LATENCY: Duration = Duration::from_millis(100);
 const LIVE_CELLS: usize = 200;
@@ -562,19 +567,59 @@ impl Package {
         env: &[(&str, &Path)],
         ok_codes: &[i32],
     ) -> Res<Sample> {
+        self.fresh_database()?;
+        let (mut cmd, stats) = self.command(eval, mode, update_snapshots)?;
+        cmd.arg(format!("{eval}::")).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run_measured(cmd, &stats, &self.dir, eval, ok_codes)
+    }
+
+    /// One cell of `eval` as nextest runs it: `--list` once (the run's first
+    /// process, which keeps the datasets for the others), then `name
+    /// --exact` in a process of its own, `runs` times into the same run;
+    /// the median process.
+    fn run_as_nextest(&self, eval: &str, name: &str, runs: usize) -> Res<Sample> {
+        self.fresh_database()?;
+        let run_id = "bench-nextest";
+        let (mut list, stats) = self.command(eval, "playback", false)?;
+        list.args(["--list", "--format", "terse"])
+            .env("NEXTEST_RUN_ID", run_id);
+        run_measured(list, &stats, &self.dir, eval, &[0])?;
+        let mut samples = Vec::new();
+        for _ in 0..runs {
+            let (mut cell, stats) = self.command(eval, "playback", false)?;
+            cell.args([name, "--exact"]).env("NEXTEST_RUN_ID", run_id);
+            samples.push(run_measured(cell, &stats, &self.dir, eval, &[0])?);
+        }
+        Ok(median_sample(&samples))
+    }
+
+    /// Remove the database of the last run and the datasets a nextest-like
+    /// run kept (every run parses its datasets, as `cargo test` does when
+    /// no nextest run kept them), and warm the recordings and snapshots: in
+    /// the page cache, as right after a checkout or a run (a virtual
+    /// machine that pages cold files out, DAMON reclaim, would otherwise
+    /// make each run read them from disk).
+    fn fresh_database(&self) -> Res<()> {
         let db = self.dir.join("scaffold.db");
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
         }
-        // The recordings and snapshots in the page cache, as right after a
-        // checkout or a run: a virtual machine that pages cold files out
-        // (DAMON reclaim) would otherwise make each run read them from disk.
+        let _ = std::fs::remove_dir_all(self.dir.join("target").join("scaffold").join("datasets"));
         warm(&self.dir.join("evals"))?;
         warm(&self.dir.join("snapshots"))?;
+        Ok(())
+    }
+
+    /// This binary as a harness child on eval `eval` in `mode`, with the
+    /// environment of every run (no filter or arguments yet), and the file
+    /// of its usage figures.
+    fn command(&self, eval: &str, mode: &str, update_snapshots: bool) -> Res<(Command, PathBuf)> {
+        let db = self.dir.join("scaffold.db");
         let (mut cmd, stats) = self.child()?;
-        cmd.arg(format!("{eval}::"))
-            .args(args)
-            .env(EVAL_ENV, eval)
+        cmd.env(EVAL_ENV, eval)
             .env("SCAFFOLD_MODE", mode)
             .env("SCAFFOLD_DATABASE", &db)
             .env("CARGO_TARGET_DIR", self.dir.join("target"))
@@ -592,10 +637,7 @@ impl Package {
             .env_remove("NEXTEST_RUN_ID")
             .env_remove("NEXTEST")
             .env_remove("INSTA_PENDING_DIR");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        run_measured(cmd, &stats, &self.dir, eval, ok_codes)
+        Ok((cmd, stats))
     }
 
     /// The HTTP exchanges of `cells` cells alone ([`http_floor`]) in a
@@ -817,6 +859,7 @@ fn playback(
         "cells", "wall/cell", "CPU/cell", "peak RSS", "scripted", "CPU/cell", "peak RSS", "ratio"
     );
     let (mut rss, mut cells_rss, mut listed_rss) = (Vec::new(), Vec::new(), Vec::new());
+    let mut nextest = Vec::new();
     let mut largest = None;
     for &cells in sizes {
         let cases = cells.div_ceil(2);
@@ -893,6 +936,23 @@ fn playback(
                 changed.wall.as_secs_f64() / p.wall.as_secs_f64()
             ),
         );
+        // Once per size: one cell as nextest runs it, in a process of its
+        // own (a time that grows with the cells is work every process
+        // repeats, such as parsing the datasets).
+        let one = pkg.run_as_nextest(
+            "playback",
+            &format!("playback::openai::case-{}", cases / 2),
+            NEXTEST_PROCESSES,
+        )?;
+        println!(
+            "  {:>6}  {:>8.1} ms {:>11} {:>5.1} MiB  (one cell in its own process, as nextest runs it: \
+             `NAME --exact`; wall time of the process, median of {NEXTEST_PROCESSES})",
+            "",
+            ms(one.wall),
+            "",
+            mib(one.usage.peak_rss_kib),
+        );
+        nextest.push((cells, one.wall));
         if !theirs.is_empty() {
             let t = median_sample(&theirs);
             print_beside(cells, &t, "promptfoo");
@@ -1038,6 +1098,17 @@ fn playback(
             mib(r[to - 1]),
             mib(min),
             mib(max)
+        ));
+    }
+    if let (Some(&(few, at_few)), Some(&(many, at_many))) = (nextest.first(), nextest.last())
+        && nextest.len() > 1
+    {
+        verdicts.push(format!(
+            "  one cell in its own process, as nextest runs it: {:.1} ms at {few} cells, {:.1} ms at \
+             {many} ({:.2} µs more per cell of the suite)",
+            ms(at_few),
+            ms(at_many),
+            ms(at_many.saturating_sub(at_few)) * 1e3 / (many - few) as f64,
         ));
     }
     Ok(())

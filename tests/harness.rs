@@ -96,6 +96,19 @@ fn playback_is_identical_at_1_and_8_threads_and_flags_work() {
         &[],
     );
     assert!(text(&exact).contains("1 passed"), "{}", text(&exact));
+    // The name as `--list` prints it (nextest may pass that): the same cell.
+    let as_listed = evals(
+        &[
+            "--exact",
+            "[eval] code-review::claude-sonnet-4-5::path-traversal",
+        ],
+        &[],
+    );
+    assert!(
+        text(&as_listed).contains("1 passed"),
+        "{}",
+        text(&as_listed)
+    );
     let tagged = evals(&[], &[("SCAFFOLD_TAGS", "xss,negative")]);
     assert!(text(&tagged).contains("4 passed"), "{}", text(&tagged));
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::cache;
 use super::node::{self, Kind, Node};
 use super::validate::Validator;
 use super::{Case, Dataset, DatasetError, DiagnosticKind, Format, Severity, Validation};
@@ -74,14 +75,35 @@ pub fn validate(path: impl AsRef<Path>) -> Result<Validation, DatasetError> {
 
 /// Load a dataset file (format from its extension). Fails with every error
 /// found; warnings are kept in [`Dataset::warnings`].
+///
+/// Under the harness a file whose text was loaded before (by another
+/// process of the run, as under cargo-nextest) is read from the harness's
+/// cache of loaded datasets instead of being parsed again: the same
+/// dataset, warnings included.
 pub fn load(path: impl AsRef<Path>) -> Result<Dataset, DatasetError> {
-    let path = path.as_ref();
+    load_with(path.as_ref(), cache::shared())
+}
+
+/// [`load`], with `cache` if there is one.
+pub(super) fn load_with(
+    path: &Path,
+    cache: Option<&cache::DatasetCache>,
+) -> Result<Dataset, DatasetError> {
     let src = read(path)?;
     let file = path.display().to_string();
-    let (root, v) = check(&src, Format::from_path(path), &file);
+    let format = Format::from_path(path);
+    let entry = cache.map(|c| c.entry(&src, format, &file));
+    if let Some(dataset) = entry.as_ref().and_then(cache::Entry::read) {
+        return Ok(dataset);
+    }
+    let (root, v) = check(&src, format, &file);
     // The tree holds everything the dataset needs: let the text go first.
     drop(src);
-    finish(root, v, &file)
+    let dataset = finish(root, v, &file)?;
+    if let Some(entry) = entry.filter(|_| cache.is_some_and(cache::DatasetCache::writes)) {
+        entry.write(&dataset);
+    }
+    Ok(dataset)
 }
 
 /// Load dataset text; `file` names it in diagnostics and [`Dataset::source`].

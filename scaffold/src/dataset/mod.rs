@@ -40,6 +40,7 @@
 //! assert_eq!(ds.cases[0].assertions().len(), 2); // the default first
 //! ```
 
+pub(crate) mod cache;
 mod load;
 mod node;
 mod schema;
@@ -51,8 +52,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::assert::Assertion;
@@ -337,7 +338,7 @@ impl ExactSizeIterator for Assertions<'_> {}
 impl std::iter::FusedIterator for Assertions<'_> {}
 
 /// Error or warning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     /// Loading fails.
@@ -347,7 +348,7 @@ pub enum Severity {
 }
 
 /// What kind of problem a [`Diagnostic`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum DiagnosticKind {
     /// The file is not valid YAML/JSON.
@@ -385,7 +386,7 @@ pub enum DiagnosticKind {
 }
 
 /// One problem, with its place.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,
