@@ -100,7 +100,9 @@ pub(super) fn load_with(
     // The tree holds everything the dataset needs: let the text go first.
     drop(src);
     let dataset = finish(root, v, &file)?;
-    if let Some(entry) = entry.filter(|_| cache.is_some_and(cache::DatasetCache::writes)) {
+    if let (Some(entry), Some(cache)) = (entry, cache)
+        && cache.writes()
+    {
         entry.write(&dataset);
     }
     Ok(dataset)
