@@ -567,7 +567,7 @@ impl Package {
         env: &[(&str, &Path)],
         ok_codes: &[i32],
     ) -> Res<Sample> {
-        self.fresh_database()?;
+        self.fresh_run()?;
         let (mut cmd, stats) = self.command(eval, mode, update_snapshots)?;
         cmd.arg(format!("{eval}::")).args(args);
         for (k, v) in env {
@@ -581,7 +581,7 @@ impl Package {
     /// --exact` in a process of its own, `runs` times into the same run;
     /// the median process.
     fn run_as_nextest(&self, eval: &str, name: &str, runs: usize) -> Res<Sample> {
-        self.fresh_database()?;
+        self.fresh_run()?;
         let run_id = "bench-nextest";
         let (mut list, stats) = self.command(eval, "playback", false)?;
         list.args(["--list", "--format", "terse"])
@@ -602,7 +602,7 @@ impl Package {
     /// the page cache, as right after a checkout or a run (a virtual
     /// machine that pages cold files out, DAMON reclaim, would otherwise
     /// make each run read them from disk).
-    fn fresh_database(&self) -> Res<()> {
+    fn fresh_run(&self) -> Res<()> {
         let db = self.dir.join("scaffold.db");
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));

@@ -77,6 +77,38 @@ pub(crate) fn now_rfc3339() -> String {
     rfc3339(now_ms())
 }
 
+/// A SHA-256 of tagged fields, as 64 hex digits: each field is its tag,
+/// then its length and bytes, so that no two lists of fields hash alike.
+/// The judge's verdict cache and the dataset cache key their entries so.
+pub(crate) struct Fingerprint(sha2::Sha256);
+
+impl Fingerprint {
+    pub(crate) fn new() -> Fingerprint {
+        Fingerprint(<sha2::Sha256 as sha2::Digest>::new())
+    }
+
+    /// Add the field `tag` with `value`.
+    pub(crate) fn field(&mut self, tag: &str, value: impl AsRef<[u8]>) -> &mut Fingerprint {
+        use sha2::Digest;
+        let value = value.as_ref();
+        self.0.update(tag.as_bytes());
+        self.0.update((value.len() as u64).to_le_bytes());
+        self.0.update(value);
+        self
+    }
+
+    /// The hash, in lower-case hex.
+    pub(crate) fn hex(self) -> String {
+        use std::fmt::Write as _;
+        let digest = sha2::Digest::finalize(self.0);
+        let mut hex = String::with_capacity(2 * digest.len());
+        for b in digest {
+            let _ = write!(hex, "{b:02x}");
+        }
+        hex
+    }
+}
+
 /// Write `path` through a hidden temporary file in the same folder (made if
 /// missing), renamed over `path` once `write` has succeeded: a reader sees
 /// the old file or the whole new one, never a part. When `write` fails, the

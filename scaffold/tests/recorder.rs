@@ -832,6 +832,17 @@ fn providers(
     vec![Box::new(openai), Box::new(anthropic)]
 }
 
+/// The error of a call that must fail, and the deltas streamed before it.
+async fn broke_off(provider: &dyn Provider, request: &CompletionRequest) -> (String, Deltas) {
+    let mut deltas = Deltas::default();
+    let error = provider
+        .complete(request, &mut deltas)
+        .await
+        .expect_err("the stream breaks off")
+        .to_string();
+    (error, deltas)
+}
+
 /// A live stream that broke off fails its replay with the same error, at
 /// the same event: a session recorded with that failure is the session
 /// playback gives (the playback server can only end its answer cleanly,
@@ -852,12 +863,7 @@ async fn a_stream_that_broke_off_plays_back_with_the_recorded_failure() {
     for (inv, (live, replay)) in (0u32..).zip(recording.iter().zip(&playing)) {
         let rid = RecordingId::new("e2e.v1", "cut", live.name(), "reviewer", inv);
         let request = completion_request(&rid, true, false);
-        let mut live_deltas = Deltas::default();
-        let recorded = live
-            .complete(&request, &mut live_deltas)
-            .await
-            .expect_err("the live stream broke off")
-            .to_string();
+        let (recorded, live_deltas) = broke_off(live.as_ref(), &request).await;
         assert!(
             recorded.contains("broke off after 2 complete events"),
             "{recorded}"
@@ -865,12 +871,7 @@ async fn a_stream_that_broke_off_plays_back_with_the_recorded_failure() {
         let v = read_json(&player.recording_path(&rid));
         assert_eq!(v["response"]["truncated"], true, "{v}");
         let before = server.request_count();
-        let mut replay_deltas = Deltas::default();
-        let replayed = replay
-            .complete(&request, &mut replay_deltas)
-            .await
-            .expect_err("the replay breaks off too")
-            .to_string();
+        let (replayed, replay_deltas) = broke_off(replay.as_ref(), &request).await;
         assert_eq!(server.request_count(), before, "playback hit the upstream");
         assert_eq!(replayed, recorded, "{}", live.name());
         assert_eq!(replay_deltas.0, live_deltas.0, "{}", live.name());

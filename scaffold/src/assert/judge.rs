@@ -36,7 +36,6 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::context::EvalContext;
 use super::display;
@@ -46,6 +45,7 @@ use super::result::Outcome;
 use crate::provider::{
     CallContext, CompletionRequest, Message, OutputSchema, Provider, ProviderOptions, RecordingId,
 };
+use crate::util::Fingerprint;
 
 /// The `llm.judge` assertion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -256,33 +256,23 @@ impl<'a> JudgeKey<'a> {
 
     /// The hash.
     pub fn key(&self) -> JudgeCacheKey {
-        let mut h = Sha256::new();
-        let mut field = |tag: &str, s: &str| {
-            h.update(tag.as_bytes());
-            h.update((s.len() as u64).to_le_bytes());
-            h.update(s.as_bytes());
-        };
+        let mut h = Fingerprint::new();
         // Version 2: with temperature, trial and ask (version 1 keys, of
         // model, rubric, criteria and output only, are never matched).
-        field("key", "2");
-        field("model", self.model);
-        field("rubric", self.rubric.unwrap_or(""));
+        h.field("key", "2")
+            .field("model", self.model)
+            .field("rubric", self.rubric.unwrap_or(""));
         for c in self.criteria {
-            field("criterion", c);
+            h.field("criterion", c);
         }
-        field("output", self.output);
-        field("temperature", &self.temperature.to_string());
-        field(
-            "trial",
-            &self.trial.map(|t| t.to_string()).unwrap_or_default(),
-        );
-        field("ask", &self.ask.to_string());
-        let digest = h.finalize();
-        let mut hex = String::with_capacity(64);
-        for b in digest {
-            let _ = write!(hex, "{b:02x}");
-        }
-        JudgeCacheKey(hex)
+        h.field("output", self.output)
+            .field("temperature", self.temperature.to_string())
+            .field(
+                "trial",
+                self.trial.map(|t| t.to_string()).unwrap_or_default(),
+            )
+            .field("ask", self.ask.to_string());
+        JudgeCacheKey(h.hex())
     }
 }
 

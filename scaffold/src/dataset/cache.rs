@@ -22,11 +22,10 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::{Case, Dataset, Diagnostic, Format};
 use crate::assert::Assertion;
-use crate::util::file_safe;
+use crate::util::{Fingerprint, file_safe};
 
 /// The folder the harness keeps datasets in, for [`super::load`].
 static SHARED: OnceLock<DatasetCache> = OnceLock::new();
@@ -56,6 +55,8 @@ pub(super) struct Entry {
     path: PathBuf,
     /// Other texts of the same file start with this.
     prefix: String,
+    /// Whether [`Entry::write`] keeps anything (its cache's `write`).
+    write: bool,
 }
 
 impl DatasetCache {
@@ -64,32 +65,24 @@ impl DatasetCache {
         DatasetCache { dir, write }
     }
 
-    /// Whether datasets parsed are kept.
-    pub(super) fn writes(&self) -> bool {
-        self.write
-    }
-
     /// The entry of `src`, the text of `file` in `format`.
     pub(super) fn entry(&self, src: &str, format: Format, file: &str) -> Entry {
-        let mut hash = Sha256::new();
-        for part in [
-            env!("CARGO_PKG_VERSION"),
-            match format {
-                Format::Yaml => "yaml",
-                Format::Json => "json",
-            },
-            file,
-            &src.len().to_string(),
-        ] {
-            hash.update(part.as_bytes());
-            hash.update([0]);
-        }
-        hash.update(src.as_bytes());
-        let digest: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let mut hash = Fingerprint::new();
+        hash.field("scaffold", env!("CARGO_PKG_VERSION"))
+            .field(
+                "format",
+                match format {
+                    Format::Yaml => "yaml",
+                    Format::Json => "json",
+                },
+            )
+            .field("file", file)
+            .field("text", src);
         let prefix = format!("{}--", file_safe(file));
         Entry {
-            path: self.dir.join(format!("{prefix}{digest}.json")),
+            path: self.dir.join(format!("{prefix}{}.json", hash.hex())),
             prefix,
+            write: self.write,
         }
     }
 }
@@ -103,10 +96,13 @@ impl Entry {
             .map(Stored::into_dataset)
     }
 
-    /// Keep `dataset` here if it reads back as itself, and let go of the
-    /// entries of the file's earlier texts. Failing to is no error: the next
-    /// process parses the file.
+    /// Keep `dataset` here if the cache writes and it reads back as itself,
+    /// and let go of the entries of the file's earlier texts. Failing to is
+    /// no error: the next process parses the file.
     pub(super) fn write(&self, dataset: &Dataset) {
+        if !self.write {
+            return;
+        }
         let Ok(bytes) = serde_json::to_vec(&Stored::of(dataset)) else {
             return;
         };
@@ -348,7 +344,8 @@ mod tests {
         let _ = fs::remove_file(fresh.path());
         assert_eq!(load_with(&path, Some(&reader)).unwrap(), first);
         assert!(!fresh.path().exists(), "a reading cache wrote");
-        fresh.write(&first);
+        // Kept by a writing process (nextest's) of the same run.
+        cache.entry(text, Format::Yaml, &file).write(&first);
         fs::write(
             fresh.path(),
             fs::read_to_string(fresh.path())

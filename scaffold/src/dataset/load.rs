@@ -100,9 +100,7 @@ pub(super) fn load_with(
     // The tree holds everything the dataset needs: let the text go first.
     drop(src);
     let dataset = finish(root, v, &file)?;
-    if let (Some(entry), Some(cache)) = (entry, cache)
-        && cache.writes()
-    {
+    if let Some(entry) = entry {
         entry.write(&dataset);
     }
     Ok(dataset)

@@ -235,20 +235,6 @@ fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<Stri
     }
 }
 
-/// The kind of every trial, which `--list` shows as `[eval] {name}`.
-const TRIAL_KIND: &str = "eval";
-
-/// Whether `--exact` `filter` names the trial `name`, as libtest-mimic
-/// decides it: by its name, or as `--list` prints it (`[eval] {name}`).
-fn exact_filter_names(filter: &str, name: &str) -> bool {
-    filter == name
-        || filter
-            .strip_prefix('[')
-            .and_then(|f| f.strip_prefix(TRIAL_KIND))
-            .and_then(|f| f.strip_prefix("] "))
-            == Some(name)
-}
-
 /// Where an eval was registered: its registered name, file and line.
 type EvalSource = (&'static str, &'static str, u32);
 
@@ -617,8 +603,9 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     let resuming = settings.resume.is_some();
     let mut trials: Vec<Trial> = Vec::new();
     // `NAME --exact`, as nextest runs each test: only that cell's trial is
-    // built (of 10,000 cells, 4 ms of a 23 ms process).
-    let only = args.filter.as_deref().filter(|_| args.exact && !args.list);
+    // kept (of 10,000 cells, 4 ms of a 23 ms process), as libtest's own
+    // filter decides.
+    let one_cell = args.exact && args.filter.is_some() && !args.list;
     let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
     // Per eval, how many cells this process runs.
     let mut running = vec![0; evals.len()];
@@ -645,17 +632,18 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             if resuming {
                 planned.insert(name.clone());
             }
-            if only.is_some_and(|only| !exact_filter_names(only, &name)) {
-                return;
-            }
             let h = shared.clone();
             let trial = Trial::test(name, move || match h.get() {
                 Some(h) => h.run_trial(e, index),
                 None => Err("the harness was not set up".into()),
             })
-            .with_kind(TRIAL_KIND)
+            .with_kind("eval")
             .with_ignored_flag(ignored);
-            if !args.is_filtered_out(&trial) && !args.is_ignored(&trial) {
+            let filtered_out = args.is_filtered_out(&trial);
+            if filtered_out && one_cell {
+                return;
+            }
+            if !filtered_out && !args.is_ignored(&trial) {
                 running[e] += 1;
                 let len = trial.name().chars().count();
                 shortest = Some(shortest.map_or(len, |s| s.min(len)));
@@ -1278,26 +1266,6 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_exact_filter_names_a_trial_by_its_name_or_as_listed() {
-        let name = "review::gpt-4o::sql-injection";
-        assert!(exact_filter_names(name, name));
-        assert!(exact_filter_names(
-            "[eval] review::gpt-4o::sql-injection",
-            name
-        ));
-        assert!(!exact_filter_names(
-            "[bench] review::gpt-4o::sql-injection",
-            name
-        ));
-        assert!(!exact_filter_names(
-            "[eval]review::gpt-4o::sql-injection",
-            name
-        ));
-        assert!(!exact_filter_names("review::gpt-4o", name));
-        assert!(!exact_filter_names("review::gpt-4o::sql-injection-2", name));
-    }
 
     #[test]
     fn evals_whose_names_share_files_or_results_are_refused() {
