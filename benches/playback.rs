@@ -75,6 +75,7 @@ fn main() {
         let env = CellEnv {
             store: None,
             transport: Some(recorder.transport()),
+            virtual_time: false,
         };
         let (_, failed) = time_cells(&recording, &env).await;
         assert_eq!(failed, 0, "recording run had failing cells");
@@ -85,6 +86,7 @@ fn main() {
         let env = CellEnv {
             store: Some(store.clone()),
             transport: Some(playback.transport()),
+            virtual_time: true,
         };
         let replay = eval(openai("http://unused.invalid/v1".into()), cases);
         let _ = time_cells(&replay, &env).await; // warm-up: connections, cassette cache
@@ -97,6 +99,7 @@ fn main() {
         let env = CellEnv {
             store: Some(store.clone()),
             transport: None,
+            virtual_time: false,
         };
         let _ = time_cells(&base, &env).await;
         let (baseline, _) = time_cells(&base, &env).await;

@@ -1,7 +1,7 @@
 //! The eval harness as a user drives it: `cargo test --test evals` with
 //! libtest flags and scaffold's environment variables.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Output;
 
 use scaffold::report::Format;
@@ -20,63 +20,87 @@ fn evals(args: &[&str], envs: &[(&str, &str)]) -> Output {
     cmd.output().expect("cargo runs")
 }
 
-fn results() -> Value {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let raw = std::fs::read_to_string(target.join("scaffold").join("code-review.json"))
-        .expect("results JSON written");
+/// The results document a run wrote into `out`.
+fn results(out: &Path) -> Value {
+    let raw = std::fs::read_to_string(out.join("code-review.json")).expect("results JSON written");
     serde_json::from_str(&raw).expect("results JSON parses")
 }
 
-/// What must not depend on scheduling: each cell's verdicts, output,
-/// tokens and cost (times and session ids do).
-fn stable(results: &Value) -> Vec<Value> {
-    let mut cells: Vec<Value> = results["results"]
-        .as_array()
-        .expect("results array")
-        .iter()
-        .map(|cell| {
-            let verdicts: Vec<&Value> = cell["assertions"]
-                .as_array()
-                .map(|a| a.iter().map(|r| &r["passed"]).collect())
-                .unwrap_or_default();
-            let field = |name: &str| match &cell[name] {
-                Value::Null => cell["id"][name].clone(),
-                v => v.clone(),
-            };
-            serde_json::json!({
-                "variant": field("variant"),
-                "case": field("case"),
-                "passed": cell["passed"],
-                "output": cell["output"],
-                "inputTokens": cell["metrics"]["inputTokens"],
-                "outputTokens": cell["metrics"]["outputTokens"],
-                "costUsd": cell["metrics"]["costUsd"],
-                "assertions": verdicts,
-            })
-        })
-        .collect();
-    cells.sort_by_key(|c| format!("{}::{}", c["variant"], c["case"]));
-    cells
+/// The results without what is the run's own: its timestamp and the ids
+/// of its sessions. Everything else, latency included, is the recordings'.
+fn without_run_ids(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "timestamp" | "sessionId"))
+                .map(|(k, v)| (k.clone(), without_run_ids(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_run_ids).collect()),
+        other => other.clone(),
+    }
 }
 
 #[test]
-fn playback_is_identical_at_1_and_8_threads_and_flags_work() {
-    let one = evals(&["--test-threads", "1"], &[]);
+fn playback_is_identical_at_any_thread_count_and_flags_work() {
+    // Every figure of a playback run, latency included, comes from the
+    // recordings: one thread or the default (eight per CPU), the same
+    // results to the last digit, but for the run's own ids and times.
+    let dir = common::TempDir::new("harness-identical");
+    let (one_out, many_out) = (dir.join("one"), dir.join("many"));
+    let output = |dir: &Path| dir.to_str().expect("utf-8 path").to_string();
+    let one = evals(
+        &["--test-threads", "1"],
+        &[("SCAFFOLD_OUTPUT", &output(&one_out))],
+    );
     assert!(one.status.success(), "{}", text(&one));
     let out = text(&one);
     assert!(out.contains("10 passed"), "{out}");
     assert!(out.contains("Eval: code-review"), "{out}");
     assert!(out.contains("Cheapest: "), "{out}");
-    let first = stable(&results());
-
-    let eight = evals(&["--test-threads", "8"], &[]);
-    assert!(eight.status.success(), "{}", text(&eight));
+    let many = evals(&[], &[("SCAFFOLD_OUTPUT", &output(&many_out))]);
+    assert!(many.status.success(), "{}", text(&many));
+    let (first, second) = (results(&one_out), results(&many_out));
+    assert_ne!(first["timestamp"], Value::Null);
     assert_eq!(
-        first,
-        stable(&results()),
-        "results differ between 1 and 8 threads"
+        without_run_ids(&first),
+        without_run_ids(&second),
+        "results differ between 1 thread and the default"
+    );
+    // The printed summary too, from the table to the gate.
+    let summary = |out: &str| {
+        out[out.find("Eval: code-review").unwrap_or(0)..]
+            .lines()
+            .filter(|l| !l.contains("Run: ") && !l.contains("Results: "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(summary(&out), summary(&text(&many)));
+    // So a run over an identical one as its baseline changes nothing, even
+    // with metric regressions blocking.
+    let base = one_out.join("code-review.json");
+    let again = evals(
+        &[],
+        &[
+            ("SCAFFOLD_OUTPUT", &output(&many_out)),
+            ("SCAFFOLD_BASELINE", &output(&base)),
+        ],
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        text(&again).contains("equivalent; pass rate +0.0 pts; 0 regression(s), 0 improvement(s)"),
+        "{}",
+        text(&again)
+    );
+    let strict = scaffold::eval::CompareOptions {
+        block_on_metric_regressions: true,
+        ..Default::default()
+    };
+    let load = |dir: &Path| scaffold::eval::EvalResults::load(dir.join("code-review.json"));
+    let cmp = scaffold::eval::compare(&load(&one_out).unwrap(), &load(&many_out).unwrap(), &strict);
+    assert!(
+        !cmp.summary.should_block && cmp.regressions.is_empty(),
+        "{cmp:?}"
     );
 
     // --list names every cell and runs none.

@@ -88,6 +88,34 @@ fn nextest_shards_merge_into_the_whole_suite() {
     assert!(merged.gate_passed(), "pass rate {}", merged.pass_rate());
     assert_eq!(merged.summary.len(), 2);
 
+    // One process per cell or one for all: the same figures, latency
+    // included (playback is virtual time), but for the sessions' own ids.
+    let single_out = dir.path().join("single");
+    let single = cargo(
+        &["test", "--quiet", "--locked", "--test", "evals"],
+        &[
+            ("SCAFFOLD_DATABASE", std::ffi::OsStr::new(":memory:")),
+            ("SCAFFOLD_OUTPUT", single_out.as_os_str()),
+        ],
+    );
+    assert!(single.status.success(), "{}", text(&single));
+    let single = EvalResults::load(single_out.join("code-review.json")).unwrap();
+    let cells = |r: &EvalResults| {
+        let mut cells: Vec<_> = r
+            .results
+            .iter()
+            .cloned()
+            .map(|mut c| {
+                c.session_id = String::new();
+                (c.test_name(&r.eval, r.config.trials), c)
+            })
+            .collect();
+        cells.sort_by(|a, b| a.0.cmp(&b.0));
+        cells
+    };
+    assert_eq!(cells(&merged), cells(&single));
+    assert_eq!(merged.summary, single.summary);
+
     // The same shard twice: refused, naming a cell.
     let err = EvalResults::merge(vec![shard.clone(), shard.clone()]).unwrap_err();
     let first = shard.results[0].test_name(&shard.eval, shard.config.trials);

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod assert;
+pub mod clock;
 pub mod dataset;
 pub mod eval;
 pub mod harness;

@@ -102,6 +102,7 @@ async fn cells_pass_or_fail_with_messages_and_are_stored() {
     let env = CellEnv {
         store: Some(store.clone()),
         transport: None,
+        virtual_time: false,
     };
     let mut verdicts = Vec::new();
     for cell in eval.cells().filter(|c| !c.case.skip) {

@@ -148,3 +148,171 @@ fn uuid_like() -> String {
             .unwrap_or(0)
     )
 }
+
+/// The cassette of `agent`'s first call in `dir`.
+fn cassette(dir: &std::path::Path, agent: &str) -> Value {
+    let id = scope().recording_id(agent, 0);
+    let text = std::fs::read_to_string(dir.join(format!("{id}.json"))).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn ms(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not a whole number: {v}"))
+}
+
+/// Played back, a run's durations and timestamps are the recordings':
+/// each call lasts its recorded duration, streamed text arrives at its
+/// recorded first byte, work between calls takes no time, and two
+/// playbacks give the same figures to the millisecond.
+#[tokio::test]
+async fn playback_keeps_virtual_time_from_the_recordings() {
+    let dir = std::env::temp_dir().join(format!("scaffold-rp-time-{}", uuid_like()));
+    let server = FakeProviderServer::builder()
+        .latency(std::time::Duration::from_millis(40))
+        .start()
+        .await
+        .unwrap();
+    let recorder = ProviderRecorder::new(&dir, RecorderMode::Record);
+    let wf = workflow(&server.openai_base_url(), &server.anthropic_base_url());
+    let options = RunOptions::new().recording(scope());
+    let recorded =
+        with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
+    assert_eq!(recorded.error, None);
+    let (writer, reviewer) = (cassette(&dir, "writer"), cassette(&dir, "reviewer"));
+    let duration = |c: &Value| ms(&c["timing"]["durationMs"]);
+    assert!(duration(&writer) >= 40 && duration(&reviewer) >= 40);
+
+    let playback = ProviderRecorder::new(&dir, RecorderMode::Playback);
+    let wf = workflow("http://127.0.0.1:9/v1", "http://127.0.0.1:9");
+    let options = options.virtual_time(true);
+    let play = || with_transport(playback.transport(), run_with(&wf, json!("rust"), &options));
+    let first = play().await;
+    let second = play().await;
+    assert_eq!(first.error, None);
+    assert_eq!(first.signals, second.signals, "two playbacks differ");
+
+    let ends: Vec<&Signal> = first
+        .signals
+        .iter()
+        .filter(|s| s.name == "provider:end")
+        .collect();
+    assert_eq!(ms(&ends[0].payload["durationMs"]), duration(&writer));
+    assert_eq!(ms(&ends[1].payload["durationMs"]), duration(&reviewer));
+    let total = duration(&writer) + duration(&reviewer);
+    let end = first.signals.last().unwrap();
+    assert_eq!(end.name, "harness:end");
+    assert_eq!((ms(&end.payload["durationMs"]), end.at_ms), (total, total));
+    assert_eq!(first.duration.as_millis() as u64, total);
+    assert_eq!(first.metrics.latency_ms, total);
+    let delta = first
+        .signals
+        .iter()
+        .find(|s| s.name == "text:delta")
+        .unwrap();
+    assert_eq!(delta.at_ms, ms(&writer["timing"]["firstByteMs"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One agent asking OpenAI (at `base`) once, without streaming.
+fn one_call(base: &str, retry: scaffold::provider::http::RetryPolicy) -> Workflow<Doc> {
+    let writer = Agent::<Doc>::new("writer")
+        .provider(
+            OpenAi::new("gpt-4o-mini")
+                .base_url(base)
+                .api_key(CANARY_OPENAI)
+                .retry(retry),
+        )
+        .prompt(|s| format!("Write about {}", s.topic))
+        .update(|t, s| s.draft = t);
+    Workflow::new("write", Doc::default())
+        .start(|input, s| s.topic = input.as_str().unwrap_or_default().to_string())
+        .phase("write", Phase::run(writer))
+}
+
+/// A call rate-limited once and then answered is recorded with its failed
+/// attempt and the wait; played back, it takes no real time to wait and
+/// reports the recorded time, the wait included.
+#[tokio::test]
+async fn a_recorded_429_then_200_plays_back_with_its_recorded_time_and_no_sleep() {
+    use scaffold::provider::http::RetryPolicy;
+    use scaffold::testing::Fault;
+    let dir = std::env::temp_dir().join(format!("scaffold-rp-429-{}", uuid_like()));
+    let wait = std::time::Duration::from_millis(1500);
+    let server = FakeProviderServer::builder()
+        .fault_plan(vec![Fault::RateLimited {
+            retry_after: Some(wait),
+        }])
+        .start()
+        .await
+        .unwrap();
+    let options = RunOptions::new().recording(scope());
+    let recorder = ProviderRecorder::new(&dir, RecorderMode::Record);
+    let wf = one_call(&server.openai_base_url(), RetryPolicy::new(3));
+    let recorded =
+        with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
+    assert_eq!(recorded.error, None);
+    assert_eq!(server.request_count(), 2);
+    let c = cassette(&dir, "writer");
+    assert_eq!(c["attempts"].as_array().map(Vec::len), Some(1), "{c}");
+    assert_eq!(c["attempts"][0]["response"]["status"], 429);
+    assert_eq!(c["response"]["status"], 200);
+    let waited = ms(&c["attempts"][0]["waitMs"]);
+    assert!(waited >= 1500, "{c}");
+    let recorded_ms =
+        ms(&c["attempts"][0]["timing"]["durationMs"]) + waited + ms(&c["timing"]["durationMs"]);
+
+    let playback = ProviderRecorder::new(&dir, RecorderMode::Playback);
+    let wf = one_call("http://127.0.0.1:9/v1", RetryPolicy::new(3));
+    let options = options.virtual_time(true);
+    let started = std::time::Instant::now();
+    let replayed =
+        with_transport(playback.transport(), run_with(&wf, json!("rust"), &options)).await;
+    let real = started.elapsed();
+    assert_eq!(replayed.error, None);
+    assert_eq!(replayed.state.draft, recorded.state.draft);
+    assert!(real < wait, "playback slept: {real:?}");
+    let end = replayed
+        .signals
+        .iter()
+        .find(|s| s.name == "provider:end")
+        .unwrap();
+    assert_eq!(ms(&end.payload["durationMs"]), recorded_ms);
+    assert_eq!(replayed.metrics.latency_ms, recorded_ms);
+
+    // A time limit shorter than the recorded call fails the played-back
+    // run as it failed live, whatever the machine's speed.
+    let limited = options
+        .clone()
+        .timeout(std::time::Duration::from_millis(waited / 2));
+    let cut = with_transport(playback.transport(), run_with(&wf, json!("rust"), &limited)).await;
+    let error = cut
+        .error
+        .expect("the limit passed in recorded time")
+        .to_string();
+    assert!(error.contains("timed out after"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A re-record that fails (the API is down) never replaces a recording
+/// that succeeded.
+#[tokio::test]
+async fn a_failed_re_record_keeps_the_good_recording() {
+    use scaffold::provider::http::RetryPolicy;
+    use scaffold::testing::Fault;
+    let dir = std::env::temp_dir().join(format!("scaffold-rp-keep-{}", uuid_like()));
+    let server = FakeProviderServer::start().await.unwrap();
+    let options = RunOptions::new().recording(scope());
+    let recorder = ProviderRecorder::new(&dir, RecorderMode::Record);
+    let wf = one_call(&server.openai_base_url(), RetryPolicy::none());
+    let good = with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
+    assert_eq!(good.error, None);
+    let path = dir.join(format!("{}.json", scope().recording_id("writer", 0)));
+    let before = std::fs::read_to_string(&path).unwrap();
+
+    server.set_fault_plan(vec![Fault::ServerError]);
+    let failed = with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
+    assert!(failed.error.is_some());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}

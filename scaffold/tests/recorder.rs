@@ -44,6 +44,7 @@ fn id(case: &str, inv: u32) -> RecordingId {
 fn ctx(id: &RecordingId) -> CallContext {
     CallContext {
         recording_id: Some(id.to_string()),
+        ..CallContext::default()
     }
 }
 

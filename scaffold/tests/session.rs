@@ -680,6 +680,7 @@ async fn eval_fork_from_gives_every_variant_the_same_state() {
     let env = CellEnv {
         store: Some(store.clone()),
         transport: None,
+        virtual_time: false,
     };
     let expected_state = store
         .state_at(
@@ -925,6 +926,7 @@ async fn replay_matches_through_recordings_and_lists_differences() {
     let env = CellEnv {
         store: Some(store.clone()),
         transport: Some(ProviderRecorder::new(&dir, RecorderMode::Record).transport()),
+        virtual_time: false,
     };
     let cell = eval.cells().next().unwrap();
     let (result, _) = eval.run_cell(&cell, &env).await;

@@ -547,6 +547,7 @@ fn three_trials_with_three_recorded_answers_give_three_scores() {
     let env = CellEnv {
         store: Some(store.clone()),
         transport: None,
+        virtual_time: false,
     };
     let eval = |judge: Arc<ScriptedProvider>| {
         Eval::new()

@@ -573,6 +573,7 @@ impl Asking<'_> {
             },
             context: CallContext {
                 recording_id: self.judge.recording_for(self.k, ask),
+                ..CallContext::default()
             },
             ..CompletionRequest::default()
         };

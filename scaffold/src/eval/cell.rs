@@ -89,6 +89,9 @@ pub struct CellEnv {
     pub store: Option<Store>,
     /// The transport providers without their own use (the recorder's, in evals).
     pub transport: Option<Arc<dyn Transport>>,
+    /// Whether runs keep playback's virtual time ([`RunOptions::virtual_time`]):
+    /// set when the transport plays recordings back.
+    pub virtual_time: bool,
 }
 
 impl fmt::Debug for CellEnv {
@@ -96,6 +99,7 @@ impl fmt::Debug for CellEnv {
         f.debug_struct("CellEnv")
             .field("store", &self.store.is_some())
             .field("transport", &self.transport.is_some())
+            .field("virtual_time", &self.virtual_time)
             .finish()
     }
 }
@@ -193,6 +197,7 @@ impl<S: State> Eval<S> {
             trial: id.trial,
         };
         let mut options = RunOptions::new()
+            .virtual_time(env.virtual_time)
             .variant(id.variant.clone())
             .tag(format!("eval:{}", id.eval));
         // The scope in tags too, so the session can be replayed and scored as this cell.

@@ -582,6 +582,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             CellEnv {
                 store: store.clone(),
                 transport: Some(ProviderRecorder::new(dir, mode).transport()),
+                virtual_time: mode == RecorderMode::Playback,
             }
         })
         .collect();

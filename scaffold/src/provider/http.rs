@@ -31,6 +31,7 @@ use super::transport::{
     ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
 };
 use super::{CallContext, ProviderError};
+use crate::clock::Clock;
 
 /// Default time allowed to establish a TCP (and TLS) connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -830,8 +831,12 @@ impl HttpClient<'_> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
+            let this_attempt = CallContext {
+                attempt: attempt - 1,
+                ..context.clone()
+            };
             let failure = match self
-                .attempt(request.clone(), context, &expect, start, deadline)
+                .attempt(request.clone(), &this_attempt, &expect, start, deadline)
                 .await
             {
                 Ok(success) => return Ok((success, attempt)),
@@ -849,7 +854,11 @@ impl HttpClient<'_> {
                 );
                 return Err(self.finish(failure.kind, attempt, Some(note)));
             }
-            tokio::time::sleep(delay).await;
+            // Played back, the wait is the recorded one, which the playback
+            // transport counts on the virtual clock: nothing to sleep.
+            if !context.clock.as_ref().is_some_and(Clock::is_virtual) {
+                tokio::time::sleep(delay).await;
+            }
         }
     }
 

@@ -21,6 +21,7 @@ pub use pricing::{ModelPrice, Pricing};
 pub use recording_id::{RecordingId, RecordingIdError};
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
+use crate::clock::Clock;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -146,6 +147,17 @@ pub struct CallContext {
     /// The recording id of this call (`eval__{dataset}__{case}__{variant}__{node}__inv{n}`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording_id: Option<String>,
+    /// Which attempt this is: 0, then 1, 2, ... as the HTTP client retries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
+    /// The run's clock: playback moves a virtual one by each exchange's
+    /// recorded timing (see [`crate::clock`]). Not part of what is asked.
+    #[serde(skip)]
+    pub clock: Option<Clock>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One call to a model.

@@ -297,6 +297,7 @@ impl<S: Sync> Scorer<S> for Similarity {
                     recording_id: ctx
                         .recording_id(&format!("scorer-{}", self.name), 0)
                         .map(|id| id.to_string()),
+                    ..CallContext::default()
                 };
                 match embedder
                     .embed(&[output.clone(), expected.clone()], &context)

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::agent::OutputSpec;
 use super::{Agent, Next, State, Workflow};
+use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::provider::{
     CallContext, CompletionRequest, ContentPart, Message, Pricing, ProviderError, RecordingId,
@@ -59,6 +60,7 @@ pub struct RunOptions {
     pub(crate) pricing: Option<Arc<Pricing>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) parent: Option<(String, Value)>,
+    pub(crate) virtual_time: bool,
 }
 
 impl RunOptions {
@@ -107,6 +109,17 @@ impl RunOptions {
     /// fails with `error:timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Keep playback's virtual time (see [`crate::clock`]): the run's clock
+    /// starts at zero and moves only by the recorded timing of the calls it
+    /// plays back, so its durations, timestamps and time limit are the same
+    /// run after run. For runs whose providers play back recordings (the
+    /// eval harness sets it in playback mode); a live provider's calls
+    /// would take no time at all.
+    pub fn virtual_time(mut self, on: bool) -> Self {
+        self.virtual_time = on;
         self
     }
 
@@ -289,10 +302,16 @@ pub(crate) async fn run_from<S: State>(
         Some(Resume { phase, state }) => (state, Some(phase)),
         None => (workflow.initial_state.clone(), None),
     };
+    let clock = if options.virtual_time {
+        Clock::virtual_time()
+    } else {
+        Clock::real()
+    };
     let mut exec = Execution {
         session_id: session_id.clone(),
-        started: Instant::now(),
         deadline: options.timeout.map(|t| Instant::now() + t),
+        timeout: options.timeout,
+        clock,
         signals: Vec::new(),
         stored: 0,
         store: options.store.clone(),
@@ -325,7 +344,7 @@ pub(crate) async fn run_from<S: State>(
         Some(f) if outcome.is_ok() => Some(f(&state)),
         _ => exec.last_output.take(),
     };
-    let duration = exec.started.elapsed();
+    let duration = exec.clock.elapsed();
     let activations = exec.count(names::AGENT_ACTIVATED);
     exec.emit(
         names::HARNESS_END,
@@ -357,8 +376,12 @@ pub(crate) async fn run_from<S: State>(
 /// The mutable bookkeeping of one run.
 struct Execution {
     session_id: String,
-    started: Instant,
+    /// Where durations and `at_ms` come from.
+    clock: Clock,
+    /// When a real-time run's time limit passes.
     deadline: Option<Instant>,
+    /// The run's time limit.
+    timeout: Option<Duration>,
     signals: Vec<Signal>,
     stored: usize,
     store: Option<Store>,
@@ -393,10 +416,18 @@ impl Execution {
             index,
             name: name.to_string(),
             payload,
-            at_ms: self.started.elapsed().as_millis() as u64,
+            at_ms: self.clock.elapsed_ms(),
             agent: agent.map(str::to_string),
         });
         index
+    }
+
+    /// Whether a virtual-time run has passed its time limit.
+    fn past_virtual_deadline(&self) -> bool {
+        self.clock.is_virtual()
+            && self
+                .timeout
+                .is_some_and(|limit| self.clock.elapsed() > limit)
     }
 
     fn count(&self, name: &str) -> usize {
@@ -643,7 +674,7 @@ impl Execution {
         state: &mut S,
         trigger: &str,
     ) -> Result<String, RunError> {
-        let began = Instant::now();
+        let began = self.clock.elapsed_ms();
         self.emit(
             names::AGENT_ACTIVATED,
             json!({"agent": agent.name, "trigger": trigger}),
@@ -677,7 +708,7 @@ impl Execution {
             names::AGENT_COMPLETED,
             json!({
                 "agent": agent.name,
-                "durationMs": began.elapsed().as_millis() as u64,
+                "durationMs": self.clock.elapsed_ms().saturating_sub(began),
                 "usage": usage,
             }),
             Some(&agent.name),
@@ -742,13 +773,14 @@ impl Execution {
                 );
             }
             request.context.recording_id = recording_id.clone();
+            request.context.clock = Some(self.clock.clone());
             self.emit(
                 names::PROVIDER_START,
                 json!({"provider": provider.name(), "model": provider.model(), "recordingId": recording_id}),
                 Some(&agent.name),
             );
-            let call_began = Instant::now();
-            let deadline = self.deadline;
+            let call_began = self.clock.elapsed_ms();
+            let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
             let response = {
                 let mut sink = DeltaSink {
                     exec: &mut *self,
@@ -760,8 +792,14 @@ impl Execution {
                     None => Some(call.await),
                 }
             };
+            // In virtual time the limit is judged on the recorded time: the
+            // call ran past it when its recorded end lies beyond it.
+            let response = response.filter(|_| !self.past_virtual_deadline());
             let Some(response) = response else {
-                let after_ms = self.started.elapsed().as_millis() as u64;
+                let after_ms = match self.timeout {
+                    Some(limit) if self.clock.is_virtual() => limit.as_millis() as u64,
+                    _ => self.clock.elapsed_ms(),
+                };
                 self.emit(
                     names::PROVIDER_ERROR,
                     json!({"error": format!("run time limit reached after {after_ms} ms"), "code": "timeout"}),
@@ -801,7 +839,7 @@ impl Execution {
                     "output": output,
                     "usage": response.usage,
                     "costUsd": cost,
-                    "durationMs": call_began.elapsed().as_millis() as u64,
+                    "durationMs": self.clock.elapsed_ms().saturating_sub(call_began),
                     "stopReason": response.stop_reason,
                 }),
                 Some(&agent.name),

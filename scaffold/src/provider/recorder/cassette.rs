@@ -40,10 +40,27 @@ pub struct Cassette {
     pub id: String,
     /// What was sent.
     pub request: RecordedRequest,
+    /// Attempts that failed and were retried before `response` (a 429, a
+    /// 503, ...), in order; playback answers them first, in turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<RecordedAttempt>,
+    /// What came back (to the last attempt).
+    pub response: RecordedResponse,
+    /// How long it took (the last attempt).
+    pub timing: Timing,
+}
+
+/// An attempt of a call that failed and was retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedAttempt {
     /// What came back.
     pub response: RecordedResponse,
     /// How long it took.
     pub timing: Timing,
+    /// How long the client waited before its next attempt (its backoff).
+    #[serde(default)]
+    pub wait_ms: u64,
 }
 
 /// The recorded request, scrubbed of credentials.
@@ -143,6 +160,25 @@ pub struct Timing {
 }
 
 impl Cassette {
+    /// The answer to attempt `attempt` (0 for the first) of the call: a
+    /// recorded failed attempt while there is one, then the final response
+    /// (to every later attempt too).
+    pub fn exchange(&self, attempt: u32) -> (&RecordedResponse, Timing) {
+        match self.attempts.get(attempt as usize) {
+            Some(failed) => (&failed.response, failed.timing),
+            None => (&self.response, self.timing),
+        }
+    }
+
+    /// How long the recorded client waited before attempt `attempt`: the
+    /// backoff after the failed attempt before it (0 for the first).
+    pub fn wait_before(&self, attempt: u32) -> u64 {
+        (attempt as usize)
+            .checked_sub(1)
+            .and_then(|before| self.attempts.get(before))
+            .map_or(0, |failed| failed.wait_ms)
+    }
+
     /// Read and check a cassette file.
     pub fn load(path: &Path) -> Result<Cassette, RecorderError> {
         let bytes = fs::read(path).map_err(|source| RecorderError::Read {

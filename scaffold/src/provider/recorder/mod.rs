@@ -31,7 +31,9 @@ mod playback;
 mod record;
 mod redact;
 
-pub use cassette::{CASSETTE_VERSION, Cassette, RecordedRequest, RecordedResponse, Timing};
+pub use cassette::{
+    CASSETTE_VERSION, Cassette, RecordedAttempt, RecordedRequest, RecordedResponse, Timing,
+};
 pub use playback::RECORDING_ID_HEADER;
 pub(crate) use playback::release_idle as release_idle_playback;
 pub use redact::{REDACTED, RedactPattern};
@@ -397,11 +399,11 @@ impl ProviderRecorder {
         let redactor = Arc::new(redact::Redactor::new(self.patterns.clone()));
         match self.mode {
             RecorderMode::Live => inner,
-            RecorderMode::Record => Arc::new(record::RecordingTransport {
+            RecorderMode::Record => Arc::new(record::RecordingTransport::new(
                 inner,
-                dir: self.dir.clone(),
+                self.dir.clone(),
                 redactor,
-            }),
+            )),
             RecorderMode::Playback => {
                 Arc::new(playback::PlaybackTransport::new(inner, &self.dir, redactor))
             }
@@ -457,6 +459,7 @@ mod tests {
         };
         let ctx = CallContext {
             recording_id: Some("eval__a/../b__c__d__e__inv0".into()),
+            ..CallContext::default()
         };
         let e = checked_recording_id(RecorderMode::Record, &request, &ctx).unwrap_err();
         assert!(e.to_string().contains("file-name safe"), "{e}");

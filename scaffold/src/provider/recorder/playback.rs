@@ -29,7 +29,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -37,10 +37,11 @@ use serde_json::Value;
 use wiremock::http::{HeaderName, HeaderValue};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
-use super::cassette::Cassette;
+use super::cassette::{Cassette, RecordedResponse, Timing};
 use super::diff::{diff_requests, render_changes};
 use super::redact::Redactor;
 use super::{RecorderError, RecorderMode, checked_recording_id, messages, split_url};
+use crate::clock::Clock;
 use crate::provider::CallContext;
 use crate::provider::RecordingId;
 use crate::provider::transport::{
@@ -231,10 +232,18 @@ struct Loaded {
     /// The recorded request body as the providers send one (compact JSON):
     /// a request with these very bytes matches without being parsed.
     request_body: Option<Vec<u8>>,
-    answer: ResponseTemplate,
+    /// The answer to each attempt: the recorded failed attempts', then the
+    /// final response's (to every later attempt too).
+    answers: Vec<ResponseTemplate>,
 }
 
 impl Loaded {
+    /// The answer to attempt `attempt` of the call.
+    fn answer(&self, attempt: u32) -> ResponseTemplate {
+        let last = self.answers.len().saturating_sub(1);
+        self.answers[(attempt as usize).min(last)].clone()
+    }
+
     /// Whether `request` is the recorded one byte for byte (method, path,
     /// query, compact JSON body): what [`diff_requests`] would find no
     /// change in, decided on the server's thread without parsing the body.
@@ -266,8 +275,11 @@ struct Cache {
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache::default()));
 
+/// A staged cassette and the attempt of the call it answers.
+type StagedAnswer = (Arc<Loaded>, u32);
+
 /// Cassettes staged by the transport for the responder, by token.
-static STAGED: LazyLock<Mutex<HashMap<u64, Arc<Loaded>>>> =
+static STAGED: LazyLock<Mutex<HashMap<u64, StagedAnswer>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0);
 
@@ -276,16 +288,16 @@ static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0);
 struct Staged(u64);
 
 impl Staged {
-    fn new(loaded: Arc<Loaded>) -> Staged {
+    fn new(loaded: Arc<Loaded>, attempt: u32) -> Staged {
         let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
         STAGED
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(token, loaded);
+            .insert(token, (loaded, attempt));
         Staged(token)
     }
 
-    fn take(token: u64) -> Option<Arc<Loaded>> {
+    fn take(token: u64) -> Option<StagedAnswer> {
         STAGED
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -338,7 +350,14 @@ fn load(path: &Path) -> Result<Arc<Loaded>, LoadError> {
         .read_to_end(&mut bytes)
         .map_err(read_error)?;
     let cassette = Cassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
-    let answer = answer_for(&cassette).map_err(LoadError::BadAnswer)?;
+    let answers = cassette
+        .attempts
+        .iter()
+        .map(|failed| &failed.response)
+        .chain([&cassette.response])
+        .map(answer_for)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(LoadError::BadAnswer)?;
     let request_body = cassette
         .request
         .body
@@ -349,7 +368,7 @@ fn load(path: &Path) -> Result<Arc<Loaded>, LoadError> {
         len,
         cassette,
         request_body,
-        answer,
+        answers,
     });
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if cache
@@ -368,8 +387,7 @@ fn load(path: &Path) -> Result<Arc<Loaded>, LoadError> {
 }
 
 /// The recorded answer as a response template, checked so wiremock cannot panic on it.
-fn answer_for(cassette: &Cassette) -> Result<ResponseTemplate, String> {
-    let response = &cassette.response;
+fn answer_for(response: &RecordedResponse) -> Result<ResponseTemplate, String> {
     if !(100..=999).contains(&response.status) {
         return Err(format!("status {} is not an HTTP status", response.status));
     }
@@ -414,10 +432,10 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
     let staged = header(TOKEN_HEADER)
         .and_then(|t| t.parse::<u64>().ok())
         .and_then(Staged::take);
-    if let Some(loaded) = &staged
+    if let Some((loaded, attempt)) = &staged
         && loaded.matches_exactly(request)
     {
-        return Ok(loaded.answer.clone());
+        return Ok(loaded.answer(*attempt));
     }
     let id_text = header(RECORDING_ID_HEADER).ok_or_else(|| {
         format!(
@@ -435,15 +453,17 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
         })?;
     let id: RecordingId = id_text.parse().map_err(|e| format!("playback: {e}"))?;
     let path = scope.dir.join(format!("{id}.json"));
-    let loaded = match staged {
+    let (loaded, attempt) = match staged {
         // Already found to differ from the request above.
-        Some(loaded) => loaded,
+        Some(staged) => staged,
         None => {
+            // Another client: it says no attempt, so it gets the final answer.
             let loaded = load(&path).map_err(|e| load_error_message(&id, &path, e))?;
+            let attempt = u32::try_from(loaded.cassette.attempts.len()).unwrap_or(u32::MAX);
             if loaded.matches_exactly(request) {
-                return Ok(loaded.answer.clone());
+                return Ok(loaded.answer(attempt));
             }
-            loaded
+            (loaded, attempt)
         }
     };
     let recorded = &loaded.cassette.request;
@@ -471,7 +491,7 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
     if !changes.is_empty() {
         return Err(messages::stale(&id, &path, &render_changes(&changes)));
     }
-    Ok(loaded.answer.clone())
+    Ok(loaded.answer(attempt))
 }
 
 fn load_error_message(id: &RecordingId, path: &Path, error: LoadError) -> String {
@@ -523,8 +543,11 @@ impl Transport for PlaybackTransport {
         let path = self.scope.dir.join(format!("{id}.json"));
         let loaded =
             load(&path).map_err(|e| TransportError::Playback(load_error_message(&id, &path, e)))?;
-        let broke_off = loaded.cassette.response.failure();
-        let staged = Staged::new(loaded);
+        let attempt = context.attempt;
+        let (recorded, timing) = loaded.cassette.exchange(attempt);
+        let broke_off = recorded.failure();
+        let wait = loaded.cassette.wait_before(attempt);
+        let staged = Staged::new(loaded, attempt);
         let server = server().await.map_err(TransportError::Playback)?;
         let uri = &server.uri;
         let (_, path, query) = split_url(&request.url);
@@ -575,13 +598,64 @@ impl Transport for PlaybackTransport {
                 .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
             return Err(TransportError::Playback(message));
         }
-        Ok(match broke_off {
-            Some(failure) => HttpResponse {
-                body: break_off(response.body, failure),
-                ..response
-            },
-            None => response,
+        let body = match broke_off {
+            Some(failure) => break_off(response.body, failure),
+            None => response.body,
+        };
+        Ok(HttpResponse {
+            body: on_clock(body, context.clock.as_ref(), wait, timing),
+            ..response
         })
+    }
+}
+
+/// Count the recorded time of an exchange on the run's clock: the wait
+/// before it and its first byte at once, the rest of its duration when a
+/// streamed body ends (so streamed text arrives at its recorded first byte).
+fn on_clock(body: HttpBody, clock: Option<&Clock>, wait_ms: u64, timing: Timing) -> HttpBody {
+    let Some(clock) = clock.filter(|c| c.is_virtual()) else {
+        return body;
+    };
+    let ms = Duration::from_millis;
+    match body {
+        HttpBody::Full(bytes) => {
+            clock.advance(ms(wait_ms.saturating_add(timing.duration_ms)));
+            HttpBody::Full(bytes)
+        }
+        HttpBody::Stream(stream) => {
+            let first_byte = timing.first_byte_ms.min(timing.duration_ms);
+            clock.advance(ms(wait_ms.saturating_add(first_byte)));
+            HttpBody::Stream(Box::pin(RestOnClock {
+                inner: stream,
+                clock: clock.clone(),
+                rest: Some(ms(timing.duration_ms - first_byte)),
+            }))
+        }
+    }
+}
+
+/// A played-back stream that counts the rest of its recorded duration on
+/// the clock when it ends or breaks off.
+struct RestOnClock {
+    inner: ByteStream,
+    clock: Clock,
+    rest: Option<Duration>,
+}
+
+impl futures_util::Stream for RestOnClock {
+    type Item = Result<bytes::Bytes, TransportError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        if let std::task::Poll::Ready(None | Some(Err(_))) = &polled
+            && let Some(rest) = self.rest.take()
+        {
+            self.clock.advance(rest);
+        }
+        polled
     }
 }
 
@@ -639,6 +713,7 @@ mod tests {
                 headers: Default::default(),
                 body: Some(body.clone()),
             },
+            attempts: Vec::new(),
             response: RecordedResponse {
                 status,
                 headers,
@@ -806,6 +881,7 @@ mod tests {
                 transport,
                 context: CallContext {
                     recording_id: Some(id.to_string()),
+                    ..CallContext::default()
                 },
             }
         }

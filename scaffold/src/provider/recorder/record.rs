@@ -1,8 +1,9 @@
 //! Record mode: pass through to the inner transport and write a cassette.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -11,7 +12,9 @@ use bytes::Bytes;
 use futures_util::Stream;
 use serde_json::Value;
 
-use super::cassette::{CASSETTE_VERSION, Cassette, RecordedRequest, RecordedResponse, Timing};
+use super::cassette::{
+    CASSETTE_VERSION, Cassette, RecordedAttempt, RecordedRequest, RecordedResponse, Timing,
+};
 use super::redact::Redactor;
 use super::{RecorderMode, cassette, checked_recording_id, split_url};
 use crate::provider::CallContext;
@@ -19,12 +22,68 @@ use crate::provider::transport::{
     ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
 };
 
-/// Passes requests through to `inner` and writes each exchange to
-/// `{dir}/{recording_id}.json`.
+/// Passes requests through to `inner` and writes each call to
+/// `{dir}/{recording_id}.json`: its answer, with the attempts that failed
+/// and were retried before it and the waits between them.
+///
+/// Only a call that succeeded replaces a recording: a failed one is
+/// written only where there is none yet, so that a rate-limited or broken
+/// re-record never loses a good recording.
 pub(crate) struct RecordingTransport {
     pub(crate) inner: Arc<dyn Transport>,
     pub(crate) dir: PathBuf,
     pub(crate) redactor: Arc<Redactor>,
+    /// Per recording id, the failed attempts of the call in flight.
+    failed: Mutex<HashMap<String, Vec<FailedAttempt>>>,
+}
+
+/// A failed attempt, and when it ended (to measure the wait after it).
+struct FailedAttempt {
+    attempt: RecordedAttempt,
+    ended: Instant,
+}
+
+impl RecordingTransport {
+    pub(crate) fn new(inner: Arc<dyn Transport>, dir: PathBuf, redactor: Arc<Redactor>) -> Self {
+        RecordingTransport {
+            inner,
+            dir,
+            redactor,
+            failed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn failed(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<FailedAttempt>>> {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The failed attempts before attempt `attempt` of call `id` starting
+    /// now, the wait after the last of them measured.
+    fn attempts_before(&self, id: &str, attempt: u32, now: Instant) -> Vec<RecordedAttempt> {
+        let mut failed = self.failed();
+        if attempt == 0 {
+            failed.remove(id);
+            return Vec::new();
+        }
+        let Some(list) = failed.get_mut(id) else {
+            return Vec::new();
+        };
+        if let Some(last) = list.last_mut() {
+            last.attempt.wait_ms = millis_between(last.ended, now);
+        }
+        list.iter().map(|f| f.attempt.clone()).collect()
+    }
+
+    /// Note that attempt of call `id` failed with `attempt`.
+    fn note_failure(&self, id: &str, attempt: RecordedAttempt) {
+        self.failed()
+            .entry(id.to_string())
+            .or_default()
+            .push(FailedAttempt {
+                attempt,
+                ended: Instant::now(),
+            });
+    }
 }
 
 /// What is known before the body arrives.
@@ -32,6 +91,8 @@ struct Pending {
     path: PathBuf,
     id: String,
     request: RecordedRequest,
+    /// The failed attempts before this one.
+    attempts: Vec<RecordedAttempt>,
     status: u16,
     headers: Vec<(String, String)>,
     redactor: Arc<Redactor>,
@@ -41,12 +102,15 @@ struct Pending {
 }
 
 impl Pending {
-    fn finish(
-        self,
-        body: &[u8],
-        timing: Timing,
-        failure: Option<String>,
-    ) -> Result<(), TransportError> {
+    /// Whether this exchange may be written: a success always, a failure
+    /// only where there is no recording yet.
+    fn may_write(&self, failure: Option<&String>) -> bool {
+        let succeeded = (200..300).contains(&self.status) && failure.is_none();
+        succeeded || !self.path.exists()
+    }
+
+    /// The recorded response: `body` and the headers, scrubbed.
+    fn response(&self, body: &[u8], failure: Option<String>) -> RecordedResponse {
         let scrub = self.redactor.scrubber(
             self.secret_headers
                 .iter()
@@ -81,10 +145,25 @@ impl Pending {
         } else {
             response.text = Some(scrub.str(&String::from_utf8_lossy(body)).into_owned());
         }
+        response
+    }
+
+    /// Write the cassette of this exchange, if it may be.
+    fn finish(
+        self,
+        body: &[u8],
+        timing: Timing,
+        failure: Option<String>,
+    ) -> Result<(), TransportError> {
+        if !self.may_write(failure.as_ref()) {
+            return Ok(());
+        }
+        let response = self.response(body, failure);
         let cassette = Cassette {
             version: CASSETTE_VERSION,
             id: self.id,
             request: self.request,
+            attempts: self.attempts,
             response,
             timing,
         };
@@ -132,11 +211,13 @@ impl Transport for RecordingTransport {
         };
         let query = url_query.map(str::to_string);
         let started = Instant::now();
+        let attempts = self.attempts_before(&id.to_string(), context.attempt, started);
         let response = self.inner.send(request, context).await?;
         let pending = Pending {
             path: self.dir.join(format!("{id}.json")),
             id: id.to_string(),
             request: recorded,
+            attempts,
             status: response.status,
             headers: response.headers.clone(),
             redactor: self.redactor.clone(),
@@ -146,14 +227,20 @@ impl Transport for RecordingTransport {
         match response.body {
             HttpBody::Full(bytes) => {
                 let ms = elapsed_ms(started);
-                pending.finish(
-                    &bytes,
-                    Timing {
-                        duration_ms: ms,
-                        first_byte_ms: ms,
-                    },
-                    None,
-                )?;
+                let timing = Timing {
+                    duration_ms: ms,
+                    first_byte_ms: ms,
+                };
+                if !(200..300).contains(&pending.status) {
+                    // It may be retried: the next attempt's cassette holds it.
+                    let attempt = RecordedAttempt {
+                        response: pending.response(&bytes, None),
+                        timing,
+                        wait_ms: 0,
+                    };
+                    self.note_failure(&pending.id, attempt);
+                }
+                pending.finish(&bytes, timing, None)?;
                 Ok(HttpResponse {
                     status: response.status,
                     headers: response.headers,
@@ -177,7 +264,11 @@ impl Transport for RecordingTransport {
 }
 
 fn elapsed_ms(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+    millis_between(since, Instant::now())
+}
+
+fn millis_between(from: Instant, to: Instant) -> u64 {
+    u64::try_from(to.saturating_duration_since(from).as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Yields the inner stream's chunks unchanged, as they arrive, and writes
