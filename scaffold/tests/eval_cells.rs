@@ -136,3 +136,109 @@ async fn cells_pass_or_fail_with_messages_and_are_stored() {
         .unwrap();
     assert_eq!(stored.len(), 8);
 }
+
+/// One case, one variant whose provider fails `errors` times, then answers.
+fn flaky_eval(errors: usize, policy: scaffold::eval::OnError) -> Eval<Qa> {
+    let mut provider = ScriptedProvider::new("gpt-4o");
+    for n in 0..errors {
+        provider = provider.reply(ScriptedReply::error(format!("HTTP 500 (call {n})")));
+    }
+    let provider = provider.reply(ScriptedReply::text("Paris").with_usage(100, 10));
+    let agent = Agent::<Qa>::new("answerer")
+        .provider(provider)
+        .prompt(|s| s.question.clone())
+        .update(|t, s| s.answer = t);
+    let workflow = Workflow::new("qa", Qa::default())
+        .start(|input, s| s.question = input["q"].as_str().unwrap_or_default().into())
+        .phase("answer", Phase::run(agent))
+        .output(|s| json!(s.answer));
+    let dataset = load_str(
+        "name: qa.v1\ncases:\n  - id: capital\n    input: {q: \"Capital?\"}\n    assertions: []\n",
+        Format::Yaml,
+        "qa.yaml",
+    )
+    .unwrap();
+    let always = scaffold::scorer::custom(
+        "always-one",
+        |_: &scaffold::scorer::ScorerContext<'_, Qa>| 1.0,
+    );
+    Eval::new()
+        .name("qa")
+        .variant("flaky", workflow)
+        .dataset(dataset)
+        .scorer(scaffold::scorer::cost(0.05, 0.01))
+        .scorer(always)
+        .on_error(policy)
+}
+
+async fn only_cell(eval: &Eval<Qa>) -> scaffold::eval::CellResult {
+    let cell = eval.cells().next().unwrap();
+    eval.run_cell(&cell, &CellEnv::default()).await.0
+}
+
+/// The default policy counts an errored run as zero: it fails, and no
+/// scorer rewards it (the cost of a call that failed at once is $0).
+#[tokio::test]
+async fn an_errored_cell_counts_as_zero_by_default() {
+    let result = only_cell(&flaky_eval(1, Default::default())).await;
+    assert!(!result.passed && result.error.is_some());
+    assert!(!result.excluded && result.retries == 0);
+    for score in &result.scores {
+        assert_eq!((score.value, score.pass), (0.0, false), "{score:?}");
+    }
+}
+
+/// `retry(n)` runs an errored cell again, up to n more times; the last run
+/// is graded and the record says how many retries it took.
+#[tokio::test]
+async fn an_errored_cell_is_retried_up_to_n_times() {
+    use scaffold::eval::OnError;
+    let recovered = only_cell(&flaky_eval(2, OnError::Retry(2))).await;
+    assert!(recovered.passed, "{:?}", recovered.failures());
+    assert_eq!((recovered.retries, recovered.error.as_deref()), (2, None));
+    let record = scaffold::eval::CellRecord::from(&recovered);
+    assert_eq!(record.retries, 2);
+
+    let exhausted = only_cell(&flaky_eval(2, OnError::Retry(1))).await;
+    assert!(!exhausted.passed);
+    assert_eq!(exhausted.retries, 1);
+    let error = exhausted.error.unwrap_or_default();
+    assert!(error.contains("call 1"), "{error}");
+}
+
+/// `exclude` leaves an errored cell out of every statistic and of the
+/// gate, and lists it with its error.
+#[tokio::test]
+async fn an_errored_cell_can_be_excluded_from_the_statistics() {
+    use scaffold::eval::{CellRecord, EvalResults, OnError, RunConfig};
+    let excluded = only_cell(&flaky_eval(1, OnError::Exclude)).await;
+    assert!(excluded.excluded && !excluded.passed);
+    let ok = only_cell(&flaky_eval(0, OnError::Exclude)).await;
+    assert!(ok.passed && !ok.excluded);
+    let mut cells = vec![CellRecord::from(&ok), CellRecord::from(&excluded)];
+    cells[1].case = "other".into();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 2,
+        variants: vec!["flaky".into()],
+        scorers: vec!["cost".into(), "always-one".into()],
+        min_pass_rate: 1.0,
+    };
+    let results = EvalResults::new("qa", "2026-11-26T00:00:00Z", config, cells);
+    let summary = &results.summary["flaky"];
+    assert_eq!((summary.cells, summary.passed), (1, 1));
+    assert_eq!(summary.scores["always-one"].count, 1);
+    assert!(results.gate_passed());
+    assert_eq!(results.gate.as_ref().map(|g| g.cells), Some(1));
+    assert_eq!(results.trial_stats().len(), 1);
+    let line = results.excluded_line().unwrap();
+    assert!(
+        line.contains("flaky::other") && line.contains("HTTP 500"),
+        "{line}"
+    );
+    let document: serde_json::Value = serde_json::from_str(&results.to_json()).unwrap();
+    scaffold::report::json::validate(&document).unwrap();
+    let back = EvalResults::from_json(&results.to_json()).unwrap();
+    assert!(back.results[1].excluded);
+    assert_eq!(back.summary["flaky"].cells, 1);
+}

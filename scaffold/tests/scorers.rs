@@ -113,6 +113,30 @@ fn cost_scores_dollars() {
     assert_eq!(Scorer::<()>::name(&named), "budget");
 }
 
+/// A run that errored at once cost $0, took no time and used no tokens:
+/// the metric scorers give it 0, never their best grade.
+#[test]
+fn metric_scorers_never_reward_an_errored_run() {
+    let m = metrics(0, 0.0, 0, 0);
+    let ctx = ScorerContext::new(&(), &[], &m).with_error("agent `a`: HTTP 500");
+    for scorer in [
+        Box::new(cost(0.05, 0.01)) as Box<dyn Scorer<()>>,
+        Box::new(latency(5000.0, 1000.0)),
+        Box::new(tokens(8000.0, 2000.0)),
+    ] {
+        let s = score(scorer.as_ref(), &ctx);
+        assert_eq!((s.value, s.pass), (0.0, false), "{}", s.name);
+        let detail = s.detail.unwrap_or_default();
+        assert!(
+            detail.contains("errored") && detail.contains("HTTP 500"),
+            "{detail}"
+        );
+    }
+    // The same run without the error is graded on its figures.
+    let ok = score(&cost(0.05, 0.01), &ScorerContext::new(&(), &[], &m));
+    assert_eq!((ok.value, ok.pass), (1.0, true));
+}
+
 #[test]
 fn tokens_weigh_input_tokens() {
     let m = metrics(0, 0.0, 8000, 1000);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Cell, Eval};
+use super::{Cell, Eval, OnError};
 use crate::assert::{AssertionResult, EvalContext, Judge};
 use crate::metrics::Metrics;
 use crate::provider::RecordingId;
@@ -134,6 +134,12 @@ pub struct CellResult {
     pub metrics: Metrics,
     /// Number of signals.
     pub signal_count: usize,
+    /// How many times the run was retried after it errored
+    /// ([`OnError::Retry`](super::OnError::Retry)).
+    pub retries: u32,
+    /// Left out of the statistics: the run errored under
+    /// [`OnError::Exclude`](super::OnError::Exclude).
+    pub excluded: bool,
 }
 
 impl CellResult {
@@ -152,6 +158,8 @@ impl CellResult {
             scores: Vec::new(),
             metrics: Metrics::default(),
             signal_count: 0,
+            retries: 0,
+            excluded: false,
         }
     }
 
@@ -216,17 +224,34 @@ impl<S: State> Eval<S> {
             options = options.timeout(timeout);
         }
         let input = case.input();
-        let result = match &self.fork_from {
-            None => in_env(env, run_with(workflow, input.clone(), &options)).await,
-            Some(from) => match fork_cell(from, cell, &input, options, env).await {
-                Ok(result) => result,
-                Err(e) => {
-                    let message = format!("fork from {} at {}: {e}", from.origin(), from.point());
-                    return unrunnable(cell, input, message);
-                }
-            },
+        let tries = match self.on_error {
+            OnError::Retry(retries) => retries.saturating_add(1),
+            OnError::CountAsZero | OnError::Exclude => 1,
         };
-        self.grade_cell(cell, input, env, result).await
+        let mut retries = 0;
+        let (mut graded, run) = loop {
+            let result = match &self.fork_from {
+                None => in_env(env, run_with(workflow, input.clone(), &options)).await,
+                Some(from) => match fork_cell(from, cell, &input, options.clone(), env).await {
+                    Ok(result) => result,
+                    Err(e) => {
+                        let message =
+                            format!("fork from {} at {}: {e}", from.origin(), from.point());
+                        break unrunnable(cell, input, message);
+                    }
+                },
+            };
+            if result.error.is_none() || retries + 1 >= tries {
+                break self.grade_cell(cell, input, env, result).await;
+            }
+            retries += 1;
+        };
+        graded.retries = retries;
+        graded.excluded = self.on_error == OnError::Exclude && graded.error.is_some();
+        if graded.error.is_some() {
+            count_as_zero(&mut graded.scores);
+        }
+        (graded, run)
     }
 
     /// Grade a cell's run (from `input`, the case's) with the case's
@@ -293,8 +318,23 @@ impl<S: State> Eval<S> {
             scores: grades.scores,
             metrics: result.metrics,
             signal_count: result.signals.len(),
+            retries: 0,
+            excluded: false,
         };
         (cell, result)
+    }
+}
+
+/// An errored run is never rewarded: each of its scores counts as zero.
+fn count_as_zero(scores: &mut [Score]) {
+    for score in scores.iter_mut().filter(|s| s.pass || s.value != 0.0) {
+        let why = "the run errored: its scores count as zero";
+        score.detail = Some(match score.detail.take() {
+            Some(detail) => format!("{why} (the scorer said {}: {detail})", score.value),
+            None => format!("{why} (the scorer said {})", score.value),
+        });
+        score.value = 0.0;
+        score.pass = false;
     }
 }
 

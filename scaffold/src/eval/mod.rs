@@ -66,6 +66,33 @@ pub struct Eval<S> {
     pub(crate) fork_from: Option<ForkFrom>,
     pub(crate) gate: GateOptions,
     pub(crate) borderline: Option<Borderline>,
+    pub(crate) on_error: OnError,
+}
+
+/// What an eval makes of a cell whose run errored (a provider error, a
+/// time limit, a broken workflow), as opposed to one that ran and failed
+/// its checks. Set with [`Eval::on_error`].
+///
+/// ```
+/// use scaffold::eval::{Eval, OnError};
+/// # #[derive(Clone, Default, serde::Serialize, serde::Deserialize)] struct S;
+/// let eval = Eval::<S>::new().on_error(OnError::Retry(2));
+/// assert_eq!(eval.error_policy(), OnError::Retry(2));
+/// assert_eq!(Eval::<S>::new().error_policy(), OnError::CountAsZero);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// The cell fails and counts: it does not pass, and every score of the
+    /// errored run is 0 (the default).
+    #[default]
+    CountAsZero,
+    /// Run the cell again, up to this many more times, while its run
+    /// errors; the last run is the one graded (and counted as zero if it
+    /// errored too). The record says how many retries it took.
+    Retry(u32),
+    /// Leave the cell out of the statistics and the gate; its test passes,
+    /// and the summary and the results list it as excluded with its error.
+    Exclude,
 }
 
 impl<S> fmt::Debug for Eval<S> {
@@ -109,6 +136,7 @@ impl<S: State> Eval<S> {
             fork_from: None,
             gate: GateOptions::default(),
             borderline: None,
+            on_error: OnError::default(),
         }
     }
 
@@ -221,6 +249,18 @@ impl<S: State> Eval<S> {
     pub fn judge_borderline(mut self, borderline: Borderline) -> Self {
         self.borderline = Some(borderline);
         self
+    }
+
+    /// What to make of a cell whose run errors (default
+    /// [`OnError::CountAsZero`]).
+    pub fn on_error(mut self, policy: OnError) -> Self {
+        self.on_error = policy;
+        self
+    }
+
+    /// The error policy.
+    pub fn error_policy(&self) -> OnError {
+        self.on_error
     }
 
     /// How many cells may run at once (default: the test threads).

@@ -376,6 +376,18 @@ pub struct CellRecord {
     /// by the gate or baseline blocking. Set from the results' gate options.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
+    /// Retries the run took after it errored ([`OnError::Retry`](super::OnError::Retry)).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// The run errored and the eval excludes errored cells
+    /// ([`OnError::Exclude`](super::OnError::Exclude)): listed, left out of
+    /// every statistic and of the gate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub excluded: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl CellRecord {
@@ -398,6 +410,8 @@ impl CellRecord {
             events: 0,
             session_id: String::new(),
             quarantined: false,
+            retries: 0,
+            excluded: false,
         }
     }
 
@@ -554,6 +568,8 @@ impl From<&CellResult> for CellRecord {
             events: c.signal_count,
             session_id: c.session_id.clone(),
             quarantined: false,
+            retries: c.retries,
+            excluded: c.excluded,
         }
     }
 }
@@ -668,11 +684,12 @@ impl EvalResults {
                 b.trial,
             ))
         });
-        let summaries = summarize(&cells);
+        let counted = counted_cells(&cells);
+        let summaries = summarize(&counted);
         let comparison = (summaries.len() > 1).then(|| {
             compare_variants(
                 &summaries,
-                &cells,
+                &counted,
                 &config.scorers,
                 &VariantCompareOptions {
                     min_trials_for_winner: options.min_trials_for_winner,
@@ -680,6 +697,7 @@ impl EvalResults {
                 },
             )
         });
+        drop(counted);
         let mut results = EvalResults {
             schema_version: SCHEMA_VERSION,
             eval,
@@ -843,6 +861,7 @@ impl EvalResults {
         gate::judge(
             self.results
                 .iter()
+                .filter(|c| !c.excluded)
                 .map(|c| (c.variant.as_str(), c.case.as_str(), c.passed, c.quarantined)),
             self.config.min_pass_rate,
             &self.gate_options,
@@ -873,6 +892,41 @@ impl EvalResults {
             &self.gate_options.pass_at_k,
             self.gate_options.confidence,
         )
+    }
+
+    /// The cells left out of the statistics because their run errored
+    /// ([`OnError::Exclude`](super::OnError::Exclude)), as one line naming
+    /// each with its error; `None` when there are none.
+    ///
+    /// ```
+    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+    /// let mut errored = CellRecord::new("v", "b");
+    /// (errored.excluded, errored.error) = (true, Some("HTTP 500".into()));
+    /// let mut ok = CellRecord::new("v", "a");
+    /// ok.passed = true;
+    /// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, errored]);
+    /// assert_eq!(results.summary["v"].cells, 1);
+    /// assert!(results.gate_passed());
+    /// assert_eq!(
+    ///     results.excluded_line().unwrap(),
+    ///     "Excluded: 1 errored cell left out of the statistics and the gate: v::b (HTTP 500)"
+    /// );
+    /// ```
+    pub fn excluded_line(&self) -> Option<String> {
+        let trials = self.config.trials;
+        let cells: Vec<String> = (self.results.iter())
+            .filter(|c| c.excluded)
+            .map(|c| format!("{} ({})", c.label(trials), c.error.as_deref().unwrap_or("")))
+            .collect();
+        let plural = if cells.len() == 1 { "" } else { "s" };
+        (!cells.is_empty()).then(|| {
+            format!(
+                "Excluded: {} errored cell{plural} left out of the statistics and the gate: {}",
+                cells.len(),
+                cells.join(", ")
+            )
+        })
     }
 
     /// The variant × case cells whose trials disagree.
@@ -990,6 +1044,16 @@ fn parse(text: &str, path: &Path) -> Result<EvalResults, ResultsError> {
 
 /// A score that is not a finite number fails with value 0 (JSON has no NaN,
 /// and statistics over it mean nothing).
+/// The cells the statistics count: all but the excluded ones (copied only
+/// when there are some).
+fn counted_cells(cells: &[CellRecord]) -> std::borrow::Cow<'_, [CellRecord]> {
+    if cells.iter().any(|c| c.excluded) {
+        std::borrow::Cow::Owned(cells.iter().filter(|c| !c.excluded).cloned().collect())
+    } else {
+        std::borrow::Cow::Borrowed(cells)
+    }
+}
+
 fn sanitize(cell: &mut CellRecord) {
     for s in cell.scores.values_mut() {
         if !s.value.is_finite() {

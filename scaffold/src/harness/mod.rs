@@ -794,12 +794,14 @@ impl Harness {
     ) -> Result<(), Failed> {
         self.push_finished(eval, done.record.clone(), done.snapshot_ok);
         let quarantined = done.snapshot_ok && self.quarantined(eval, &done.record);
-        let ok = (done.record.passed || quarantined) && done.snapshot_ok;
+        let ok = (done.record.passed || quarantined || done.record.excluded) && done.snapshot_ok;
         if let Some(p) = &self.progress {
             p.tick(!ok);
         }
         if ok {
-            if !done.record.passed {
+            if done.record.excluded {
+                warn_excluded(&done.cell, done.record.error.as_deref());
+            } else if !done.record.passed {
                 self.warn_quarantined(&done.cell, &done.record.failures());
             }
             return Ok(());
@@ -876,6 +878,8 @@ impl Harness {
         }
         let quarantined =
             !failures.is_empty() && snapshot_ok && self.quarantined(eval, &recorded.record);
+        let excluded =
+            (recorded.record.excluded && snapshot_ok).then(|| recorded.record.error.clone());
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
             // the store has the whole record, the reports that show more
@@ -886,10 +890,13 @@ impl Harness {
         };
         self.push_finished(eval, record, snapshot_ok);
         if let Some(p) = &self.progress {
-            p.tick(!failures.is_empty() && !quarantined);
+            p.tick(!failures.is_empty() && !quarantined && excluded.is_none());
         }
         if quarantined {
             self.warn_quarantined(name, &failures);
+            Ok(())
+        } else if let Some(error) = excluded {
+            warn_excluded(name, error.as_deref());
             Ok(())
         } else if failures.is_empty() {
             Ok(())
@@ -998,6 +1005,9 @@ impl Harness {
             gate_failed |= !gate.passed;
             eprintln!("  Gate: {}", gate.describe());
             for line in gate.notes(&results.eval, &results.notable_trials()) {
+                eprintln!("  {line}");
+            }
+            if let Some(line) = results.excluded_line() {
                 eprintln!("  {line}");
             }
             let comparison = match baseline.for_eval(name) {
@@ -1146,6 +1156,14 @@ impl Harness {
             }
         }
     }
+}
+
+/// Say loudly that cell `name` errored and is left out of the statistics.
+fn warn_excluded(name: &str, error: Option<&str>) {
+    eprintln!(
+        "EXCLUDED {name} errored; left out of the statistics and the gate (OnError::Exclude): {}",
+        error.unwrap_or("(no error recorded)")
+    );
 }
 
 /// Add to `cells`, the cells of `eval` this process reported, the cells

@@ -53,6 +53,13 @@ fn trim(v: f64) -> String {
     }
 }
 
+/// An errored run is never rewarded for what it did not spend: a call that
+/// failed at once costs $0 and takes no time, and scores 0 all the same.
+fn errored<S>(name: &str, ctx: &ScorerContext<'_, S>) -> Option<Score> {
+    ctx.error
+        .map(|e| Score::failed(name, format!("the run errored, so it scores 0: {e}")))
+}
+
 /// Grade `raw` against `ideal` and `max`.
 fn grade(name: &str, raw: f64, ideal: f64, max: f64, show: impl Fn(f64) -> String) -> Score {
     let pass = raw <= max;
@@ -104,6 +111,9 @@ impl<S: Sync> Scorer<S> for MetricScorer {
     }
 
     async fn score(&self, ctx: &ScorerContext<'_, S>) -> Score {
+        if let Some(errored) = errored(&self.name, ctx) {
+            return errored;
+        }
         let raw = self.metric.read(ctx.metrics);
         let metric = self.metric;
         grade(&self.name, raw, self.ideal, self.max, |v| metric.show(v))
@@ -173,6 +183,9 @@ impl<S: Sync> Scorer<S> for TokensScorer {
     }
 
     async fn score(&self, ctx: &ScorerContext<'_, S>) -> Score {
+        if let Some(errored) = errored(&self.name, ctx) {
+            return errored;
+        }
         let m = ctx.metrics;
         let raw = m.input_tokens as f64 * self.input_weight + m.output_tokens as f64;
         let mut score = grade(&self.name, raw, self.ideal, self.max, |v| {

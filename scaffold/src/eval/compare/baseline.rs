@@ -289,6 +289,18 @@ impl Comparison {
 
 type Key = (String, String, String, u32);
 
+/// The cells of `results` by key, but for those `excluded`.
+fn counted<'a>(
+    results: &'a [CellRecord],
+    excluded: &std::collections::BTreeSet<Key>,
+) -> BTreeMap<Key, &'a CellRecord> {
+    results
+        .iter()
+        .map(|c| (key(c), c))
+        .filter(|(k, _)| !excluded.contains(k))
+        .collect()
+}
+
 fn key(c: &CellRecord) -> Key {
     (
         c.variant.clone(),
@@ -347,8 +359,15 @@ pub fn compare(
     options: &CompareOptions,
 ) -> Comparison {
     let trials = baseline.config.trials.max(candidate.config.trials);
-    let base: BTreeMap<Key, &CellRecord> = baseline.results.iter().map(|c| (key(c), c)).collect();
-    let cand: BTreeMap<Key, &CellRecord> = candidate.results.iter().map(|c| (key(c), c)).collect();
+    // A cell excluded on either side (it errored, under `OnError::Exclude`)
+    // is evidence of nothing: compared on neither.
+    let excluded: std::collections::BTreeSet<Key> = (baseline.results.iter())
+        .chain(&candidate.results)
+        .filter(|c| c.excluded)
+        .map(key)
+        .collect();
+    let base = counted(&baseline.results, &excluded);
+    let cand = counted(&candidate.results, &excluded);
     let mut regressions = Vec::new();
     let mut improvements = Vec::new();
     let mut unchanged = Vec::new();

@@ -262,7 +262,8 @@ pub fn trial_stats<'a>(cells: &'a [CellRecord], ks: &'a [u32], confidence: f64) 
     // so each run of one case's cells is counted as it goes by; a case met
     // again after others (cells in any order) is merged into its first run.
     let mut runs: Vec<CaseRun> = Vec::new();
-    for (i, c) in cells.iter().enumerate() {
+    // Excluded cells (errored, under `OnError::Exclude`) are no trials.
+    for (i, c) in cells.iter().enumerate().filter(|(_, c)| !c.excluded) {
         match runs.last_mut() {
             Some(run) if key(&cells[run.first]) == key(c) => run.add(c),
             _ => runs.push(CaseRun {
