@@ -349,6 +349,20 @@ fn bad_globs() {
 }
 
 #[test]
+fn a_strict_trajectory_ignores_a_list_of_globs() {
+    let src = format!(
+        "{CASE_HEAD}      - type: signal.trajectory\n        strict: true\n        patterns: [agent:activated, agent:completed]\n        ignore: [\"text:delta\", \"state:x**\"]\n      - type: signal.trajectory\n        patterns: [a]\n        ignore: text:delta\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "9:32: error: invalid glob `state:x**` in `ignore`: `**` must be a whole segment (as in `tool:**`), found `x**`",
+            "12:17: error: `ignore` must be a list of signal-name globs, found a string",
+        ]
+    );
+}
+
+#[test]
 fn only_left_on() {
     let src = "name: t\ncases:\n  - id: a\n    only: true\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n  - id: b\n    input: 1\n    skip: true\n    assertions: [{type: behavior.no_errors}]\n  - id: c\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n";
     assert_eq!(

@@ -414,6 +414,7 @@ impl Assertion {
         Assertion::SignalTrajectory(SignalTrajectory {
             patterns: steps.into_iter().collect(),
             strict: false,
+            ignore: Vec::new(),
         })
     }
 
@@ -422,6 +423,7 @@ impl Assertion {
         Assertion::SignalTrajectory(SignalTrajectory {
             patterns: steps.into_iter().collect(),
             strict: true,
+            ignore: Vec::new(),
         })
     }
 

@@ -123,11 +123,12 @@ impl From<SignalPattern> for StepRepr {
 /// Signals matching the patterns appear in this order.
 ///
 /// Not strict (the default): the steps form a subsequence of the stream; any
-/// signals may come between them. Strict: looking only at the signals whose
-/// names match at least one of the patterns, the steps are consecutive, so no
-/// other such signal (another `agent:activated`, say) comes between two
-/// steps. Signals no pattern names (text deltas, provider calls) never break
-/// a strict trajectory.
+/// signals may come between them. Strict (seed 003: "no unmatched signals
+/// between patterns"): no signal comes between two matched steps that no
+/// step matches (by name and payload), unless it matches one of the
+/// `ignore` globs, the noise a user chooses to allow (`text:delta`,
+/// `state:**`, ...). A failure names the first intruding signal and its
+/// index.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SignalTrajectory {
     /// The steps, in order.
@@ -135,6 +136,9 @@ pub struct SignalTrajectory {
     /// See above.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub strict: bool,
+    /// Strict only: globs over the names of signals allowed between steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore: Vec<String>,
 }
 
 /// The first signal matching `pattern` has `payload`.
@@ -515,47 +519,120 @@ pub(crate) fn trajectory(a: &SignalTrajectory, ctx: &EvalContext<'_>) -> Outcome
             .expected(Value::from(expected));
     }
 
-    // Strict: consecutive among the relevant signals.
-    let relevant: Vec<usize> = index.positions(&relevant_set).collect();
-    let mut best: (usize, usize) = (0, 0); // (steps matched, start in relevant)
-    for j in 0..relevant.len() {
-        let mut m = 0;
-        while m < n && j + m < relevant.len() && steps[m].matches_at(ctx, relevant[j + m]) {
-            m += 1;
+    let mut ignored: Option<NameSet> = None;
+    for glob in &a.ignore {
+        let set = compiled!(ctx, glob, None).set;
+        match &mut ignored {
+            Some(all) => all.union(&set),
+            None => ignored = Some(set),
         }
-        if m == n {
-            let at: Vec<String> = relevant[j..j + n]
+    }
+    let strict = Strict {
+        ctx,
+        steps: &steps,
+        ignored,
+    };
+    match strict.find() {
+        Ok(at) => {
+            let at: Vec<String> = at
                 .iter()
                 .map(|&i| format!("#{}", ctx.signals()[i].index))
                 .collect();
-            return Outcome::pass(format!("all {n} steps consecutive at {}", at.join(", ")))
-                .expected(Value::from(expected));
+            Outcome::pass(format!(
+                "all {n} steps in order with nothing unmatched between them at {}",
+                at.join(", ")
+            ))
+            .expected(Value::from(expected))
         }
-        if m > best.0 {
-            best = (m, j);
+        Err(StrictMiss { matched, stuck }) => {
+            let relevant: Vec<usize> = index.positions(&relevant_set).collect();
+            let window = trajectory_window(ctx, &relevant, stuck.unwrap_or(0), &keys);
+            let what = match (matched, stuck) {
+                (0, _) | (_, None) => format!(
+                    "expected {} (step {} of {n})",
+                    expected[matched],
+                    matched + 1
+                ),
+                (m, Some(i)) => format!(
+                    "expected {} right after {} (step {} of {n}, strict), but #{} {} came between \
+                     them (allow such signals with `ignore`)",
+                    expected[m],
+                    expected[m - 1],
+                    m + 1,
+                    ctx.signals()[i].index,
+                    display::signal_with(&ctx.signals()[i], &keys)
+                ),
+            };
+            Outcome::fail(format!(
+                "{what}; actual trajectory: [{}]",
+                window.join(", ")
+            ))
+            .expected(Value::from(expected))
+            .trajectory(window)
         }
     }
-    let (m, j) = best;
-    let stuck = relevant.get(j + m).copied().unwrap_or(ctx.signals().len());
-    let window = trajectory_window(ctx, &relevant, stuck, &keys);
-    let what = if m == 0 {
-        format!("expected {} (step 1 of {n})", expected[0])
-    } else {
-        let next = relevant
-            .get(j + m)
-            .map(|&i| display::signal_with(&ctx.signals()[i], &keys))
-            .unwrap_or_else(|| "the end of the session".to_string());
-        format!(
-            "expected {} right after {} (step {} of {n}, strict), found {next}",
-            expected[m],
-            expected[m - 1],
-            m + 1
-        )
-    };
-    Outcome::fail(format!(
-        "{what}; actual trajectory: [{}]",
-        window.join(", ")
-    ))
-    .expected(Value::from(expected))
-    .trajectory(window)
+}
+
+/// A strict trajectory's search over the signals.
+struct Strict<'a, 'c, 'e> {
+    ctx: &'a EvalContext<'c>,
+    steps: &'a [Compiled<'e>],
+    /// Names allowed between steps whatever their payload.
+    ignored: Option<NameSet>,
+}
+
+/// Why no strict match was found: how many steps the best attempt matched,
+/// and the signal that stopped it (`None`: the end of the session).
+struct StrictMiss {
+    matched: usize,
+    stuck: Option<usize>,
+}
+
+impl Strict<'_, '_, '_> {
+    /// Whether the signal at `i` may stand between two steps.
+    fn allowed(&self, i: usize) -> bool {
+        (self.ignored.as_ref()).is_some_and(|set| set.contains(self.ctx.index().ids[i]))
+            || self.steps.iter().any(|s| s.matches_at(self.ctx, i))
+    }
+
+    /// The positions of the steps, each the earliest after the one before
+    /// with only allowed signals between. A start that runs into a signal
+    /// no step matches fails every start before that signal too (their
+    /// steps come no earlier), so the search goes on past it: linear.
+    fn find(&self) -> Result<Vec<usize>, StrictMiss> {
+        let signals = self.ctx.signals().len();
+        let mut best = StrictMiss {
+            matched: 0,
+            stuck: None,
+        };
+        let mut start = 0;
+        while let Some(first) = (start..signals).find(|&i| self.steps[0].matches_at(self.ctx, i)) {
+            let mut at = vec![first];
+            let mut pos = first + 1;
+            let mut stuck = None;
+            while at.len() < self.steps.len() && pos < signals {
+                if self.steps[at.len()].matches_at(self.ctx, pos) {
+                    at.push(pos);
+                } else if !self.allowed(pos) {
+                    stuck = Some(pos);
+                    break;
+                }
+                pos += 1;
+            }
+            if at.len() == self.steps.len() {
+                return Ok(at);
+            }
+            if at.len() > best.matched {
+                best = StrictMiss {
+                    matched: at.len(),
+                    stuck,
+                };
+            }
+            match stuck {
+                Some(i) => start = i.max(first + 1),
+                None => break,
+            }
+        }
+        Err(best)
+    }
 }

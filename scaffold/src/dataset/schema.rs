@@ -33,6 +33,8 @@ pub(crate) enum FieldKind {
     Steps,
     /// A list of strings.
     StrList,
+    /// A list of signal-name globs.
+    GlobList,
     /// A non-empty list of strings.
     Criteria,
     /// One nested assertion.
@@ -114,7 +116,11 @@ pub(crate) const TYPES: &[TypeSpec] = &[
     ),
     ty(
         "signal.trajectory",
-        &[req("patterns", K::Steps), opt("strict", K::Bool)],
+        &[
+            req("patterns", K::Steps),
+            opt("strict", K::Bool),
+            opt("ignore", K::GlobList),
+        ],
     ),
     ty("signal.first", PATTERN_PAYLOAD),
     ty("signal.last", PATTERN_PAYLOAD),
@@ -301,7 +307,7 @@ mod tests {
             K::Expected | K::Any => json!({"gte": 1}),
             K::Payload => json!({"a": 1}),
             K::Steps => json!(["a:b", {"pattern": "c", "payload": {"d": 1}}]),
-            K::StrList | K::Criteria => json!(["x"]),
+            K::StrList | K::Criteria | K::GlobList => json!(["x"]),
             K::Assertion => json!({"type": "signal.contains", "pattern": "x"}),
             K::Assertions => json!([{"type": "signal.contains", "pattern": "x"}]),
             K::Schema => json!({"type": "object"}),

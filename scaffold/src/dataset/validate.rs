@@ -429,6 +429,10 @@ impl<'f> Validator<'f> {
                 _ => self.wrong(node, name, "a list of patterns"),
             },
             FieldKind::StrList => self.string_list(node, name, false),
+            FieldKind::GlobList => match &node.kind {
+                Kind::Seq(items) => items.iter().for_each(|item| self.glob(item, name)),
+                _ => self.wrong(node, name, "a list of signal-name globs"),
+            },
             FieldKind::Criteria => self.string_list(node, name, true),
             FieldKind::Assertion => self.assertion(node),
             FieldKind::Assertions => match &node.kind {
