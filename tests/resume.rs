@@ -648,6 +648,88 @@ fn a_run_is_resumed_by_one_process_at_a_time() {
     );
 }
 
+/// A store that cannot write (here: a file-size limit, so that SQLite's
+/// writes fail as on a full disk) stops the run at the first cell whose
+/// record is lost: that cell fails with the store's error, no later cell
+/// starts (none calls its provider), and the last line names the cause.
+#[cfg(unix)]
+#[test]
+fn a_store_that_cannot_write_stops_the_run_at_the_first_cell_it_loses() {
+    let dir = TempDir::new("resume-full");
+    let fixture = fixture_command(&dir, &[], &[("SCAFFOLD_TRIALS", "5")]);
+    // `sh` ignores SIGXFSZ and limits every file the fixture writes to 200
+    // KiB (its log stays far below), then runs it: past that, the
+    // database's writes fail as on a full disk.
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 400; exec \"$0\" \"$@\"")
+        .arg(fixture.get_program())
+        .args(["--test-threads", "1"])
+        .current_dir(dir.path());
+    for (key, value) in fixture.get_envs() {
+        match value {
+            Some(value) => sh.env(key, value),
+            None => sh.env_remove(key),
+        };
+    }
+    let out = sh.output().expect("sh runs");
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+
+    // The cells that ran, in order: the last of them lost its record.
+    let log = std::fs::read_to_string(dir.log()).unwrap();
+    let ran: Vec<&str> = log.lines().collect();
+    assert!(
+        (2..40).contains(&ran.len()),
+        "the store should fail part-way: {all}"
+    );
+    let failed: Vec<&str> = all
+        .lines()
+        .filter_map(|l| l.strip_prefix("the session store could not be written: "))
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "one cell fails with the store's error: {all}"
+    );
+    let cause = failed[0].to_string();
+    assert!(
+        cause.starts_with("cell resume-fixture::") && cause.contains(" was not recorded: "),
+        "{cause}"
+    );
+    assert!(
+        cause.contains("disk I/O error") || cause.contains("disk is full"),
+        "{cause}"
+    );
+    // Every cell after it failed without starting, naming the cause.
+    let not_started =
+        format!("not started: the session store could not record an earlier cell: {cause}");
+    assert_eq!(all.matches(&not_started).count(), 40 - ran.len(), "{all}");
+    // The cells before it were recorded; the run is not finished.
+    let store = Store::open(dir.db()).unwrap();
+    let runs = store.eval_runs().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(!runs[0].finished);
+    assert_eq!(runs[0].cells, ran.len() - 1, "{all}");
+    // The last line names the cause.
+    let last = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        last,
+        format!(
+            "error: the run stopped ({} cell(s) not started; run {} stays unfinished): the \
+             session store could not record a cell: {cause}",
+            40 - ran.len(),
+            runs[0].id
+        ),
+        "{all}"
+    );
+}
+
 #[test]
 fn trials_variants_output_and_snapshot_settings() {
     let dir = TempDir::new("resume-settings");

@@ -52,10 +52,11 @@
 //! Every run is an eval run in the session store (see
 //! [`Store::begin_eval_run`]): a new UUID, or under nextest `NEXTEST_RUN_ID`,
 //! which every per-cell process of one `cargo nextest run` shares. Each
-//! finished cell is recorded, durably, before its test reports, so a run
-//! killed at any point can be resumed; the run is marked finished after its
-//! summary, which prints `Run: <id>`. A nextest run is never marked finished
-//! (no process sees all of it): resume it with `SCAFFOLD_RESUME=<id>` to get
+//! finished cell is recorded, durably, before its test reports (a cell
+//! whose record the store cannot write fails, and no cell starts after
+//! it), so a run killed at any point can be resumed; the run is marked
+//! finished after its summary, which prints `Run: <id>`. A nextest run is
+//! never marked finished (no process sees all of it): resume it with `SCAFFOLD_RESUME=<id>` to get
 //! its summary, or merge its results with `cargo scaffold merge`.
 //!
 //! After the cells, for each eval the harness prints the table (format
@@ -171,6 +172,11 @@ struct Harness {
     summarized: AtomicBool,
     /// Cells whose record could not be written to the store.
     store_errors: Mutex<Vec<String>>,
+    /// The first error of the store that failed to record a cell: no cell
+    /// starts after it (each would call its provider for nothing).
+    store_broken: OnceLock<String>,
+    /// Cells not started because the store could not be written.
+    not_started: AtomicUsize,
     trim: memory::Trim,
     formats: Vec<Format>,
     progress: Option<Progress>,
@@ -844,6 +850,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         whole_left: AtomicUsize::new(settings.whole_records),
         summarized: AtomicBool::new(resumed_summaries),
         store_errors: Mutex::new(Vec::new()),
+        store_broken: OnceLock::new(),
+        not_started: AtomicUsize::new(0),
         trim: memory::Trim::default(),
         formats,
         progress,
@@ -870,13 +878,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     if list {
         return Ok(conclusion.exit_code());
     }
-    if let Some(store) = &harness.store
-        && let Err(e) = store.flush()
-    {
-        eprintln!("error: the session store could not be written: {e}");
-        return Ok(ExitCode::FAILURE);
-    }
-    if harness.report_store_errors() {
+    if harness.store_failed() {
         return Ok(ExitCode::FAILURE);
     }
     if under_nextest() {
@@ -896,8 +898,14 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
 }
 
 impl Harness {
-    /// Print the cells that could not be recorded; returns whether there were any.
-    fn report_store_errors(&self) -> bool {
+    /// Commit what the cells queued, and print what the store could not
+    /// write: the last line names the cause when the run stopped for it.
+    /// Returns whether anything could not be written.
+    fn store_failed(&self) -> bool {
+        let flushed = self.store.as_ref().map_or(Ok(()), Store::flush);
+        if let Err(e) = &flushed {
+            eprintln!("error: the session store could not be written: {e}");
+        }
         let errors = match self.store_errors.lock() {
             Ok(e) => e.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -905,7 +913,17 @@ impl Harness {
         for e in &errors {
             eprintln!("error: the session store could not be written: {e}");
         }
-        !errors.is_empty()
+        if let Some(cause) = self.store_broken.get() {
+            let not_started = self.not_started.load(Ordering::Relaxed);
+            let run = self.run.as_ref().map_or(String::new(), |r| {
+                format!("; run {} stays unfinished", r.id)
+            });
+            eprintln!(
+                "\nerror: the run stopped ({not_started} cell(s) not started{run}): the session \
+                 store could not record a cell: {cause}"
+            );
+        }
+        flushed.is_err() || !errors.is_empty()
     }
 
     fn push_finished(&self, eval: usize, record: CellRecord, snapshot_ok: bool) {
@@ -980,6 +998,16 @@ impl Harness {
         {
             return self.report_done(eval, &id, &run.id, done);
         }
+        if let Some(cause) = self.store_broken.get() {
+            self.not_started.fetch_add(1, Ordering::Relaxed);
+            if let Some(p) = &self.progress {
+                p.tick(true);
+            }
+            return Err(format!(
+                "not started: the session store could not record an earlier cell: {cause}"
+            )
+            .into());
+        }
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
         let snapshot_ok = match &self.snapshots {
@@ -1002,16 +1030,31 @@ impl Harness {
         );
         drop(outcome);
         let mut stored = false;
+        let mut store_failure = None;
         if let (Some(store), Some(run)) = (&self.store, &self.run) {
             // Durable before the test reports: a run killed after this resumes past the cell.
-            match store.record_cell(&run.id, &recorded) {
-                Ok(()) => stored = true,
-                Err(e @ StoreError::QueuedWrites { .. }) => self.store_error(e.to_string()),
-                Err(e) => self.store_error(format!("cell {name} was not recorded: {e}")),
+            let error = match store.record_cell(&run.id, &recorded) {
+                Ok(()) => None,
+                // The cell's record is stored; earlier writes (its session's signals, say) are not.
+                Err(e @ StoreError::QueuedWrites { .. }) => {
+                    stored = true;
+                    Some(e.to_string())
+                }
+                Err(e) => Some(format!("cell {name} was not recorded: {e}")),
+            };
+            stored |= error.is_none();
+            if let Some(e) = error {
+                // The cell fails with the store's error, and no cell starts after it.
+                self.store_error(e.clone());
+                let _ = self.store_broken.set(e.clone());
+                store_failure = Some(format!("the session store could not be written: {e}"));
             }
         }
-        let quarantined =
-            !failures.is_empty() && snapshot_ok && self.quarantined(eval, &recorded.record);
+        let quarantined = store_failure.is_none()
+            && !failures.is_empty()
+            && snapshot_ok
+            && self.quarantined(eval, &recorded.record);
+        failures.extend(store_failure);
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
             // the store has the whole record, the reports that show more
