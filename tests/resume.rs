@@ -5,12 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use scaffold::eval::EvalResults;
-use scaffold::store::Store;
+use scaffold::store::{SessionFilter, SessionStatus, Store};
 use serde_json::Value;
 
 mod common;
@@ -150,50 +150,109 @@ fn sorted_cells(indices: impl IntoIterator<Item = usize>) -> Vec<String> {
     cells
 }
 
+/// The fixture started in `dir` with `args` and `envs`, in the background,
+/// its output in `{name}.out` and `{name}.err`.
+fn spawn(dir: &TempDir, name: &str, args: &[&str], envs: &[(&str, &str)]) -> Child {
+    let stdout = std::fs::File::create(dir.join(&format!("{name}.out"))).unwrap();
+    let stderr = std::fs::File::create(dir.join(&format!("{name}.err"))).unwrap();
+    fixture_command(dir, args, envs)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("the fixture starts")
+}
+
+/// What the background fixture `name` printed.
+fn printed(dir: &TempDir, name: &str) -> String {
+    format!(
+        "{}{}",
+        std::fs::read_to_string(dir.join(&format!("{name}.out"))).unwrap_or_default(),
+        std::fs::read_to_string(dir.join(&format!("{name}.err"))).unwrap_or_default()
+    )
+}
+
+/// Wait until `ready` holds of the newest run in `dir`'s store (its id and
+/// how many cells it recorded) and of how many cells started, while the
+/// background fixture `child` (named `name`) runs; returns the run id.
+fn wait_for(
+    dir: &TempDir,
+    child: &mut Child,
+    name: &str,
+    ready: impl Fn(usize, usize) -> bool,
+) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut store = None;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "the fixture ended ({status}) too soon:\n{}",
+                printed(dir, name)
+            );
+        }
+        assert!(Instant::now() < deadline, "not ready in time");
+        if store.is_none() && dir.db().exists() {
+            store = Store::open(dir.db()).ok();
+        }
+        let run = store
+            .as_ref()
+            .and_then(|s| s.eval_runs().ok())
+            .and_then(|runs| runs.into_iter().next());
+        let started = dir.started().values().sum::<usize>();
+        if let Some(run) = run.filter(|run| ready(run.cells, started)) {
+            return run.id;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Start the fixture with `args` and `envs`, one cell at a time, each
+/// sleeping 400 ms, and kill it (SIGKILL) once `recorded` cells are
+/// recorded and the next one is in flight. Returns the run id.
+fn run_killed(dir: &TempDir, args: &[&str], envs: &[(&str, &str)], recorded: usize) -> String {
+    let mut args = args.to_vec();
+    args.extend(["--test-threads", "1"]);
+    let mut envs = envs.to_vec();
+    envs.push(("RESUME_FIXTURE_SLEEP_MS", "400"));
+    let mut child = spawn(dir, "killed", &args, &envs);
+    let id = wait_for(dir, &mut child, "killed", |cells, _| cells >= recorded);
+    kill_in_flight(dir, &mut child, "killed");
+    id
+}
+
+/// Kill (SIGKILL) the background fixture `child` (named `name`, its cells
+/// sleeping 400 ms) while a cell is in flight, its session begun and committed.
+fn kill_in_flight(dir: &TempDir, child: &mut Child, name: &str) {
+    wait_for(dir, child, name, |cells, started| started > cells);
+    // The session's begin is committed within milliseconds; the cell sleeps on.
+    std::thread::sleep(Duration::from_millis(100));
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+}
+
+/// How many sessions of run `id` have `status`.
+fn sessions_of(store: &Store, id: &str, status: SessionStatus) -> usize {
+    let filter = SessionFilter::default()
+        .tag(format!("run:{id}"))
+        .status(status);
+    store.list(&filter).unwrap().len()
+}
+
 #[test]
 fn a_killed_run_resumes_without_redoing_finished_cells() {
     let started = Instant::now();
     let dir = TempDir::new("resume");
-    let stdout = std::fs::File::create(dir.join("first.out")).unwrap();
-    let stderr = std::fs::File::create(dir.join("first.err")).unwrap();
-    let mut child = fixture_command(
+    let mut child = spawn(
         &dir,
+        "first",
         &["--test-threads", "1"],
         &[("RESUME_FIXTURE_SLEEP_MS", "400")],
-    )
-    .stdout(stdout)
-    .stderr(stderr)
-    .spawn()
-    .expect("the fixture starts");
+    );
 
     // Wait until at least three cells are recorded, then kill -9.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut store = None;
-    let run_id = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!(
-                "the fixture ended ({status}) before it was killed:\n{}{}",
-                std::fs::read_to_string(dir.join("first.out")).unwrap_or_default(),
-                std::fs::read_to_string(dir.join("first.err")).unwrap_or_default()
-            );
-        }
-        assert!(Instant::now() < deadline, "no 3 cells recorded in time");
-        if store.is_none() && dir.db().exists() {
-            store = Store::open(dir.db()).ok();
-        }
-        let recorded = store
-            .as_ref()
-            .and_then(|s| s.eval_runs().ok())
-            .and_then(|runs| runs.into_iter().next())
-            .filter(|run| run.cells >= 3);
-        if let Some(run) = recorded {
-            break run.id;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let run_id = wait_for(&dir, &mut child, "first", |cells, _| cells >= 3);
     child.kill().expect("SIGKILL");
     child.wait().unwrap();
-    let store = store.unwrap();
+    let store = Store::open(dir.db()).unwrap();
 
     let before = store.eval_run(&run_id).unwrap().unwrap();
     assert!(!before.finished, "{before:?}");
@@ -357,49 +416,318 @@ fn processes_of_one_nextest_run_share_its_run() {
     );
 }
 
-/// A resume that runs only some cells (a filter) still reports the whole
-/// run: the cells the interrupted run finished that this process leaves
-/// out are added to the results from the store, and none of them runs again.
+/// A resume runs the cells of its run, no others: a filter, tags or
+/// variants other than the run's are refused, naming the run's own, before
+/// any cell runs (else the run would be marked finished with cells never
+/// run). With its own selection the run resumes and finishes.
 #[test]
-fn a_filtered_resume_keeps_the_cells_finished_before_it() {
-    let dir = TempDir::new("resume-filtered");
-    // Two beta cells finish in a run that is never summarized (nextest
-    // runs one cell per process and leaves the run open).
-    run_as_nextest(&dir, "interrupted", &[CELLS[1], CELLS[3]]);
+fn a_resume_runs_its_runs_own_selection() {
+    let dir = TempDir::new("resume-selection");
+    // A run of the alpha cells only, killed after its first cell.
+    let run_id = run_killed(&dir, &["resume-fixture::alpha::"], &[], 1);
+    let store = Store::open(dir.db()).unwrap();
+    let started_before = dir.started();
+    let stored = "test arguments `-- resume-fixture::alpha::`, SCAFFOLD_TAGS unset, \
+                  SCAFFOLD_VARIANTS unset";
+    for (args, envs, now) in [
+        (
+            &[][..],
+            &[][..],
+            "no test filter, SCAFFOLD_TAGS unset, SCAFFOLD_VARIANTS unset",
+        ),
+        (
+            &["c1"][..],
+            &[][..],
+            "test arguments `-- c1`, SCAFFOLD_TAGS unset, SCAFFOLD_VARIANTS unset",
+        ),
+        (
+            &["resume-fixture::alpha::", "--skip", "c4"][..],
+            &[][..],
+            "test arguments `-- resume-fixture::alpha:: --skip c4`",
+        ),
+        (
+            &["resume-fixture::alpha::"][..],
+            &[("SCAFFOLD_VARIANTS", "alpha")][..],
+            "SCAFFOLD_VARIANTS=alpha",
+        ),
+        (
+            &["resume-fixture::alpha::"][..],
+            &[("SCAFFOLD_TAGS", "smoke")][..],
+            "SCAFFOLD_TAGS=smoke",
+        ),
+    ] {
+        let mut envs = envs.to_vec();
+        envs.push(("SCAFFOLD_RESUME", "1"));
+        let out = run(&dir, args, &envs);
+        let all = text(&out);
+        assert!(!out.status.success(), "{args:?} {envs:?}: {all}");
+        let errors = error_lines(&out);
+        assert_eq!(errors.len(), 1, "{all}");
+        assert!(
+            errors[0].starts_with(&format!(
+                "error: SCAFFOLD_RESUME: run {run_id} selected its cells with {stored}; \
+                 this resume selects them with "
+            )) && errors[0].contains(now)
+                && errors[0].contains("resume with the same selection"),
+            "{}",
+            errors[0]
+        );
+        assert!(!all.contains("test [eval]"), "no cell may run: {all}");
+    }
+    assert_eq!(dir.started(), started_before);
+    assert!(!store.eval_run(&run_id).unwrap().unwrap().finished);
 
-    // Resume it with only the alpha cells.
+    // With the run's own filter, the other alpha cells run and the run finishes.
     let out = run(
         &dir,
         &["resume-fixture::alpha::"],
-        &[("SCAFFOLD_RESUME", "interrupted")],
+        &[("SCAFFOLD_RESUME", "1")],
     );
-    let printed = text(&out);
-    assert!(out.status.success(), "{printed}");
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
     assert!(
-        printed.contains("resuming run interrupted: 0 of 4 cells already finished"),
-        "{printed}"
+        all.contains(&format!(
+            "resuming run {run_id}: 1 of 4 cells already finished"
+        )),
+        "{all}"
     );
-    assert!(
-        printed.contains("Run: interrupted (resumed: 2 cell(s) finished before the interruption)"),
-        "{printed}"
-    );
-
-    // The results: the four alpha cells run now and the two beta cells
-    // finished before; the beta cells that never ran are not made up.
-    let (json, cells) = written_results(&dir);
-    assert_eq!(cells, sorted_cells([0, 1, 2, 3, 4, 6]));
-    // alpha::c1 fails on purpose; the gate (0.75) passes at 5 of 6.
-    assert_eq!(json.passed_count(), 5);
-    assert!(json.gate_passed());
-
-    let store = Store::open(dir.db()).unwrap();
-    let resumed = store.eval_run("interrupted").unwrap().unwrap();
+    let resumed = store.eval_run(&run_id).unwrap().unwrap();
     assert!(resumed.finished, "{resumed:?}");
-    assert_eq!((resumed.cells, resumed.passed), (6, 5));
+    assert_eq!((resumed.cells, resumed.passed), (4, 3));
     let started = dir.started();
-    assert!(started.values().all(|&n| n == 1), "{started:?}");
-    assert_eq!(started.len(), 6, "{started:?}");
-    assert!(!started.contains_key(CELLS[5]) && !started.contains_key(CELLS[7]));
+    assert!(
+        started.keys().all(|c| c.contains("::alpha::")),
+        "{started:?}"
+    );
+    assert_eq!(started.len(), 4, "{started:?}");
+
+    // A nextest run selects by its settings alone (each process names its
+    // own cell): it resumes without a filter, and not with one.
+    run_as_nextest(&dir, "nextest-run", &[CELLS[1], CELLS[3]]);
+    let out = run(
+        &dir,
+        &["resume-fixture::alpha::"],
+        &[("SCAFFOLD_RESUME", "nextest-run")],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        error_lines(&out)[0].contains(
+            "run nextest-run selected its cells with no test filter, SCAFFOLD_TAGS unset, \
+             SCAFFOLD_VARIANTS unset; this resume selects them with test arguments \
+             `-- resume-fixture::alpha::`"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(!store.eval_run("nextest-run").unwrap().unwrap().finished);
+}
+
+/// The session of a cell killed in flight is left `running` by its dead
+/// process; the resume of its run marks it `interrupted` (and runs the cell again).
+#[test]
+fn a_resume_marks_the_sessions_cut_short_interrupted() {
+    let dir = TempDir::new("resume-interrupted");
+    run_killed(&dir, &[], &[], 2);
+    let store = Store::open(dir.db()).unwrap();
+    let of_eval = |status| {
+        let filter = SessionFilter::default()
+            .tag("eval:resume-fixture")
+            .status(status);
+        store.list(&filter).unwrap()
+    };
+    let cut_short = of_eval(SessionStatus::Running);
+    assert_eq!(cut_short.len(), 1, "{cut_short:?}");
+
+    let out = run(&dir, &[], &[("SCAFFOLD_RESUME", "1")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(of_eval(SessionStatus::Running).is_empty());
+    let interrupted = of_eval(SessionStatus::Interrupted);
+    assert_eq!(interrupted.len(), 1, "{interrupted:?}");
+    let session = &interrupted[0];
+    assert_eq!(session.meta.id, cut_short[0].meta.id);
+    assert!(session.ended_at_ms.is_some(), "{session:?}");
+    assert!(
+        session
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("interrupted")),
+        "{session:?}"
+    );
+}
+
+/// Two resumes of one run never run its cells both: while a process runs
+/// (or resumes) a run, a resume of it is refused, naming that process. The
+/// claim of a killed process does not outlive it, and the resume marks the
+/// session the kill cut short `interrupted`.
+#[test]
+fn a_run_is_resumed_by_one_process_at_a_time() {
+    let dir = TempDir::new("resume-once");
+    let mut first = spawn(
+        &dir,
+        "first",
+        &["--test-threads", "1"],
+        &[("RESUME_FIXTURE_SLEEP_MS", "400")],
+    );
+    // One cell recorded and the next in flight.
+    let run_id = wait_for(&dir, &mut first, "first", |cells, started| {
+        cells >= 1 && started > cells
+    });
+    // The run goes on: resuming it now is refused.
+    let out = run(&dir, &[], &[("SCAFFOLD_RESUME", "1")]);
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    let errors = error_lines(&out);
+    assert_eq!(errors.len(), 1, "{all}");
+    assert!(
+        errors[0].contains(&format!(
+            "eval run {run_id} is being run by process {}",
+            first.id()
+        )) && errors[0].contains("one process at a time"),
+        "{}",
+        errors[0]
+    );
+    assert!(!all.contains("test [eval]"), "{all}");
+    // Killed with a cell in flight: its session stays running.
+    kill_in_flight(&dir, &mut first, "first");
+    let store = Store::open(dir.db()).unwrap();
+    let recorded = store.eval_run(&run_id).unwrap().unwrap().cells;
+    assert_eq!(sessions_of(&store, &run_id, SessionStatus::Running), 1);
+
+    // The killed process's claim is gone: a resume runs, and while it
+    // does, a second resume is refused.
+    let mut second = spawn(
+        &dir,
+        "second",
+        &["--test-threads", "1"],
+        &[("SCAFFOLD_RESUME", "1"), ("RESUME_FIXTURE_SLEEP_MS", "300")],
+    );
+    wait_for(&dir, &mut second, "second", |cells, _| cells > recorded);
+    let out = run(&dir, &[], &[("SCAFFOLD_RESUME", &run_id)]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        error_lines(&out)[0].contains(&format!(
+            "SCAFFOLD_RESUME={run_id}: session store {}: eval run {run_id} is being run by \
+             process {}",
+            dir.db().display(),
+            second.id()
+        )),
+        "{}",
+        text(&out)
+    );
+    let status = second.wait().unwrap();
+    let all = printed(&dir, "second");
+    assert!(status.success(), "{all}");
+    assert!(
+        all.contains(&format!(
+            "resuming run {run_id}: {recorded} of 8 cells already finished; 1 session(s) cut \
+             short by the interruption marked interrupted"
+        )),
+        "{all}"
+    );
+
+    // Every cell ran once, but the one killed in flight, which ran again.
+    let started = dir.started();
+    assert_eq!(started.len(), CELLS.len(), "{started:?}");
+    assert_eq!(
+        started.values().sum::<usize>(),
+        CELLS.len() + 1,
+        "{started:?}"
+    );
+    let resumed = store.eval_run(&run_id).unwrap().unwrap();
+    assert!(resumed.finished && resumed.cells == 8, "{resumed:?}");
+    assert_eq!(sessions_of(&store, &run_id, SessionStatus::Running), 0);
+    assert_eq!(sessions_of(&store, &run_id, SessionStatus::Interrupted), 1);
+    // The finished run's claim file is gone; resuming it says it is finished.
+    let claims = PathBuf::from(format!("{}-claims", dir.db().display()));
+    assert_eq!(std::fs::read_dir(&claims).unwrap().count(), 0);
+    let out = run(&dir, &[], &[("SCAFFOLD_RESUME", &run_id)]);
+    assert!(
+        error_lines(&out)[0].contains("already finished"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A store that cannot write (here: a file-size limit, so that SQLite's
+/// writes fail as on a full disk) stops the run at the first cell whose
+/// record is lost: that cell fails with the store's error, no later cell
+/// starts (none calls its provider), and the last line names the cause.
+#[cfg(unix)]
+#[test]
+fn a_store_that_cannot_write_stops_the_run_at_the_first_cell_it_loses() {
+    let dir = TempDir::new("resume-full");
+    let fixture = fixture_command(&dir, &[], &[("SCAFFOLD_TRIALS", "5")]);
+    // `sh` ignores SIGXFSZ and limits every file the fixture writes to 200
+    // KiB (its log stays far below), then runs it: past that, the
+    // database's writes fail as on a full disk.
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 400; exec \"$0\" \"$@\"")
+        .arg(fixture.get_program())
+        .args(["--test-threads", "1"])
+        .current_dir(dir.path());
+    for (key, value) in fixture.get_envs() {
+        match value {
+            Some(value) => sh.env(key, value),
+            None => sh.env_remove(key),
+        };
+    }
+    let out = sh.output().expect("sh runs");
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+
+    // The cells that ran, in order: the last of them lost its record.
+    let log = std::fs::read_to_string(dir.log()).unwrap();
+    let ran: Vec<&str> = log.lines().collect();
+    assert!(
+        (2..40).contains(&ran.len()),
+        "the store should fail part-way: {all}"
+    );
+    let failed: Vec<&str> = all
+        .lines()
+        .filter_map(|l| l.strip_prefix("the session store could not be written: "))
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "one cell fails with the store's error: {all}"
+    );
+    let cause = failed[0].to_string();
+    assert!(
+        cause.starts_with("cell resume-fixture::") && cause.contains(" was not recorded: "),
+        "{cause}"
+    );
+    assert!(
+        cause.contains("disk I/O error") || cause.contains("disk is full"),
+        "{cause}"
+    );
+    // Every cell after it failed without starting, naming the cause.
+    let not_started =
+        format!("not started: the session store could not record an earlier cell: {cause}");
+    assert_eq!(all.matches(&not_started).count(), 40 - ran.len(), "{all}");
+    // The cells before it were recorded; the run is not finished.
+    let store = Store::open(dir.db()).unwrap();
+    let runs = store.eval_runs().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(!runs[0].finished);
+    assert_eq!(runs[0].cells, ran.len() - 1, "{all}");
+    // The last line names the cause.
+    let last = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        last,
+        format!(
+            "error: the run stopped ({} cell(s) not started; run {} stays unfinished): the \
+             session store could not record a cell: {cause}",
+            40 - ran.len(),
+            runs[0].id
+        ),
+        "{all}"
+    );
 }
 
 #[test]

@@ -328,7 +328,7 @@ pub struct SessionsListArgs {
     /// Only sessions of this variant
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
-    /// Only sessions with this status: running, completed, failed, terminated
+    /// Only sessions with this status: running, completed, failed, terminated, interrupted
     #[arg(long, value_name = "STATUS")]
     pub status: Option<String>,
     /// Only sessions of this workflow

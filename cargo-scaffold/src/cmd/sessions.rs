@@ -39,7 +39,7 @@ pub fn list(args: &SessionsListArgs) -> CmdResult {
     if let Some(s) = &args.status {
         let status: SessionStatus = s.parse().map_err(|_| {
             CliError::input(format!(
-                "--status `{s}`: not a session status (use running, completed, failed or terminated)"
+                "--status `{s}`: not a session status (use running, completed, failed, terminated or interrupted)"
             ))
         })?;
         filter = filter.status(status);

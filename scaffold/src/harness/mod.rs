@@ -31,7 +31,9 @@
 //! - `SCAFFOLD_RESUME` (`1` or `latest`: the newest unfinished run; or a run
 //!   id): resume an interrupted run. Cells already finished in that run are
 //!   not run again: their tests report the stored verdict and the summary
-//!   includes them. Needs a database file (not `:memory:`).
+//!   includes them. Needs a database file (not `:memory:`) and the run's
+//!   own selection of cells (test filter and flags, `SCAFFOLD_TAGS`,
+//!   `SCAFFOLD_VARIANTS`); a run that another live process runs is refused.
 //! - `SCAFFOLD_FORK_FROM` (a session id of the database, or an exported
 //!   `.json` session file) with `SCAFFOLD_FORK_AT` (`phase:<name>:first|last|<n>`
 //!   or `index:<n>`): every variant forks from that point of the session
@@ -50,10 +52,11 @@
 //! Every run is an eval run in the session store (see
 //! [`Store::begin_eval_run`]): a new UUID, or under nextest `NEXTEST_RUN_ID`,
 //! which every per-cell process of one `cargo nextest run` shares. Each
-//! finished cell is recorded, durably, before its test reports, so a run
-//! killed at any point can be resumed; the run is marked finished after its
-//! summary, which prints `Run: <id>`. A nextest run is never marked finished
-//! (no process sees all of it): resume it with `SCAFFOLD_RESUME=<id>` to get
+//! finished cell is recorded, durably, before its test reports (a cell
+//! whose record the store cannot write fails, and no cell starts after
+//! it), so a run killed at any point can be resumed; the run is marked
+//! finished after its summary, which prints `Run: <id>`. A nextest run is
+//! never marked finished (no process sees all of it): resume it with `SCAFFOLD_RESUME=<id>` to get
 //! its summary, or merge its results with `cargo scaffold merge`.
 //!
 //! After the cells, for each eval the harness prints the table (format
@@ -68,6 +71,7 @@ mod finished;
 mod fork;
 mod memory;
 mod registry;
+mod selection;
 mod settings;
 mod snapshot;
 
@@ -94,9 +98,13 @@ use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
-use crate::store::{EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, Store, StoreError};
+use crate::store::{
+    ClaimKind, EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, RunClaim, SessionFilter,
+    SessionStatus, Store, StoreError,
+};
 use crate::util::file_safe;
 use finished::Finished;
+use selection::Selection;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
 
 /// Environment variable: comma-separated tags; only cases with one of them run.
@@ -129,6 +137,17 @@ struct RunState {
     /// The test names of every cell this process may run (empty unless
     /// resuming).
     planned: HashSet<String>,
+    /// This process's claim on the run: no other process resumes it
+    /// meanwhile. Let go of (its file removed) once the run is finished.
+    claim: Mutex<Option<RunClaim>>,
+    /// How many sessions of the run a resume found cut short by the
+    /// interruption, and marked interrupted.
+    interrupted: usize,
+}
+
+/// The tag of the sessions of eval run `id`.
+fn run_tag(id: &str) -> String {
+    format!("run:{id}")
 }
 
 /// The harness's shared state.
@@ -153,6 +172,11 @@ struct Harness {
     summarized: AtomicBool,
     /// Cells whose record could not be written to the store.
     store_errors: Mutex<Vec<String>>,
+    /// The first error of the store that failed to record a cell: no cell
+    /// starts after it (each would call its provider for nothing).
+    store_broken: OnceLock<String>,
+    /// Cells not started because the store could not be written.
+    not_started: AtomicUsize,
     trim: memory::Trim,
     formats: Vec<Format>,
     progress: Option<Progress>,
@@ -407,7 +431,8 @@ fn run_config(eval: &dyn ErasedEval, inputs: usize) -> RunConfig {
     }
 }
 
-/// Begin (or join, or resume) the eval run of this process.
+/// Begin (or join, or resume) the eval run of this process, which selects
+/// its cells by `selection`.
 fn start_run(
     store: &Store,
     in_memory: bool,
@@ -415,20 +440,36 @@ fn start_run(
     evals: &[Box<dyn ErasedEval>],
     inputs: &[usize],
     planned: HashSet<String>,
+    selection: &Selection,
 ) -> Result<RunState, String> {
     let configs: Vec<(String, RunConfig)> = evals
         .iter()
         .zip(inputs)
         .map(|(eval, &inputs)| (eval.name().to_string(), run_config(eval.as_ref(), inputs)))
         .collect();
-    let (meta, done) = match resume {
+    // nextest's processes run one run together; any other process runs its run alone.
+    let nextest = under_nextest();
+    let kind = if nextest {
+        ClaimKind::Shared
+    } else {
+        ClaimKind::Exclusive
+    };
+    let (meta, done, claim, interrupted) = match resume {
         None => {
             let meta = match std::env::var("NEXTEST_RUN_ID") {
                 // Every process of one nextest run records into the same run.
                 Ok(id) if !id.trim().is_empty() => EvalRunMeta::new(id.trim(), ORIGIN_NEXTEST),
                 _ => EvalRunMeta::generate(ORIGIN_HARNESS),
             };
-            (meta, HashMap::new())
+            let claim = store
+                .claim_eval_run(&meta.id, kind)
+                .map_err(|e| format!("cannot take part in eval run {}: {e}", meta.id))?;
+            (
+                meta.selection(selection.to_json()),
+                HashMap::new(),
+                claim,
+                0,
+            )
         }
         Some(resume) => {
             if in_memory {
@@ -438,36 +479,8 @@ fn start_run(
                      {DATABASE_ENV} for the default) or unset {RESUME_ENV}"
                 ));
             }
-            let run = match resume {
-                Resume::Latest => store
-                    .latest_unfinished_eval_run()
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| {
-                        format!(
-                            "{RESUME_ENV}: there is no unfinished eval run to resume in {}; \
-                             unset {RESUME_ENV} to start a fresh run",
-                            store.path()
-                        )
-                    })?,
-                Resume::Id(id) => match store.eval_run(id).map_err(|e| e.to_string())? {
-                    None => {
-                        return Err(format!(
-                            "{}: there is no eval run {id} in {}; unset {RESUME_ENV} to start \
-                             a fresh run",
-                            resume.as_written(),
-                            store.path()
-                        ));
-                    }
-                    Some(run) if run.finished => {
-                        return Err(format!(
-                            "{}: eval run {id} already finished, there is nothing to resume; \
-                             unset {RESUME_ENV} to start a fresh run",
-                            resume.as_written()
-                        ));
-                    }
-                    Some(run) => run,
-                },
-            };
+            let (run, claim) = claim_to_resume(store, resume, kind)?;
+            check_resumed_selection(store, &run.id, selection)?;
             let stored = store.eval_run_configs(&run.id).map_err(|e| e.to_string())?;
             for (name, config) in &configs {
                 if let Some(d) = stored.get(name).and_then(|old| old.difference(config)) {
@@ -489,7 +502,19 @@ fn start_run(
                     (c.cell.clone(), c)
                 })
                 .collect();
-            (EvalRunMeta::new(run.id, run.origin), done)
+            // Alone on the run, so whatever of it is still running was cut
+            // short. nextest's processes run beside each other: they leave it.
+            let interrupted = if nextest {
+                0
+            } else {
+                interrupt_sessions(store, &run.id)?
+            };
+            (
+                EvalRunMeta::new(run.id, run.origin),
+                done,
+                claim,
+                interrupted,
+            )
         }
     };
     let meta = configs
@@ -504,7 +529,101 @@ fn start_run(
         done,
         resuming: resume.is_some(),
         planned,
+        claim: Mutex::new(Some(claim)),
+        interrupted,
     })
+}
+
+/// The run `resume` names, claimed for this process: a run that another
+/// live process runs (or resumes) is refused, naming it. Read again once
+/// claimed, so that a run finished meanwhile is not resumed.
+fn claim_to_resume(
+    store: &Store,
+    resume: &Resume,
+    kind: ClaimKind,
+) -> Result<(crate::store::EvalRunRecord, RunClaim), String> {
+    let unfinished = |run: Option<crate::store::EvalRunRecord>, id: &str| match run {
+        None => Err(format!(
+            "{}: there is no eval run {id} in {}; unset {RESUME_ENV} to start a fresh run",
+            resume.as_written(),
+            store.path()
+        )),
+        Some(run) if run.finished => Err(format!(
+            "{}: eval run {id} already finished, there is nothing to resume; unset \
+             {RESUME_ENV} to start a fresh run",
+            resume.as_written()
+        )),
+        Some(run) => Ok(run),
+    };
+    let run = match resume {
+        Resume::Latest => store
+            .latest_unfinished_eval_run()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| {
+                format!(
+                    "{RESUME_ENV}: there is no unfinished eval run to resume in {}; \
+                     unset {RESUME_ENV} to start a fresh run",
+                    store.path()
+                )
+            })?,
+        Resume::Id(id) => unfinished(store.eval_run(id).map_err(|e| e.to_string())?, id)?,
+    };
+    let claim = match store.claim_eval_run(&run.id, kind) {
+        Ok(claim) => claim,
+        Err(e @ StoreError::RunClaimed { .. }) => {
+            return Err(format!(
+                "{}: {e}; a run is resumed by one process at a time: wait for it to end, \
+                 or unset {RESUME_ENV} to start a fresh run",
+                resume.as_written()
+            ));
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let run = unfinished(store.eval_run(&run.id).map_err(|e| e.to_string())?, &run.id)?;
+    Ok((run, claim))
+}
+
+/// Refuse to resume run `id` with cells other than its own: a filter, tags
+/// or variants it did not run with would leave its other cells unrun while
+/// the run is marked finished. A run stored without its selection (by an
+/// older scaffold) is not checked.
+fn check_resumed_selection(store: &Store, id: &str, selection: &Selection) -> Result<(), String> {
+    let Some(json) = store.eval_run_selection(id).map_err(|e| e.to_string())? else {
+        return Ok(());
+    };
+    let stored = Selection::from_json(&json).ok_or_else(|| {
+        format!(
+            "{RESUME_ENV}: run {id} chose its cells by `{json}`, which this scaffold cannot \
+             read; unset {RESUME_ENV} to start a fresh run"
+        )
+    })?;
+    if stored == *selection {
+        return Ok(());
+    }
+    Err(format!(
+        "{RESUME_ENV}: run {id} selected its cells with {stored}; this resume selects them \
+         with {selection}. A resume runs the cells of its run, no others: resume with the \
+         same selection, or unset {RESUME_ENV} to start a fresh run"
+    ))
+}
+
+/// Mark the sessions of run `id` still running interrupted; returns how many.
+fn interrupt_sessions(store: &Store, id: &str) -> Result<usize, String> {
+    let tag = run_tag(id);
+    let running = store
+        .list(
+            &SessionFilter::default()
+                .tag(tag.clone())
+                .status(SessionStatus::Running),
+        )
+        .map_err(|e| e.to_string())?
+        .len();
+    if running > 0 {
+        store
+            .interrupt_sessions(&tag)
+            .map_err(|e| format!("cannot mark the interrupted sessions of run {id}: {e}"))?;
+    }
+    Ok(running)
 }
 
 fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, SetupError> {
@@ -657,6 +776,12 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     // Held until every trial has run: no room to spare (at 10,000 cells the
     // doubled vector left 0.5 MB unused).
     trials.shrink_to_fit();
+    let selection = Selection::new(
+        args,
+        tags.as_deref(),
+        settings.variants.as_deref(),
+        under_nextest(),
+    );
     let run = match &store {
         Some(store) => Some(
             start_run(
@@ -666,10 +791,23 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
                 &evals,
                 &inputs,
                 planned,
+                &selection,
             )
             .map_err(line)?,
         ),
         None => None,
+    };
+    // The cells' sessions carry their run, so that a resume finds those
+    // its interruption cut short.
+    let envs: Vec<CellEnv> = match &run {
+        Some(run) => envs
+            .into_iter()
+            .map(|mut env| {
+                env.store = env.store.map(|s| s.tagging_sessions([run_tag(&run.id)]));
+                env
+            })
+            .collect(),
+        None => envs,
     };
     let progress = progress_bar(args, running.iter().sum(), shortest);
     if let Some(run) = run.as_ref().filter(|r| r.resuming) {
@@ -678,8 +816,12 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
             .filter(|t| run.done.contains_key(t.name()))
             .count();
+        let interrupted = match run.interrupted {
+            0 => String::new(),
+            n => format!("; {n} session(s) cut short by the interruption marked interrupted"),
+        };
         eprintln!(
-            "resuming run {}: {done} of {} cells already finished",
+            "resuming run {}: {done} of {} cells already finished{interrupted}",
             run.id,
             running.iter().sum::<usize>()
         );
@@ -708,6 +850,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         whole_left: AtomicUsize::new(settings.whole_records),
         summarized: AtomicBool::new(resumed_summaries),
         store_errors: Mutex::new(Vec::new()),
+        store_broken: OnceLock::new(),
+        not_started: AtomicUsize::new(0),
         trim: memory::Trim::default(),
         formats,
         progress,
@@ -734,13 +878,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     if list {
         return Ok(conclusion.exit_code());
     }
-    if let Some(store) = &harness.store
-        && let Err(e) = store.flush()
-    {
-        eprintln!("error: the session store could not be written: {e}");
-        return Ok(ExitCode::FAILURE);
-    }
-    if harness.report_store_errors() {
+    if harness.store_failed() {
         return Ok(ExitCode::FAILURE);
     }
     if under_nextest() {
@@ -760,8 +898,14 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
 }
 
 impl Harness {
-    /// Print the cells that could not be recorded; returns whether there were any.
-    fn report_store_errors(&self) -> bool {
+    /// Commit what the cells queued, and print what the store could not
+    /// write: the last line names the cause when the run stopped for it.
+    /// Returns whether anything could not be written.
+    fn store_failed(&self) -> bool {
+        let flushed = self.store.as_ref().map_or(Ok(()), Store::flush);
+        if let Err(e) = &flushed {
+            eprintln!("error: the session store could not be written: {e}");
+        }
         let errors = match self.store_errors.lock() {
             Ok(e) => e.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -769,7 +913,17 @@ impl Harness {
         for e in &errors {
             eprintln!("error: the session store could not be written: {e}");
         }
-        !errors.is_empty()
+        if let Some(cause) = self.store_broken.get() {
+            let not_started = self.not_started.load(Ordering::Relaxed);
+            let run = self.run.as_ref().map_or(String::new(), |r| {
+                format!("; run {} stays unfinished", r.id)
+            });
+            eprintln!(
+                "\nerror: the run stopped ({not_started} cell(s) not started{run}): the session \
+                 store could not record a cell: {cause}"
+            );
+        }
+        flushed.is_err() || !errors.is_empty()
     }
 
     fn push_finished(&self, eval: usize, record: CellRecord, snapshot_ok: bool) {
@@ -846,6 +1000,16 @@ impl Harness {
         {
             return self.report_done(eval, &id, &run.id, done);
         }
+        if let Some(cause) = self.store_broken.get() {
+            self.not_started.fetch_add(1, Ordering::Relaxed);
+            if let Some(p) = &self.progress {
+                p.tick(true);
+            }
+            return Err(format!(
+                "not started: the session store could not record an earlier cell: {cause}"
+            )
+            .into());
+        }
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
         let snapshot_ok = match &self.snapshots {
@@ -868,18 +1032,33 @@ impl Harness {
         );
         drop(outcome);
         let mut stored = false;
+        let mut store_failure = None;
         if let (Some(store), Some(run)) = (&self.store, &self.run) {
             // Durable before the test reports: a run killed after this resumes past the cell.
-            match store.record_cell(&run.id, &recorded) {
-                Ok(()) => stored = true,
-                Err(e @ StoreError::QueuedWrites { .. }) => self.store_error(e.to_string()),
-                Err(e) => self.store_error(format!("cell {name} was not recorded: {e}")),
+            let error = match store.record_cell(&run.id, &recorded) {
+                Ok(()) => None,
+                // The cell's record is stored; earlier writes (its session's signals, say) are not.
+                Err(e @ StoreError::QueuedWrites { .. }) => {
+                    stored = true;
+                    Some(e.to_string())
+                }
+                Err(e) => Some(format!("cell {name} was not recorded: {e}")),
+            };
+            stored |= error.is_none();
+            if let Some(e) = error {
+                // The cell fails with the store's error, and no cell starts after it.
+                self.store_error(e.clone());
+                let _ = self.store_broken.set(e.clone());
+                store_failure = Some(format!("the session store could not be written: {e}"));
             }
         }
-        let quarantined =
-            !failures.is_empty() && snapshot_ok && self.quarantined(eval, &recorded.record);
-        let excluded =
-            (recorded.record.excluded && snapshot_ok).then(|| recorded.record.error.clone());
+        let quarantined = store_failure.is_none()
+            && !failures.is_empty()
+            && snapshot_ok
+            && self.quarantined(eval, &recorded.record);
+        let excluded = (store_failure.is_none() && recorded.record.excluded && snapshot_ok)
+            .then(|| recorded.record.error.clone());
+        failures.extend(store_failure);
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
             // the store has the whole record, the reports that show more
@@ -1032,9 +1211,20 @@ impl Harness {
                 n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
             };
             eprintln!("\nRun: {}{resumed}", run.id);
-            if let Err(e) = store.finish_eval_run(&run.id) {
-                eprintln!("error: the session store could not be written: {e}");
-                store_failed = true;
+            match store.finish_eval_run(&run.id) {
+                Ok(()) => {
+                    let claim = match run.claim.lock() {
+                        Ok(mut c) => c.take(),
+                        Err(poisoned) => poisoned.into_inner().take(),
+                    };
+                    if let Some(claim) = claim {
+                        claim.release_finished();
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: the session store could not be written: {e}");
+                    store_failed = true;
+                }
             }
         }
         if drift > 0 {

@@ -124,6 +124,29 @@ pub enum StoreError {
         /// The database.
         path: String,
     },
+    /// Another live process is running the eval run (see
+    /// [`Store::claim_eval_run`](super::Store::claim_eval_run)).
+    #[error("session store {path}: eval run {id} is being run by {holder}")]
+    RunClaimed {
+        /// The database.
+        path: String,
+        /// The run.
+        id: String,
+        /// Who holds it, as its claim file says.
+        holder: String,
+    },
+    /// The claim file of an eval run could not be opened, locked or written.
+    #[error("session store {path}: cannot claim eval run {id} ({}): {source}", file.display())]
+    Claim {
+        /// The database.
+        path: String,
+        /// The run.
+        id: String,
+        /// The claim file.
+        file: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// Writes queued earlier (by `begin_session`, `append`, `finish_session`) failed.
     ///
     /// Reported once, by the first call on the store after the failure
@@ -142,7 +165,9 @@ pub enum StoreError {
 
 /// A [`SessionStatus`](super::SessionStatus) could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown session status {0:?} (expected running, completed, failed or terminated)")]
+#[error(
+    "unknown session status {0:?} (expected running, completed, failed, terminated or interrupted)"
+)]
 pub struct UnknownStatus(pub String);
 
 /// Shorthands to build errors that carry the database's name.

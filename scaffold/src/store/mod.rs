@@ -66,6 +66,7 @@
 //! # }
 //! ```
 
+mod claim;
 mod error;
 mod queue;
 mod runs;
@@ -86,6 +87,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use claim::{ClaimKind, RunClaim};
 pub use error::{StoreError, UnknownStatus};
 pub use runs::{EvalRunMeta, EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell};
 pub use schema::SCHEMA_VERSION;
@@ -118,6 +120,9 @@ pub enum SessionStatus {
     Failed,
     /// Cut short (activation bound, timeout, cancellation).
     Terminated,
+    /// Its process ended (was killed) before it did: marked so by the
+    /// resume of its eval run.
+    Interrupted,
 }
 
 impl SessionStatus {
@@ -128,6 +133,7 @@ impl SessionStatus {
             SessionStatus::Completed => "completed",
             SessionStatus::Failed => "failed",
             SessionStatus::Terminated => "terminated",
+            SessionStatus::Interrupted => "interrupted",
         }
     }
 }
@@ -147,6 +153,7 @@ impl FromStr for SessionStatus {
             "completed" => Ok(SessionStatus::Completed),
             "failed" => Ok(SessionStatus::Failed),
             "terminated" => Ok(SessionStatus::Terminated),
+            "interrupted" => Ok(SessionStatus::Interrupted),
             other => Err(UnknownStatus(other.to_owned())),
         }
     }
@@ -508,6 +515,8 @@ impl StoreOptions {
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// Tags this handle adds to every session it begins.
+    session_tags: Arc<[String]>,
 }
 
 impl fmt::Debug for Store {
@@ -791,6 +800,7 @@ impl Store {
                 thread: Some(thread),
                 readers,
             }),
+            session_tags: Arc::new([]),
         })
     }
 
@@ -838,7 +848,22 @@ impl Store {
     /// reported as [`StoreError::SessionExists`] (inside
     /// [`StoreError::QueuedWrites`]) by a later call.
     pub fn begin_session(&self, meta: &SessionMeta) -> Result<(), StoreError> {
-        self.send_reporting(Command::Begin(Box::new(meta.clone())))
+        let mut meta = meta.clone();
+        for tag in self.session_tags.iter() {
+            if !meta.tags.contains(tag) {
+                meta.tags.push(tag.clone());
+            }
+        }
+        self.send_reporting(Command::Begin(Box::new(meta)))
+    }
+
+    /// A handle on the same store that adds `tags` to every session it
+    /// begins (the harness tags its cells' sessions with their eval run).
+    pub fn tagging_sessions(&self, tags: impl IntoIterator<Item = String>) -> Store {
+        Store {
+            inner: Arc::clone(&self.inner),
+            session_tags: self.session_tags.iter().cloned().chain(tags).collect(),
+        }
     }
 
     /// Queue signals of a session, in index order.
@@ -1152,6 +1177,37 @@ impl Store {
         self.write_run(runs::RunOp::Finish {
             run_id: id.to_owned(),
             finished_at,
+        })
+    }
+
+    /// Claim eval run `id` for this process, so that no other process runs
+    /// it at once (see [`ClaimKind`]); held until the claim is dropped, or
+    /// the process ends. [`StoreError::RunClaimed`] names the holder of a
+    /// claim that keeps this one out. An in-memory store, which no other
+    /// process sees, grants every claim.
+    pub fn claim_eval_run(&self, id: &str, kind: ClaimKind) -> Result<RunClaim, StoreError> {
+        match &self.inner.readers {
+            Readers::Pool { path, .. } => claim::claim(path, self.path(), id, kind),
+            Readers::Writer => Ok(claim::in_memory(kind)),
+        }
+    }
+
+    /// How run `id` chose its cells ([`EvalRunMeta::selection`]); `None` for
+    /// a run begun without one (or by a scaffold before it kept them), or not stored.
+    pub fn eval_run_selection(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| runs::selection(conn, path, &id))
+    }
+
+    /// Mark the sessions tagged `tag` that are still `running` as
+    /// [`SessionStatus::Interrupted`], ended now: their process is gone (a
+    /// resume does this for its run's sessions once it holds the run's
+    /// claim). Returns once committed.
+    pub fn interrupt_sessions(&self, tag: &str) -> Result<(), StoreError> {
+        let ended_at = to_i64(self.path(), "sessions endedAtMs", now_ms())?;
+        self.write_run(runs::RunOp::Interrupt {
+            tag: tag.to_owned(),
+            ended_at,
         })
     }
 

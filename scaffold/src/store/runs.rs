@@ -31,7 +31,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, ErrorCode, Row, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Context, StoreError, to_i64, to_u64};
@@ -58,6 +58,11 @@ pub struct EvalRunMeta {
     pub started_at_ms: u64,
     /// Each eval's name and configuration.
     pub evals: Vec<(String, RunConfig)>,
+    /// How the run chose its cells, as its runner describes them (the
+    /// harness: the test filter and the settings that pick cells); kept from
+    /// the process that began the run, so that a resume can run the same.
+    #[serde(default)]
+    pub selection: Option<String>,
 }
 
 impl EvalRunMeta {
@@ -68,6 +73,7 @@ impl EvalRunMeta {
             origin: origin.into(),
             started_at_ms: now_ms(),
             evals: Vec::new(),
+            selection: None,
         }
     }
 
@@ -85,6 +91,12 @@ impl EvalRunMeta {
     /// Set the start time (Unix milliseconds).
     pub fn started_at_ms(mut self, ms: u64) -> Self {
         self.started_at_ms = ms;
+        self
+    }
+
+    /// Set how the run chose its cells.
+    pub fn selection(mut self, selection: impl Into<String>) -> Self {
+        self.selection = Some(selection.into());
         self
     }
 }
@@ -161,6 +173,7 @@ pub(crate) enum RunOp {
         started_at: i64,
         /// Eval name and config JSON.
         evals: Vec<(String, String)>,
+        selection: Option<String>,
     },
     Record {
         run_id: String,
@@ -174,6 +187,11 @@ pub(crate) enum RunOp {
     Finish {
         run_id: String,
         finished_at: i64,
+    },
+    /// Mark the sessions tagged `tag` that are still `running` interrupted.
+    Interrupt {
+        tag: String,
+        ended_at: i64,
     },
 }
 
@@ -193,6 +211,7 @@ impl RunOp {
             origin: meta.origin.clone(),
             started_at: to_i64(path, "eval run startedAtMs", meta.started_at_ms)?,
             evals,
+            selection: meta.selection.clone(),
         })
     }
 
@@ -223,13 +242,14 @@ impl RunOp {
                 origin,
                 started_at,
                 evals,
+                selection,
             } => {
                 let what = || format!("beginning eval run {id}");
                 conn.prepare_cached(
-                    "INSERT OR IGNORE INTO eval_runs (id, origin, status, started_at) \
-                     VALUES (?1, ?2, 'running', ?3)",
+                    "INSERT OR IGNORE INTO eval_runs (id, origin, status, started_at, selection) \
+                     VALUES (?1, ?2, 'running', ?3, ?4)",
                 )
-                .and_then(|mut st| st.execute(params![id, origin, started_at]))
+                .and_then(|mut st| st.execute(params![id, origin, started_at, selection]))
                 .ctx(path, what)?;
                 let mut st = conn
                     .prepare_cached(
@@ -300,6 +320,18 @@ impl RunOp {
                 }
                 Ok(())
             }
+            RunOp::Interrupt { tag, ended_at } => conn
+                .prepare_cached(
+                    "UPDATE sessions SET status = 'interrupted', ended_at = ?2, \
+                     error = 'interrupted: its process ended before the session did' \
+                     WHERE status = 'running' AND id IN \
+                     (SELECT session_id FROM session_tags WHERE tag = ?1)",
+                )
+                .and_then(|mut st| st.execute(params![tag, ended_at]))
+                .map(drop)
+                .ctx(path, || {
+                    format!("marking the running sessions tagged {tag} interrupted")
+                }),
         }
     }
 }
@@ -518,6 +550,21 @@ pub(crate) fn results(
     Ok(out)
 }
 
+/// How run `id` chose its cells (`None` for a run stored without, or not stored).
+pub(crate) fn selection(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+) -> Result<Option<String>, StoreError> {
+    conn.prepare_cached("SELECT selection FROM eval_runs WHERE id = ?1")
+        .and_then(|mut st| {
+            st.query_row([id], |r| r.get::<_, Option<String>>(0))
+                .optional()
+        })
+        .map(Option::flatten)
+        .ctx(path, || format!("reading the selection of eval run {id}"))
+}
+
 /// Read one run, if stored.
 pub(crate) fn run(
     conn: &Connection,
@@ -525,4 +572,64 @@ pub(crate) fn run(
     id: &str,
 ) -> Result<Option<EvalRunRecord>, StoreError> {
     Ok(runs(conn, path, Some(id))?.into_iter().next())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{SessionEnd, SessionMeta, SessionStatus, Store};
+    use super::*;
+
+    #[test]
+    fn a_run_keeps_the_selection_of_the_process_that_began_it() {
+        let store = Store::in_memory().unwrap();
+        for selection in ["first", "second"] {
+            let meta = EvalRunMeta::new("r", ORIGIN_NEXTEST).selection(selection);
+            store.begin_eval_run(&meta).unwrap();
+        }
+        assert_eq!(
+            store.eval_run_selection("r").unwrap().as_deref(),
+            Some("first")
+        );
+        store
+            .begin_eval_run(&EvalRunMeta::new("without", ORIGIN_HARNESS))
+            .unwrap();
+        assert_eq!(store.eval_run_selection("without").unwrap(), None);
+        assert_eq!(store.eval_run_selection("not-stored").unwrap(), None);
+    }
+
+    #[test]
+    fn interrupting_marks_the_running_sessions_of_the_tag_alone() {
+        let store = Store::in_memory().unwrap();
+        let tagged = store.tagging_sessions(["run:r".to_string()]);
+        tagged.begin_session(&SessionMeta::new("cut", "w")).unwrap();
+        // A tag the session has already is not added twice.
+        let done = SessionMeta::new("done", "w").tag("run:r");
+        tagged.begin_session(&done).unwrap();
+        let end = SessionEnd::new(SessionStatus::Completed);
+        tagged.finish_session("done", &end).unwrap();
+        store
+            .begin_session(&SessionMeta::new("other", "w"))
+            .unwrap();
+
+        store.interrupt_sessions("run:r").unwrap();
+        let session = |id| store.session(id).unwrap().unwrap();
+        let cut = session("cut");
+        assert_eq!(cut.status, SessionStatus::Interrupted);
+        assert!(cut.ended_at_ms.is_some(), "{cut:?}");
+        assert!(
+            cut.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("interrupted")),
+            "{cut:?}"
+        );
+        assert_eq!(cut.meta.tags, ["run:r"]);
+        assert_eq!(session("done").status, SessionStatus::Completed);
+        assert_eq!(session("done").meta.tags, ["run:r"]);
+        assert_eq!(session("other").status, SessionStatus::Running);
+        assert!(session("other").meta.tags.is_empty());
+        assert_eq!(
+            "interrupted".parse::<SessionStatus>(),
+            Ok(SessionStatus::Interrupted)
+        );
+    }
 }

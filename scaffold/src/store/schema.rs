@@ -4,8 +4,8 @@
 //! list: step `n` (1-based) takes a database from version `n - 1` to `n`. A
 //! later version appends a step (version 2 added the `eval_runs`,
 //! `eval_run_evals` and `cell_results` tables, version 3 rebuilt
-//! `cell_results` and `session_tags`); steps already released are never
-//! edited.
+//! `cell_results` and `session_tags`, version 4 added
+//! `eval_runs.selection`); steps already released are never edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
 //! error ([`StoreError::NewerSchema`]): this build would not know what the
@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 3,
         description: "cell results as a rowid table; session tags keyed by tag",
         sql: V3,
+    },
+    Migration {
+        version: 4,
+        description: "the cells each eval run selected",
+        sql: V4,
     },
 ];
 
@@ -198,6 +203,13 @@ CREATE TABLE session_tags (
 INSERT INTO session_tags (tag, session_id)
     SELECT tag, session_id FROM session_tags_v2 ORDER BY tag, session_id;
 DROP TABLE session_tags_v2;
+";
+
+/// Version 4: `eval_runs.selection`, how a run chose its cells (the test
+/// filter and the settings that pick cells, as the harness describes them),
+/// so that a resume runs the same cells. Runs stored before have none.
+const V4: &str = "
+ALTER TABLE eval_runs ADD COLUMN selection TEXT;
 ";
 
 /// The version recorded in the database.
@@ -405,6 +417,29 @@ mod tests {
             [],
         );
         assert!(orphan.is_err());
+    }
+
+    #[test]
+    fn a_version_3_database_keeps_its_runs_without_a_selection() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in [V1, V2, V3] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.execute(
+            "INSERT INTO eval_runs (id, origin, started_at) VALUES ('r', 'harness', 1)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 3);
+        let row: (String, Option<String>) = conn
+            .query_row(
+                "SELECT origin, selection FROM eval_runs WHERE id = 'r'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(row, ("harness".to_string(), None));
     }
 
     #[test]
