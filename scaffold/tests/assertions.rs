@@ -368,6 +368,89 @@ fn snapshot_at() {
     );
 }
 
+/// A planning loop: planning → review → planning → review, the plan
+/// revised in between.
+fn planning_loop() -> Vec<Signal> {
+    let plan = |index, version: u64| {
+        sig(
+            index,
+            "state:plan:changed",
+            json!({"key": "plan", "oldValue": null, "newValue": {"version": version}, "agent": "planner"}),
+            Some("planner"),
+        )
+    };
+    let entered = |index, occurrence: u64| {
+        sig(
+            index,
+            "phase:entered",
+            json!({"phase": "review", "occurrence": occurrence}),
+            None,
+        )
+    };
+    vec![
+        sig(0, "harness:start", json!({"state": {}}), None),
+        plan(1, 1),
+        entered(2, 1),
+        plan(3, 2),
+        entered(4, 2),
+        plan(5, 3),
+        entered(6, 3),
+        sig(7, "harness:end", json!({}), None),
+    ]
+}
+
+#[test]
+fn snapshot_at_an_occurrence_of_a_repeated_signal() {
+    let signals = planning_loop();
+    let ctx = ctx(&signals);
+    let at = |occurrence: Value, version: u64| {
+        json!({"type": "snapshot.at", "afterSignal": "phase:entered", "occurrence": occurrence,
+               "path": "plan.version", "value": version})
+    };
+    // The first by default, as before.
+    check_in(
+        &ctx,
+        json!({"type": "snapshot.at", "afterSignal": "phase:entered", "path": "plan.version", "value": 1}),
+        true,
+        "after phase:entered (#2), plan.version is 1, as expected",
+    );
+    check_in(
+        &ctx,
+        at(json!("first"), 1),
+        true,
+        "after phase:entered (#2), plan.version is 1, as expected",
+    );
+    check_in(
+        &ctx,
+        at(json!(2), 2),
+        true,
+        "after phase:entered (#4, occurrence 2), plan.version is 2, as expected",
+    );
+    check_in(
+        &ctx,
+        at(json!("last"), 3),
+        true,
+        "after phase:entered (#6, the last), plan.version is 3, as expected",
+    );
+    check_in(
+        &ctx,
+        at(json!(2), 1),
+        false,
+        "after phase:entered (#4, occurrence 2), plan.version is 2; expected 1",
+    );
+    check_in(
+        &ctx,
+        at(json!(4), 3),
+        false,
+        "occurrence 4 of phase:entered asked, but 3 signals match it",
+    );
+    // A bad occurrence is an error of the dataset, not a silent first.
+    for bad in [json!(0), json!("second"), json!(-1)] {
+        let e = serde_json::from_value::<Assertion>(at(bad.clone(), 1)).unwrap_err();
+        assert!(e.to_string().contains("occurrence"), "{bad}: {e}");
+    }
+}
+
 #[test]
 fn snapshot_final() {
     check(
@@ -502,12 +585,60 @@ fn agent_skipped() {
 
 // ------------------------------------------------------------------ metric.*
 
+/// Bounds hold at their value, whatever floating-point noise the sum of
+/// the calls carries, and no message contradicts itself.
+#[test]
+fn metric_bounds_hold_at_their_value_despite_float_noise() {
+    let signals = session();
+    let cost = |usd: f64| {
+        let metrics = scaffold::metrics::Metrics {
+            cost_usd: usd,
+            latency_ms: 1500,
+            ..Default::default()
+        };
+        EvalContext::new(&signals).metrics(metrics)
+    };
+    // Two calls of $0.1 and $0.2: 0.30000000000000004 in floating point.
+    let two_calls = cost(0.1 + 0.2);
+    check_in(
+        &two_calls,
+        json!({"type": "metric.cost.max", "value": 0.3}),
+        true,
+        "cost $0.3 is at or under the maximum $0.3",
+    );
+    check_in(
+        &two_calls,
+        json!({"type": "metric.cost.min", "value": 0.3}),
+        true,
+        "cost $0.3 is at or over the minimum $0.3",
+    );
+    // Shown to the micro-dollar, compared to the micro-dollar.
+    check_in(
+        &cost(0.3000004),
+        json!({"type": "metric.cost.max", "value": 0.3}),
+        true,
+        "cost $0.3 is at or under the maximum $0.3",
+    );
+    check_in(
+        &cost(0.300001),
+        json!({"type": "metric.cost.max", "value": 0.3}),
+        false,
+        "cost $0.300001 is over the maximum $0.3",
+    );
+    check_in(
+        &two_calls,
+        json!({"type": "metric.latency.max", "value": 1500}),
+        true,
+        "latency 1500 ms is at or under the maximum 1500 ms",
+    );
+}
+
 #[test]
 fn metrics() {
     check(
         json!({"type": "metric.latency.max", "value": 30000}),
         true,
-        "latency 1500 ms is within the maximum 30000 ms",
+        "latency 1500 ms is at or under the maximum 30000 ms",
     );
     check(
         json!({"type": "metric.latency.max", "value": 1000}),
@@ -522,7 +653,7 @@ fn metrics() {
     check(
         json!({"type": "metric.latency.min", "value": 1000}),
         true,
-        "latency 1500 ms is within the minimum 1000 ms",
+        "latency 1500 ms is at or over the minimum 1000 ms",
     );
     check(
         json!({"type": "metric.cost.min", "value": 0.01}),
@@ -532,12 +663,12 @@ fn metrics() {
     check(
         json!({"type": "metric.tokens.min", "value": 400}),
         true,
-        "total tokens 430 is within the minimum 400",
+        "total tokens 430 is at or over the minimum 400",
     );
     check(
         json!({"type": "metric.cost.max", "value": 0.05}),
         true,
-        "cost $0.006 is within the maximum $0.05",
+        "cost $0.006 is at or under the maximum $0.05",
     );
     check(
         json!({"type": "metric.cost.max", "value": 0.005}),
@@ -547,12 +678,12 @@ fn metrics() {
     check(
         json!({"type": "metric.cost.min", "value": 0.001}),
         true,
-        "cost $0.006 is within the minimum $0.001",
+        "cost $0.006 is at or over the minimum $0.001",
     );
     check(
         json!({"type": "metric.tokens.max", "value": 500}),
         true,
-        "total tokens 430 is within the maximum 500",
+        "total tokens 430 is at or under the maximum 500",
     );
     check(
         json!({"type": "metric.tokens.max", "value": 200, "field": "input"}),
@@ -883,7 +1014,7 @@ fn seed_001_aliases() {
         &ctx(&s),
         json!({"type": "metric.latency_ms.max", "value": 30000}),
         true,
-        "latency 1500 ms is within the maximum 30000 ms",
+        "latency 1500 ms is at or under the maximum 30000 ms",
     );
     check_in(
         &ctx(&s),
@@ -895,7 +1026,7 @@ fn seed_001_aliases() {
         &ctx(&s),
         json!({"type": "metric.tokens.input.max", "value": 1000}),
         true,
-        "input tokens 300 is within the maximum 1000",
+        "input tokens 300 is at or under the maximum 1000",
     );
     check_in(
         &ctx(&s),

@@ -363,6 +363,19 @@ fn a_strict_trajectory_ignores_a_list_of_globs() {
 }
 
 #[test]
+fn snapshot_at_takes_an_occurrence() {
+    let src = format!(
+        "{CASE_HEAD}      - type: snapshot.at\n        afterSignal: phase:entered\n        occurrence: last\n        path: plan\n      - type: snapshot.at\n        afterSignal: phase:entered\n        occurrence: 0\n        path: plan\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "12:21: error: `occurrence` must be `first`, `last` or a whole number from 1, found a number"
+        ]
+    );
+}
+
+#[test]
 fn only_left_on() {
     let src = "name: t\ncases:\n  - id: a\n    only: true\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n  - id: b\n    input: 1\n    skip: true\n    assertions: [{type: behavior.no_errors}]\n  - id: c\n    input: 1\n    assertions: [{type: behavior.no_errors}]\n";
     assert_eq!(

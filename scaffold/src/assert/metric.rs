@@ -58,13 +58,51 @@ pub(crate) enum Side {
     Min,
 }
 
-fn judge(what: &str, actual: f64, bound: f64, side: Side, unit: impl Fn(f64) -> String) -> Outcome {
+/// How finely a metric is compared and shown.
+#[derive(Clone, Copy)]
+enum Precision {
+    /// In whole units of this size (cost: micro-dollars), as it is shown.
+    Quantum(f64),
+    /// Up to a relative tolerance of floating-point noise.
+    Relative,
+}
+
+impl Precision {
+    /// `actual` against `bound`: less, equal (within the precision) or more.
+    fn compare(self, actual: f64, bound: f64) -> std::cmp::Ordering {
+        match self {
+            Precision::Quantum(q) => (actual / q).round().total_cmp(&(bound / q).round()),
+            Precision::Relative => {
+                let tolerance = 1e-9 * actual.abs().max(bound.abs());
+                if (actual - bound).abs() <= tolerance {
+                    std::cmp::Ordering::Equal
+                } else {
+                    actual.total_cmp(&bound)
+                }
+            }
+        }
+    }
+}
+
+/// Judge `actual` against a bound: two calls of $0.1 and $0.2 are within a
+/// maximum of $0.3, and a message never says a figure is over a bound it
+/// shows as equal.
+fn judge(
+    what: &str,
+    (actual, bound): (f64, f64),
+    side: Side,
+    precision: Precision,
+    unit: impl Fn(f64) -> String,
+) -> Outcome {
+    use std::cmp::Ordering::{Greater, Less};
+    let order = precision.compare(actual, bound);
     let (passed, word) = match side {
-        Side::Max => (actual <= bound, "maximum"),
-        Side::Min => (actual >= bound, "minimum"),
+        Side::Max => (order != Greater, "maximum"),
+        Side::Min => (order != Less, "minimum"),
     };
     let verdict = match (passed, side) {
-        (true, _) => "is within",
+        (true, Side::Max) => "is at or under",
+        (true, Side::Min) => "is at or over",
         (false, Side::Max) => "is over",
         (false, Side::Min) => "is under",
     };
@@ -96,18 +134,14 @@ fn usd(x: f64) -> String {
 }
 
 pub(crate) fn latency(b: &MetricBound, side: Side, ctx: &EvalContext<'_>) -> Outcome {
-    judge(
-        "latency",
-        ctx.get_metrics().latency_ms as f64,
-        b.value,
-        side,
-        ms,
-    )
+    let latency = ctx.get_metrics().latency_ms as f64;
+    judge("latency", (latency, b.value), side, Precision::Relative, ms)
 }
 
 pub(crate) fn cost(b: &MetricBound, side: Side, ctx: &EvalContext<'_>) -> Outcome {
     let m = ctx.get_metrics();
-    let mut o = judge("cost", m.cost_usd, b.value, side, usd);
+    let micro_dollars = Precision::Quantum(1e-6);
+    let mut o = judge("cost", (m.cost_usd, b.value), side, micro_dollars, usd);
     if m.unpriced_calls > 0 {
         o.message.push_str(&format!(
             " ({} had no price and count as $0)",
@@ -124,7 +158,13 @@ pub(crate) fn tokens(b: &TokenBound, side: Side, ctx: &EvalContext<'_>) -> Outco
         TokenField::Output => (m.output_tokens, "output tokens"),
         TokenField::Total => (m.total_tokens, "total tokens"),
     };
-    judge(what, n as f64, b.value, side, display::num)
+    judge(
+        what,
+        (n as f64, b.value),
+        side,
+        Precision::Relative,
+        display::num,
+    )
 }
 
 pub(crate) fn activations(b: &ActivationBounds, ctx: &EvalContext<'_>) -> Outcome {

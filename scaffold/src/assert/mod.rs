@@ -142,7 +142,7 @@ pub use signal::{
     SignalContains, SignalCount, SignalFirst, SignalLast, SignalNot, SignalPattern,
     SignalTrajectory,
 };
-pub use snapshot::{SnapshotAt, SnapshotFinal};
+pub use snapshot::{Occurrence, SnapshotAt, SnapshotFinal};
 pub use tool::{ToolCalled, ToolCalledWith, ToolNotCalled, ToolSequence};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -431,6 +431,7 @@ impl Assertion {
     pub fn snapshot_at(after_signal: &str, path: &str, value: Value) -> Assertion {
         Assertion::SnapshotAt(SnapshotAt {
             after_signal: after_signal.into(),
+            occurrence: Occurrence::First,
             path: path.into(),
             value: Some(value),
             exists: None,

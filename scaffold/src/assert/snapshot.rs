@@ -16,12 +16,17 @@ use super::matcher::Expect;
 use super::path::Path;
 use super::result::Outcome;
 
-/// The state right after the first signal matching `afterSignal`.
+/// The state right after a signal matching `afterSignal`: its first
+/// occurrence unless `occurrence` says `last` or which one (from 1), for
+/// loops such as planning → review → planning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SnapshotAt {
-    /// Glob over signal names; the first match is the point in time.
+    /// Glob over signal names; with `occurrence`, the point in time.
     pub after_signal: String,
+    /// Which matching signal: `first` (the default), `last` or `n` (from 1).
+    #[serde(default, skip_serializing_if = "Occurrence::is_first")]
+    pub occurrence: Occurrence,
     /// Dot/bracket path into the state (`analysis.confidence`, `files[0].path`).
     pub path: String,
     /// Expected value or value matcher (`{gte: 0.7}`).
@@ -31,6 +36,72 @@ pub struct SnapshotAt {
     /// neither `value` nor `exists`, the path must exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exists: Option<bool>,
+}
+
+/// Which of the signals a pattern matches: `first`, `last` or the `n`th
+/// (from 1).
+///
+/// ```
+/// use scaffold::assert::Occurrence;
+/// let o: Occurrence = serde_json::from_value(serde_json::json!(2)).unwrap();
+/// assert_eq!(o, Occurrence::Nth(2));
+/// let o: Occurrence = serde_json::from_value(serde_json::json!("last")).unwrap();
+/// assert_eq!(o, Occurrence::Last);
+/// assert!(serde_json::from_value::<Occurrence>(serde_json::json!(0)).is_err());
+/// assert_eq!(serde_json::to_value(Occurrence::First).unwrap(), "first");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Occurrence {
+    /// The first match (the default).
+    #[default]
+    First,
+    /// The last match.
+    Last,
+    /// The n-th match, from 1.
+    Nth(u32),
+}
+
+impl Occurrence {
+    fn is_first(&self) -> bool {
+        matches!(self, Occurrence::First | Occurrence::Nth(1))
+    }
+
+    /// The chosen one of `matches` (positions, in order).
+    fn pick(self, mut matches: impl Iterator<Item = usize>) -> Option<usize> {
+        match self {
+            Occurrence::First => matches.next(),
+            Occurrence::Last => matches.last(),
+            Occurrence::Nth(n) => matches.nth((n as usize).checked_sub(1)?),
+        }
+    }
+}
+
+impl Serialize for Occurrence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Occurrence::First => s.serialize_str("first"),
+            Occurrence::Last => s.serialize_str("last"),
+            Occurrence::Nth(n) => s.serialize_u32(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Occurrence {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) if s == "first" => Ok(Occurrence::First),
+            Value::String(s) if s == "last" => Ok(Occurrence::Last),
+            Value::Number(n) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) if n >= 1 => Ok(Occurrence::Nth(n)),
+                _ => Err(serde::de::Error::custom(format!(
+                    "occurrence {n} is not a whole number from 1"
+                ))),
+            },
+            other => Err(serde::de::Error::custom(format!(
+                "occurrence must be `first`, `last` or a whole number from 1, found {other}"
+            ))),
+        }
+    }
 }
 
 /// The final state.
@@ -133,15 +204,32 @@ pub(crate) fn at(a: &SnapshotAt, ctx: &EvalContext<'_>) -> Outcome {
     };
     let index = ctx.index();
     let set = index.set(&glob);
-    let Some(i) = index.positions(&set).next() else {
+    let Some(i) = a.occurrence.pick(index.positions(&set)) else {
+        let matches = index.positions(&set).count();
+        if matches == 0 {
+            return Outcome::fail(format!(
+                "{}, so there is no snapshot after it",
+                super::signal::no_name(ctx, &a.after_signal)
+            ));
+        }
+        let asked = match a.occurrence {
+            Occurrence::Nth(n) => n.to_string(),
+            other => format!("{other:?}"),
+        };
         return Outcome::fail(format!(
-            "{}, so there is no snapshot after it",
-            super::signal::no_name(ctx, &a.after_signal)
+            "occurrence {asked} of {} asked, but {} match it",
+            a.after_signal,
+            display::plural(matches, "signal")
         ));
     };
     let found = ctx.state_value_at(i, &path);
+    let nth = match a.occurrence {
+        Occurrence::First | Occurrence::Nth(1) => String::new(),
+        Occurrence::Last => ", the last".to_string(),
+        Occurrence::Nth(n) => format!(", occurrence {n}"),
+    };
     let when = format!(
-        "after {} (#{})",
+        "after {} (#{}{nth})",
         ctx.signals()[i].name,
         ctx.signals()[i].index
     );

@@ -35,6 +35,8 @@ pub(crate) enum FieldKind {
     StrList,
     /// A list of signal-name globs.
     GlobList,
+    /// `first`, `last` or a whole number from 1.
+    Occurrence,
     /// A non-empty list of strings.
     Criteria,
     /// One nested assertion.
@@ -128,6 +130,7 @@ pub(crate) const TYPES: &[TypeSpec] = &[
         "snapshot.at",
         &[
             req("afterSignal", K::Glob),
+            opt("occurrence", K::Occurrence),
             req("path", K::Path),
             opt("value", K::Expected),
             opt("exists", K::Bool),
@@ -303,6 +306,7 @@ mod tests {
             K::Flags => json!("i"),
             K::Path => json!("a.b"),
             K::Number | K::Score | K::Count => json!(1),
+            K::Occurrence => json!(2),
             K::Bool => json!(true),
             K::Expected | K::Any => json!({"gte": 1}),
             K::Payload => json!({"a": 1}),

@@ -374,6 +374,11 @@ impl<'f> Validator<'f> {
                 self.count(node, name);
             }
             FieldKind::Bool => self.boolean(node, name),
+            FieldKind::Occurrence => match &node.kind {
+                Kind::Str(s) if matches!(&**s, "first" | "last") => {}
+                Kind::Number(n) if n.as_u64().is_some_and(|n| n >= 1) => {}
+                _ => self.wrong(node, name, "`first`, `last` or a whole number from 1"),
+            },
             FieldKind::Expected => self.expected(node),
             FieldKind::Payload => {
                 if matches!(node.kind, Kind::Map(_)) {
