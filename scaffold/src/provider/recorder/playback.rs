@@ -635,7 +635,8 @@ fn on_clock(body: HttpBody, clock: Option<&Clock>, wait_ms: u64, timing: Timing)
 }
 
 /// A played-back stream that counts the rest of its recorded duration on
-/// the clock when it ends or breaks off.
+/// the clock when it ends, breaks off or is let go (a client stops reading
+/// at `[DONE]`; the recording was timed to that point too).
 struct RestOnClock {
     inner: ByteStream,
     clock: Clock,
@@ -656,6 +657,14 @@ impl futures_util::Stream for RestOnClock {
             self.clock.advance(rest);
         }
         polled
+    }
+}
+
+impl Drop for RestOnClock {
+    fn drop(&mut self) {
+        if let Some(rest) = self.rest.take() {
+            self.clock.advance(rest);
+        }
     }
 }
 
