@@ -42,6 +42,8 @@ fn names(env: &str, topic: &str) -> bool {
 }
 /// How the suite says it re-records.
 const RERECORD: &str = "cargo run --example record_insta_suite -- {filter}";
+/// Set in children whose eval does not say how it re-records.
+const NO_COMMAND_ENV: &str = "SCAFFOLD_INSTA_NO_COMMAND";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Echo {
@@ -51,9 +53,11 @@ struct Echo {
 
 #[scaffold::eval(name = "echo")]
 fn echo() -> Eval<Echo> {
-    Eval::new()
-        .rerecord_command(RERECORD)
-        .scorer(scaffold::scorer::output_valid())
+    let eval = Eval::new().scorer(scaffold::scorer::output_valid());
+    match std::env::var_os(NO_COMMAND_ENV) {
+        Some(_) => eval,
+        None => eval.rerecord_command(RERECORD),
+    }
 }
 
 #[scaffold::variant(eval = "echo", name = "mini")]
@@ -313,6 +317,18 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
         &o,
     )?;
     check(!out.contains("crashed"), "no cell crashed", &o)?;
+
+    // 7. Without a command of its own, the default names this test target
+    //    (`insta_cargo`, not `evals`).
+    let o = child(dir, &[(STALE_ENV, "rust"), (NO_COMMAND_ENV, "1")]);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    check(
+        out.contains(
+            "re-record it with: SCAFFOLD_MODE=record cargo test --test insta_cargo -- mini::rust",
+        ),
+        "the default command names the suite's test target",
+        &o,
+    )?;
     drop(server);
     Ok(())
 }

@@ -95,7 +95,7 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
-use crate::provider::recorder::{ProviderRecorder, RecorderMode};
+use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
@@ -411,6 +411,23 @@ fn suite_source(manifest_dir: &Path, file: &str) -> PathBuf {
         true => manifest_dir.join(file),
         false => manifest_dir.join(file.file_name().unwrap_or_default()),
     }
+}
+
+/// The name of the test target whose executable is `exe` (cargo names it
+/// `{target}-{16 hex digits}`, a hyphen of the name written `_`), for the
+/// default re-record command; the suite's file `source` gives the hyphens
+/// back when its stem is that name. `None` for another executable.
+fn test_target(exe: &Path, source: &Path) -> Option<String> {
+    let stem = exe.file_stem()?.to_str()?;
+    let (name, hash) = stem.rsplit_once('-')?;
+    if name.is_empty() || hash.len() != 16 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let file = source.file_stem().and_then(|s| s.to_str());
+    Some(match file {
+        Some(file) if file.replace('-', "_") == name => file.to_string(),
+        _ => name.to_string(),
+    })
 }
 
 /// The formats named by `SCAFFOLD_FORMAT` (default table and JSON).
@@ -750,6 +767,10 @@ fn run_harness(
             options
         })
         .collect();
+    // The default re-record command runs this suite's own test target.
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| test_target(&exe, &source.0));
     let envs: Vec<CellEnv> = evals
         .iter()
         .map(|eval| {
@@ -760,6 +781,10 @@ fn run_harness(
             let mut recorder = ProviderRecorder::new(dir, mode);
             if let Some(command) = eval.rerecord_command() {
                 recorder = recorder.rerecord_command(command);
+            } else if let Some(target) = &target {
+                recorder = recorder.rerecord_command(format!(
+                    "{MODE_ENV}=record cargo test --test {target} -- {{filter}}"
+                ));
             }
             CellEnv {
                 store: store.clone(),
@@ -1696,6 +1721,41 @@ mod tests {
             serde_json::json!({"code": "playback"})
         )]));
         assert!(!playback_failed(&[]));
+    }
+
+    #[test]
+    fn the_default_rerecord_command_names_the_suites_test_target() {
+        let target = |exe: &str, source: &str| test_target(Path::new(exe), Path::new(source));
+        let deps = "/p/target/debug/deps";
+        assert_eq!(
+            target(
+                &format!("{deps}/evals-2318b717917fabcb"),
+                "/p/tests/evals.rs"
+            ),
+            Some("evals".into())
+        );
+        // Cargo writes a hyphen of the target's name as `_`; the suite's
+        // file of the same name keeps it.
+        assert_eq!(
+            target(
+                &format!("{deps}/my_evals-0123456789abcdef"),
+                "/p/tests/my-evals.rs"
+            ),
+            Some("my-evals".into())
+        );
+        assert_eq!(
+            target(
+                &format!("{deps}/review-0123456789abcdef"),
+                "/p/tests/main.rs"
+            ),
+            Some("review".into())
+        );
+        // Not an executable cargo named: no guess.
+        assert_eq!(target("/usr/bin/evals", "/p/tests/evals.rs"), None);
+        assert_eq!(
+            target(&format!("{deps}/evals-xyz"), "/p/tests/evals.rs"),
+            None
+        );
     }
 
     fn settings(test_threads: Option<usize>) -> Settings {
