@@ -44,6 +44,8 @@ fn names(env: &str, topic: &str) -> bool {
 const RERECORD: &str = "cargo run --example record_insta_suite -- {filter}";
 /// Set in children whose eval does not say how it re-records.
 const NO_COMMAND_ENV: &str = "SCAFFOLD_INSTA_NO_COMMAND";
+/// Set in children whose eval quarantines the `rust` case.
+const QUARANTINE_ENV: &str = "SCAFFOLD_INSTA_QUARANTINE";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Echo {
@@ -53,7 +55,10 @@ struct Echo {
 
 #[scaffold::eval(name = "echo")]
 fn echo() -> Eval<Echo> {
-    let eval = Eval::new().scorer(scaffold::scorer::output_valid());
+    let mut eval = Eval::new().scorer(scaffold::scorer::output_valid());
+    if std::env::var_os(QUARANTINE_ENV).is_some() {
+        eval = eval.quarantine(["mini::rust"]);
+    }
     match std::env::var_os(NO_COMMAND_ENV) {
         Some(_) => eval,
         None => eval.rerecord_command(RERECORD),
@@ -327,6 +332,21 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
             "re-record it with: SCAFFOLD_MODE=record cargo test --test insta_cargo -- mini::rust",
         ),
         "the default command names the suite's test target",
+        &o,
+    )?;
+
+    // 8. Quarantine excuses a failing workflow, not recordings that no
+    //    longer fit its requests.
+    let o = child(dir, &[(STALE_ENV, "rust"), (QUARANTINE_ENV, "1")]);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    check(
+        !o.status.success(),
+        "a quarantined stale cell still fails",
+        &o,
+    )?;
+    check(
+        out.contains("echo::mini::rust ... FAILED") && !out.contains("QUARANTINED"),
+        "its test fails",
         &o,
     )?;
     drop(server);

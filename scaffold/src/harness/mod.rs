@@ -1376,7 +1376,15 @@ impl Harness {
         if unexplained_failures {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
-        if gate_failed || blocked || drift > 0 || unexplained_failures || store_failed {
+        // Recordings that no longer fit the requests fail the run whatever
+        // the gate says, as the snapshot they changed did before.
+        if gate_failed
+            || blocked
+            || drift > 0
+            || unplayable > 0
+            || unexplained_failures
+            || store_failed
+        {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS
