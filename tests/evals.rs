@@ -3,7 +3,8 @@
 //! A code review workflow (reviewer → fixer) over five cases of seed 003's
 //! code review dataset, in two variants: OpenAI's gpt-4o and Anthropic's
 //! Claude Sonnet 4.5. Provider calls are played back from `evals/recordings/`
-//! (re-record with `SCAFFOLD_MODE=record` and API keys in the environment).
+//! (re-record them with `cargo run --example record_example_suite`, which
+//! answers from `evals/answers/` on a local fake server: no keys, no cost).
 
 use std::sync::Arc;
 
@@ -20,6 +21,7 @@ use scaffold_examples::code_review::{self as review, ReviewState};
 fn code_review() -> Eval<ReviewState> {
     Eval::new()
         .min_pass_rate(1.0)
+        .rerecord_command("cargo run --example record_example_suite")
         .scorer(scorer::output_valid())
         .scorer(scorer::custom(
             "findings",

@@ -214,3 +214,54 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
         text(&bad)
     );
 }
+
+#[test]
+fn a_suite_without_harness_false_does_not_compile_and_says_what_to_add() {
+    let out = common::cargo(&["test", "--test", "harness_missing", "--no-run"])
+        .output()
+        .expect("cargo runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "it compiled:\n{err}");
+    // rustc indents the lines after the first.
+    let lines: Vec<&str> = err.lines().map(str::trim).collect();
+    assert!(
+        err.contains("error: scaffold::main!() runs its own test harness")
+            && lines
+                .windows(3)
+                .any(|w| w == ["[[test]]", "name = \"harness_missing\"", "harness = false"]),
+        "{err}"
+    );
+}
+
+/// What `cargo insta test --unreferenced=reject` checks after the run: every
+/// committed snapshot was named in its references file.
+#[test]
+fn every_committed_snapshot_counts_as_referenced_for_cargo_insta() {
+    let dir = common::TempDir::new("references");
+    let refs = dir.join("references.txt");
+    let refs_env = refs.to_string_lossy().into_owned();
+    let out = evals(
+        &[],
+        &[("INSTA_SNAPSHOT_REFERENCES_FILE", refs_env.as_str())],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let canonical = |p: &std::path::Path| p.canonicalize().expect("the file exists");
+    let listed: std::collections::BTreeSet<std::path::PathBuf> = std::fs::read_to_string(&refs)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| canonical(std::path::Path::new(l)))
+        .collect();
+    let snapshots =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("snapshots/code-review");
+    let mut committed = std::collections::BTreeSet::new();
+    for case in std::fs::read_dir(&snapshots).expect("the snapshots folder") {
+        for snap in std::fs::read_dir(case.expect("an entry").path()).expect("a case folder") {
+            let path = snap.expect("an entry").path();
+            if path.extension().is_some_and(|e| e == "snap") {
+                committed.insert(canonical(&path));
+            }
+        }
+    }
+    assert_eq!(committed.len(), 10);
+    assert_eq!(listed, committed);
+}

@@ -614,6 +614,61 @@ async fn missing_recording_names_the_id_the_path_and_the_command() {
 }
 
 #[tokio::test]
+async fn a_suite_that_records_its_own_way_is_named_in_every_playback_failure() {
+    let dir = fresh_dir("rerecord-command");
+    let fake = Fake::new(|_| json_response(&chat_answer("ok")));
+    let rid = id("own-way", 0);
+    ProviderRecorder::new(&dir, RecorderMode::Record)
+        .inner(fake)
+        .transport()
+        .send(chat_request("https://api.openai.com", "hi"), &ctx(&rid))
+        .await
+        .unwrap();
+    let player = |command: &str| {
+        ProviderRecorder::new(&dir, RecorderMode::Playback)
+            .inner(http())
+            .rerecord_command(command)
+            .transport()
+    };
+    let message = |err: TransportError| match err {
+        TransportError::Playback(message) => message,
+        other => panic!("expected a playback error, got {other:?}"),
+    };
+    // Stale: `{filter}` is the cell's test filter.
+    let stale = player("cargo run --example record_suite -- {filter}")
+        .send(chat_request("https://api.openai.com", "hello"), &ctx(&rid))
+        .await
+        .unwrap_err();
+    let stale = message(stale);
+    assert!(
+        stale.contains("re-record it with: cargo run --example record_suite -- default::own-way"),
+        "{stale}"
+    );
+    assert!(!stale.contains("SCAFFOLD_MODE"), "{stale}");
+    // Missing, with a command without a filter: the command as it is.
+    let missing = player("make recordings")
+        .send(
+            chat_request("https://api.openai.com", "hi"),
+            &ctx(&id("never-recorded", 0)),
+        )
+        .await
+        .unwrap_err();
+    let missing = message(missing);
+    assert!(
+        missing.ends_with("record it with: make recordings"),
+        "{missing}"
+    );
+    // The recorders of one folder keep their own commands.
+    let default = ProviderRecorder::new(&dir, RecorderMode::Playback)
+        .inner(http())
+        .transport()
+        .send(chat_request("https://api.openai.com", "hello"), &ctx(&rid))
+        .await
+        .unwrap_err();
+    assert!(message(default).contains(&rerecord_command(&rid)));
+}
+
+#[tokio::test]
 async fn calls_without_a_recording_id_are_refused_with_an_explanation() {
     let dir = fresh_dir("no-id");
     let fake = Fake::new(|_| json_response(&json!({})));

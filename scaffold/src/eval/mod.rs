@@ -61,6 +61,7 @@ pub struct Eval<S> {
     pub(crate) min_pass_rate: f64,
     pub(crate) concurrency: Option<usize>,
     pub(crate) recordings: Option<PathBuf>,
+    pub(crate) rerecord: Option<String>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) judge: Option<Arc<dyn Provider>>,
     pub(crate) fork_from: Option<ForkFrom>,
@@ -131,6 +132,7 @@ impl<S: State> Eval<S> {
             min_pass_rate: 1.0,
             concurrency: None,
             recordings: None,
+            rerecord: None,
             timeout: None,
             judge: None,
             fork_from: None,
@@ -272,6 +274,15 @@ impl<S: State> Eval<S> {
     /// Where this eval's recordings live (default `evals/recordings` in the package).
     pub fn recordings(mut self, dir: impl Into<PathBuf>) -> Self {
         self.recordings = Some(dir.into());
+        self
+    }
+
+    /// The command that re-records this eval's calls, named by every
+    /// playback failure instead of `SCAFFOLD_MODE=record cargo test --test
+    /// evals -- {filter}` (for a suite that records against a fake server,
+    /// or with a script); `{filter}`, if there, is the cell's test filter.
+    pub fn rerecord_command(mut self, command: impl Into<String>) -> Self {
+        self.rerecord = Some(command.into());
         self
     }
 

@@ -99,6 +99,8 @@ pub trait ErasedEval: Send + Sync {
     fn concurrency(&self) -> Option<usize>;
     /// Recordings folder, relative to the package.
     fn recordings_dir(&self) -> Option<std::path::PathBuf>;
+    /// The command that re-records its calls, if it has its own.
+    fn rerecord_command(&self) -> Option<&str>;
     /// Variant names.
     fn variant_names(&self) -> Vec<String>;
     /// Scorer names, in order.
@@ -253,6 +255,10 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn recordings_dir(&self) -> Option<std::path::PathBuf> {
         self.recordings.clone()
+    }
+
+    fn rerecord_command(&self) -> Option<&str> {
+        self.rerecord.as_deref()
     }
 
     fn variant_names(&self) -> Vec<String> {

@@ -95,7 +95,7 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
-use crate::provider::recorder::{ProviderRecorder, RecorderMode};
+use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
@@ -117,11 +117,28 @@ pub const FORMAT_ENV: &str = "SCAFFOLD_FORMAT";
 pub const BASELINE_ENV: &str = "SCAFFOLD_BASELINE";
 
 /// Expands to the `main` of an eval test binary (`tests/evals.rs`).
+///
+/// The test target needs `harness = false` in `Cargo.toml`: under libtest's
+/// own harness (the default) this `main` would never run and the target
+/// would pass with 0 tests, so the macro refuses to compile there. Cargo
+/// sets `cfg(test)` either way; what differs is `rustc --test`, the only
+/// build that keeps `#[test]` items, so the error sits in one.
 #[macro_export]
 macro_rules! main {
     () => {
+        #[test]
+        fn scaffold_main_needs_harness_false() {
+            ::std::compile_error!(::std::concat!(
+                "scaffold::main!() runs its own test harness, so this test target needs ",
+                "`harness = false`: under libtest's harness it would run 0 tests and pass. ",
+                "Add it to the target in Cargo.toml:\n\n[[test]]\nname = \"",
+                ::std::env!("CARGO_CRATE_NAME"),
+                "\"\nharness = false\n"
+            ));
+        }
+
         fn main() -> ::std::process::ExitCode {
-            $crate::harness::main_in(env!("CARGO_MANIFEST_DIR"))
+            $crate::harness::main_for(env!("CARGO_MANIFEST_DIR"), file!(), line!())
         }
     };
 }
@@ -158,7 +175,14 @@ struct Harness {
     runtime: tokio::runtime::Runtime,
     envs: Vec<CellEnv>,
     manifest_dir: PathBuf,
+    /// The suite's file and line, that snapshot headers name.
+    source: (PathBuf, u32),
     snapshots: Snapshots,
+    /// Cells whose calls could not be played back (a stale or missing
+    /// recording): their snapshots were not compared.
+    unplayable: AtomicUsize,
+    /// Cells that passed their checks and failed on their snapshot alone.
+    drifted_passing: AtomicUsize,
     output: Option<PathBuf>,
     store: Option<Store>,
     run: Option<RunState>,
@@ -339,10 +363,20 @@ fn under_nextest() -> bool {
 }
 
 /// The harness's `main` for the package at `manifest_dir` (use [`main!`](crate::main)).
+/// Snapshot headers name the package's `Cargo.toml` as their source; see
+/// [`main_for`].
 pub fn main_in(manifest_dir: &str) -> ExitCode {
+    main_for(manifest_dir, "Cargo.toml", 1)
+}
+
+/// [`main_in`], with the suite's `file!()` and `line!()` as the source that
+/// snapshot headers name (the file relative to the package) and
+/// `cargo insta review` shows.
+pub fn main_for(manifest_dir: &str, suite_file: &str, suite_line: u32) -> ExitCode {
     let manifest_dir = PathBuf::from(manifest_dir);
+    let source = (suite_source(&manifest_dir, suite_file), suite_line);
     let mut args = Arguments::from_args();
-    match run_harness(&manifest_dir, &mut args) {
+    match run_harness(&manifest_dir, &source, &mut args) {
         Ok(code) => code,
         Err(SetupError::Line(e)) => {
             eprintln!("error: {e}");
@@ -356,6 +390,44 @@ pub fn main_in(manifest_dir: &str) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The suite's file `file` (a `file!()`: relative to the workspace it was
+/// built in, or absolute) as a path under `manifest_dir`, by its longest
+/// tail that is a file there (`tests/evals.rs` of `suites/a/tests/evals.rs`),
+/// else by its relative path or its name: insta writes it relative to the
+/// package, the same on every machine.
+fn suite_source(manifest_dir: &Path, file: &str) -> PathBuf {
+    let file = Path::new(file);
+    let mut tail = file.components();
+    while !tail.as_path().as_os_str().is_empty() {
+        let candidate = tail.as_path();
+        if candidate.is_relative() && manifest_dir.join(candidate).is_file() {
+            return manifest_dir.join(candidate);
+        }
+        tail.next();
+    }
+    match file.is_relative() {
+        true => manifest_dir.join(file),
+        false => manifest_dir.join(file.file_name().unwrap_or_default()),
+    }
+}
+
+/// The name of the test target whose executable is `exe` (cargo names it
+/// `{target}-{16 hex digits}`, a hyphen of the name written `_`), for the
+/// default re-record command; the suite's file `source` gives the hyphens
+/// back when its stem is that name. `None` for another executable.
+fn test_target(exe: &Path, source: &Path) -> Option<String> {
+    let stem = exe.file_stem()?.to_str()?;
+    let (name, hash) = stem.rsplit_once('-')?;
+    if name.is_empty() || hash.len() != 16 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let file = source.file_stem().and_then(|s| s.to_str());
+    Some(match file {
+        Some(file) if file.replace('-', "_") == name => file.to_string(),
+        _ => name.to_string(),
+    })
 }
 
 /// The formats named by `SCAFFOLD_FORMAT` (default table and JSON).
@@ -626,7 +698,11 @@ fn interrupt_sessions(store: &Store, id: &str) -> Result<usize, String> {
     Ok(running)
 }
 
-fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, SetupError> {
+fn run_harness(
+    manifest_dir: &Path,
+    source: &(PathBuf, u32),
+    args: &mut Arguments,
+) -> Result<ExitCode, SetupError> {
     // insta looks for pending snapshots from the workspace root; ours is the user's package.
     if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
         // SAFETY: first thing, before this process starts any other thread
@@ -691,6 +767,10 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             options
         })
         .collect();
+    // The default re-record command runs this suite's own test target.
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| test_target(&exe, &source.0));
     let envs: Vec<CellEnv> = evals
         .iter()
         .map(|eval| {
@@ -698,9 +778,17 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
                 .recordings_dir()
                 .map(|d| manifest_dir.join(d))
                 .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
+            let mut recorder = ProviderRecorder::new(dir, mode);
+            if let Some(command) = eval.rerecord_command() {
+                recorder = recorder.rerecord_command(command);
+            } else if let Some(target) = &target {
+                recorder = recorder.rerecord_command(format!(
+                    "{MODE_ENV}=record cargo test --test {target} -- {{filter}}"
+                ));
+            }
             CellEnv {
                 store: store.clone(),
-                transport: Some(ProviderRecorder::new(dir, mode).transport()),
+                transport: Some(recorder.transport()),
                 virtual_time: mode == RecorderMode::Playback,
             }
         })
@@ -834,6 +922,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
         runtime,
         envs,
         manifest_dir: manifest_dir.to_path_buf(),
+        source: source.clone(),
         // A fork's sessions are not the cells' usual ones: no snapshots
         // unless SCAFFOLD_SNAPSHOTS asks for them.
         snapshots: match &fork {
@@ -847,6 +936,8 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             .iter()
             .map(|&n| Mutex::new(Finished::with_capacity(n)))
             .collect(),
+        unplayable: AtomicUsize::new(0),
+        drifted_passing: AtomicUsize::new(0),
         whole_left: AtomicUsize::new(settings.whole_records),
         summarized: AtomicBool::new(resumed_summaries),
         store_errors: Mutex::new(Vec::new()),
@@ -930,6 +1021,9 @@ impl Harness {
         let Some(finished) = self.finished.get(eval) else {
             return;
         };
+        if record.passed && !snapshot_ok {
+            self.drifted_passing.fetch_add(1, Ordering::Relaxed);
+        }
         match finished.lock() {
             Ok(mut f) => f.push(record, snapshot_ok),
             Err(poisoned) => poisoned.into_inner().push(record, snapshot_ok),
@@ -947,6 +1041,10 @@ impl Harness {
         done: &RecordedCell,
     ) -> Result<(), Failed> {
         self.push_finished(eval, done.record.clone(), done.snapshot_ok);
+        // Checked before the interruption; still this run's snapshot.
+        if let Snapshots::Dir(dir) = &self.snapshots {
+            snapshot::reference(dir, id)?;
+        }
         let quarantined = done.snapshot_ok && self.quarantined(eval, &done.record);
         let ok = (done.record.passed || quarantined || done.record.excluded) && done.snapshot_ok;
         if let Some(p) = &self.progress {
@@ -1012,17 +1110,12 @@ impl Harness {
         }
         let env = &self.envs[eval];
         let outcome = self.runtime.block_on(erased.run_cell(cell, env));
-        let snapshot_ok = match &self.snapshots {
-            Snapshots::Off => true,
-            Snapshots::Dir(dir) => snapshot::check(dir, &outcome),
-        };
-        let mut failures = outcome.result.failures();
-        if !snapshot_ok {
-            failures.push(format!(
-                "the session differs from {} (review with `cargo insta review`)",
-                self.snapshot_file(&outcome.result.id.snapshot_path())
-            ));
+        let unplayable = playback_failed(&outcome.session.signals);
+        if unplayable {
+            self.unplayable.fetch_add(1, Ordering::Relaxed);
         }
+        let mut failures = error_once(outcome.result.failures(), outcome.result.error.as_deref());
+        let snapshot_ok = self.check_snapshot(&outcome, unplayable, &mut failures);
         let eval_name = outcome.result.id.eval.clone();
         let recorded = RecordedCell::new(
             eval_name,
@@ -1052,12 +1145,14 @@ impl Harness {
                 store_failure = Some(format!("the session store could not be written: {e}"));
             }
         }
-        let quarantined = store_failure.is_none()
-            && !failures.is_empty()
-            && snapshot_ok
-            && self.quarantined(eval, &recorded.record);
-        let excluded = (store_failure.is_none() && recorded.record.excluded && snapshot_ok)
-            .then(|| recorded.record.error.clone());
+        // Quarantine and exclusion excuse the workflow's failures, never a
+        // changed snapshot, recordings that no longer fit the requests or
+        // a store that cannot write.
+        let excusable = store_failure.is_none() && snapshot_ok && !unplayable;
+        let quarantined =
+            !failures.is_empty() && excusable && self.quarantined(eval, &recorded.record);
+        let excluded =
+            (recorded.record.excluded && excusable).then(|| recorded.record.error.clone());
         failures.extend(store_failure);
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
@@ -1081,6 +1176,40 @@ impl Harness {
             Ok(())
         } else {
             Err(failures.join("\n").into())
+        }
+    }
+
+    /// Check the cell's snapshot, adding what fails to `failures`; whether
+    /// the session matched it. The session of a cell whose calls could not
+    /// be played back is not its workflow's behaviour: it is not compared
+    /// (no diff, no `.snap.new` to accept), its recordings must change first.
+    fn check_snapshot(
+        &self,
+        outcome: &erased::CellOutcome,
+        unplayable: bool,
+        failures: &mut Vec<String>,
+    ) -> bool {
+        let Snapshots::Dir(dir) = &self.snapshots else {
+            return true;
+        };
+        let id = &outcome.result.id;
+        let checked = match unplayable {
+            true => snapshot::reference(dir, id).map(|()| true),
+            false => snapshot::check(dir, outcome, (&self.source.0, self.source.1)),
+        };
+        match checked {
+            Ok(true) => true,
+            Ok(false) => {
+                failures.push(format!(
+                    "the session differs from {} (review with `cargo insta review`)",
+                    self.snapshot_file(&id.snapshot_path())
+                ));
+                false
+            }
+            Err(e) => {
+                failures.push(e);
+                true
+            }
         }
     }
 
@@ -1232,13 +1361,30 @@ impl Harness {
                 "\n{drift} session snapshot(s) changed: review them with `cargo insta review`."
             );
         }
+        let unplayable = self.unplayable.load(Ordering::Relaxed);
+        if unplayable > 0 {
+            eprintln!(
+                "\n{unplayable} cell(s) could not be played back: their requests differ from \
+                 their recordings, or have none (their snapshots were not compared); \
+                 re-record them as each failure above says."
+            );
+        }
         // Cells that fail only their checks are judged by the gate; anything
         // else that failed (snapshot drift, a crashed cell) fails the run.
-        let unexplained_failures = num_failed as usize > explained.max(drift);
+        let explained = explained + self.drifted_passing.load(Ordering::Relaxed);
+        let unexplained_failures = num_failed as usize > explained;
         if unexplained_failures {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
-        if gate_failed || blocked || drift > 0 || unexplained_failures || store_failed {
+        // Recordings that no longer fit the requests fail the run whatever
+        // the gate says, as the snapshot they changed did before.
+        if gate_failed
+            || blocked
+            || drift > 0
+            || unplayable > 0
+            || unexplained_failures
+            || store_failed
+        {
             ExitCode::FAILURE
         } else {
             ExitCode::SUCCESS
@@ -1354,6 +1500,37 @@ fn warn_excluded(name: &str, error: Option<&str>) {
         "EXCLUDED {name} errored; left out of the statistics and the gate (OnError::Exclude): {}",
         error.unwrap_or("(no error recorded)")
     );
+}
+
+/// Whether a cell's calls could not be played back: a `provider:error`
+/// of code `playback` (a request that differs from its recording, a missing
+/// or unusable recording).
+fn playback_failed(signals: &[crate::signal::Signal]) -> bool {
+    signals.iter().any(|s| {
+        s.name == crate::signal::names::PROVIDER_ERROR
+            && s.payload.get("code").and_then(|c| c.as_str()) == Some("playback")
+    })
+}
+
+/// `failures` with the run's `error` written out once: a later line that
+/// quotes it (the `output-valid` scorer's) refers to it instead, so that a
+/// stale recording's diff is printed once per cell.
+fn error_once(failures: Vec<String>, error: Option<&str>) -> Vec<String> {
+    let Some(error) = error.filter(|e| !e.is_empty()) else {
+        return failures;
+    };
+    let mut written = false;
+    failures
+        .into_iter()
+        .map(|line| match (line.contains(error), written) {
+            (false, _) => line,
+            (true, false) => {
+                written = true;
+                line
+            }
+            (true, true) => line.replace(error, "the run's error (above)"),
+        })
+        .collect()
 }
 
 /// Add to `cells`, the cells of `eval` this process reported, the cells
@@ -1496,6 +1673,97 @@ mod tests {
         );
         // Two registrations of one name are reported where they are registered.
         assert!(colliding_eval_names(&[("review", at("a", 1)), ("review", at("a", 9))]).is_empty());
+    }
+
+    #[test]
+    fn snapshot_headers_name_the_suite_file_relative_to_its_package() {
+        let package = std::env::temp_dir().join(format!("scaffold-source-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&package);
+        std::fs::create_dir_all(package.join("tests")).expect("a package");
+        std::fs::write(package.join("tests/evals.rs"), "").expect("a suite");
+        let at = |file: &str| suite_source(&package, file);
+        let suite = package.join("tests/evals.rs");
+        // The root package, a workspace member, a suite built from elsewhere.
+        assert_eq!(at("tests/evals.rs"), suite);
+        assert_eq!(at("suites/review/tests/evals.rs"), suite);
+        assert_eq!(at("/home/me/src/review/tests/evals.rs"), suite);
+        // Not in the package (sources moved): as given, or by name.
+        assert_eq!(at("a/b.rs"), package.join("a/b.rs"));
+        assert_eq!(at("/somewhere/else.rs"), package.join("else.rs"));
+        let _ = std::fs::remove_dir_all(&package);
+    }
+
+    #[test]
+    fn the_runs_error_is_written_out_once_per_cell() {
+        let error = "playback: the request differs:\n  a: 1 → 2";
+        let failures = vec![
+            format!("run failed: {error}"),
+            "assertion failed: no output".to_string(),
+            format!("scorer `output-valid` failed: value 0 {error}"),
+        ];
+        assert_eq!(
+            error_once(failures.clone(), Some(error)),
+            [
+                failures[0].as_str(),
+                "assertion failed: no output",
+                "scorer `output-valid` failed: value 0 the run's error (above)"
+            ]
+        );
+        assert_eq!(error_once(failures.clone(), None), failures);
+    }
+
+    #[test]
+    fn only_a_playback_error_makes_a_cell_unplayable() {
+        let signal = |name: &str, payload| crate::signal::Signal {
+            index: 0,
+            name: name.into(),
+            payload,
+            at_ms: 0,
+            agent: None,
+        };
+        let error = |code| signal("provider:error", serde_json::json!({"code": code}));
+        assert!(playback_failed(&[error("playback")]));
+        assert!(!playback_failed(&[error("rate_limited")]));
+        assert!(!playback_failed(&[signal(
+            "error:provider",
+            serde_json::json!({"code": "playback"})
+        )]));
+        assert!(!playback_failed(&[]));
+    }
+
+    #[test]
+    fn the_default_rerecord_command_names_the_suites_test_target() {
+        let target = |exe: &str, source: &str| test_target(Path::new(exe), Path::new(source));
+        let deps = "/p/target/debug/deps";
+        assert_eq!(
+            target(
+                &format!("{deps}/evals-2318b717917fabcb"),
+                "/p/tests/evals.rs"
+            ),
+            Some("evals".into())
+        );
+        // Cargo writes a hyphen of the target's name as `_`; the suite's
+        // file of the same name keeps it.
+        assert_eq!(
+            target(
+                &format!("{deps}/my_evals-0123456789abcdef"),
+                "/p/tests/my-evals.rs"
+            ),
+            Some("my-evals".into())
+        );
+        assert_eq!(
+            target(
+                &format!("{deps}/review-0123456789abcdef"),
+                "/p/tests/main.rs"
+            ),
+            Some("review".into())
+        );
+        // Not an executable cargo named: no guess.
+        assert_eq!(target("/usr/bin/evals", "/p/tests/evals.rs"), None);
+        assert_eq!(
+            target(&format!("{deps}/evals-xyz"), "/p/tests/evals.rs"),
+            None
+        );
     }
 
     fn settings(test_threads: Option<usize>) -> Settings {

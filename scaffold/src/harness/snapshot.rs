@@ -87,10 +87,15 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
     let assertions: Vec<Value> = cell
         .assertions
         .iter()
+        // Each names its type, so adding one does not shift the others.
         // Messages of passing assertions may quote timings; keep them only for failures.
         .map(|a| match a.passed {
-            true => json!({"passed": true}),
-            false => json!({"passed": false, "message": a.message}),
+            true => json!({"assertion": a.assertion.type_name(), "passed": true}),
+            false => json!({
+                "assertion": a.assertion.type_name(),
+                "passed": false,
+                "message": a.message,
+            }),
         })
         .collect();
     let scores: Vec<Value> = cell
@@ -216,10 +221,11 @@ fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> S
         .assertions
         .iter()
         .map(|a| {
+            let assertion = ("assertion", Node::Str(a.assertion.type_name()));
             let passed = ("passed", Node::Scalar(Value::Bool(a.passed)));
             Node::Map(match a.passed {
-                true => vec![passed],
-                false => vec![("message", Node::Str(&a.message)), passed],
+                true => vec![assertion, passed],
+                false => vec![assertion, ("message", Node::Str(&a.message)), passed],
             })
         })
         .collect();
@@ -274,31 +280,105 @@ fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> S
 /// the committed file holds it, else with insta, which reports the diff and
 /// writes the `.snap.new` (or the `.snap`, as `INSTA_UPDATE` says). A
 /// snapshot still in the flat folder of old is moved to its path first.
-pub(crate) fn check(dir: &Path, outcome: &CellOutcome) -> bool {
+///
+/// `Ok(false)`: the session differs. Either way the snapshot counts as
+/// referenced for `cargo insta test --unreferenced` (see [`reference`]).
+/// The header insta writes names `source`, the suite's file (no path of
+/// this machine or of this library), and insta shows `line` with it. `Err`: the snapshot could not be
+/// checked, why.
+pub(crate) fn check(
+    dir: &Path,
+    outcome: &CellOutcome,
+    (source, line): (&Path, u32),
+) -> Result<bool, String> {
     let (cell, session) = (&outcome.result, &outcome.session);
     let path = cell.id.snapshot_path();
     if matches_committed(dir, &path, cell, session)
         || (adopt_legacy(dir, &cell.id.legacy_snapshot_name(), &path)
             && matches_committed(dir, &path, cell, session))
     {
-        return true;
+        // insta, which never saw it, would have noted it.
+        reference(dir, &cell.id)?;
+        return Ok(true);
     }
-    let summary = outcome.summary();
+    let text = insta_yaml(&outcome.summary());
     // insta lists the folder of the snapshot for stale pending files on
     // every assertion: a folder per case keeps that small.
     let (folder, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
     let folder = dir.join(folder);
     let description = cell.id.to_string();
+    let source = source.to_string_lossy();
     quiet_insta_failures();
-    std::panic::catch_unwind(|| {
+    let checked = std::panic::catch_unwind(|| {
         let mut settings = insta::Settings::clone_current();
         settings.set_snapshot_path(folder);
         settings.set_prepend_module_to_snapshot(false);
         settings.set_omit_expression(true);
         settings.set_description(description);
-        settings.bind(|| insta::assert_yaml_snapshot!(name, &summary));
+        // What `assert_yaml_snapshot!` expands to, with the suite's file as
+        // the source rather than this one's `file!()`.
+        settings.bind(|| {
+            use insta::_macro_support::{Workspace, assert_snapshot, get_cargo_workspace};
+            let workspace =
+                get_cargo_workspace(Workspace::DetectWithCargo(env!("CARGO_MANIFEST_DIR")));
+            assert_snapshot(
+                (name, text.as_str()).into(),
+                &workspace,
+                "scaffold::harness::snapshot::check",
+                module_path!(),
+                &source,
+                line,
+                "summary",
+            )
+            .map_err(|e| e.to_string())
+        })
+    });
+    match checked {
+        Ok(Ok(())) => Ok(true),
+        Ok(Err(e)) => Err(format!(
+            "insta could not check the snapshot {}: {e}",
+            dir.join(format!("{path}.snap")).display()
+        )),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Note the snapshot of cell `id` in `dir` as referenced, as insta does
+/// for each snapshot it checks: `cargo insta test --unreferenced=reject`
+/// rejects, and `=delete` deletes, every `.snap` file that no test named
+/// in insta's references file (`INSTA_SNAPSHOT_REFERENCES_FILE`, set by
+/// `cargo insta test`). Nothing to do without that file.
+pub(crate) fn reference(dir: &Path, id: &crate::eval::CellId) -> Result<(), String> {
+    static FILE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let Some(file) = FILE.get_or_init(|| {
+        std::env::var_os("INSTA_SNAPSHOT_REFERENCES_FILE")
+            .filter(|f| !f.is_empty())
+            .map(Into::into)
+    }) else {
+        return Ok(());
+    };
+    let snapshot = dir.join(format!("{}.snap", id.snapshot_path()));
+    note_reference(file, &snapshot).map_err(|e| {
+        format!(
+            "could not note the snapshot {} as referenced in {} (INSTA_SNAPSHOT_REFERENCES_FILE): {e}",
+            snapshot.display(),
+            file.display()
+        )
     })
-    .is_ok()
+}
+
+/// Append `snapshot`, absolute, as a line of the references file `file`:
+/// one write, so that lines of cells that note at once (threads,
+/// nextest's processes) do not mix.
+fn note_reference(file: &Path, snapshot: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let snapshot = std::path::absolute(snapshot)?;
+    let line = format!("{}\n", snapshot.display());
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(file)?
+        .write_all(line.as_bytes())
 }
 
 /// How insta's panic for a differing snapshot begins (insta 1.49).
@@ -852,6 +932,64 @@ mod tests {
     /// How insta writes a new `.snap` (header, `---`, the YAML, a newline).
     fn as_insta_writes(body: &str) -> String {
         format!("---\nsource: scaffold/src/harness/mod.rs\ndescription: \"e::v::c\"\n---\n{body}\n")
+    }
+
+    #[test]
+    fn each_assertion_names_its_type() {
+        let (mut cell, session) = cell_and_session("Echo: hi");
+        let assertion = |json| serde_json::from_value::<Assertion>(json).expect("an assertion");
+        let result = |assertion: Assertion, passed| AssertionResult {
+            assertion,
+            passed,
+            message: "why".into(),
+            expected: None,
+            actual: None,
+            trajectory: None,
+            children: Vec::new(),
+            borderline: false,
+        };
+        cell.assertions = vec![
+            result(
+                assertion(json!({"type": "output.contains", "text": "x"})),
+                true,
+            ),
+            result(
+                assertion(json!({"type": "agent.completed", "agentId": "a"})),
+                false,
+            ),
+        ];
+        assert_eq!(
+            session.summary(&cell)["assertions"],
+            json!([
+                {"assertion": "output.contains", "passed": true},
+                {"assertion": "agent.completed", "passed": false, "message": "why"},
+            ])
+        );
+        let text = session.yaml(&cell).expect("plain YAML");
+        assert!(
+            text.starts_with(
+                "assertions:\n  - assertion: output.contains\n    passed: true\n  \
+                 - assertion: agent.completed\n    message: why\n    passed: false\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn references_are_noted_one_absolute_line_each() {
+        let dir = Dir::new("references");
+        let file = dir.0.join("refs.txt");
+        note_reference(&file, &dir.0.join("e/c/a.snap")).expect("noted");
+        note_reference(&file, Path::new("snapshots/e/c/b.snap")).expect("noted");
+        let text = std::fs::read_to_string(&file).expect("the references");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(Path::new(lines[0]), dir.0.join("e/c/a.snap"));
+        assert!(Path::new(lines[1]).is_absolute(), "{text}");
+        assert!(lines[1].ends_with("snapshots/e/c/b.snap"), "{text}");
+        // A references file that cannot be written is an error, not a silence.
+        let unwritable = dir.0.join("no-such-folder").join("refs.txt");
+        assert!(note_reference(&unwritable, &dir.0.join("e/c/a.snap")).is_err());
     }
 
     #[test]

@@ -223,33 +223,49 @@ pub fn rerecord_command(id: &RecordingId) -> String {
     )
 }
 
-/// The texts of playback failures.
+/// The command that re-records the call `id`: the suite's own `custom`
+/// one (`{filter}` in it replaced by [`rerecord_filter`]), else
+/// [`rerecord_command`].
+pub(crate) fn rerecord_hint(custom: Option<&str>, id: &RecordingId) -> String {
+    match custom {
+        Some(command) => command.replace("{filter}", &rerecord_filter(id)),
+        None => rerecord_command(id),
+    }
+}
+
+/// The texts of playback failures; `rerecord` is the suite's own re-record
+/// command, if it has one (see [`rerecord_hint`]).
 pub(crate) mod messages {
     use std::path::Path;
 
-    use super::rerecord_command;
+    use super::rerecord_hint;
     use crate::provider::RecordingId;
 
-    pub(crate) fn missing(id: &RecordingId, path: &Path) -> String {
+    pub(crate) fn missing(id: &RecordingId, path: &Path, rerecord: Option<&str>) -> String {
         format!(
             "playback: no recording `{id}`\n  looked for: {}\n  record it with: {}",
             path.display(),
-            rerecord_command(id)
+            rerecord_hint(rerecord, id)
         )
     }
 
-    pub(crate) fn stale(id: &RecordingId, path: &Path, changes: &str) -> String {
+    pub(crate) fn stale(
+        id: &RecordingId,
+        path: &Path,
+        changes: &str,
+        rerecord: Option<&str>,
+    ) -> String {
         format!(
             "playback: the request differs from recording `{id}` ({}):\n{changes}  re-record it with: {}",
             path.display(),
-            rerecord_command(id)
+            rerecord_hint(rerecord, id)
         )
     }
 
-    pub(crate) fn unreadable(id: &RecordingId, why: &str) -> String {
+    pub(crate) fn unreadable(id: &RecordingId, why: &str, rerecord: Option<&str>) -> String {
         format!(
             "playback: recording `{id}` cannot be used: {why}\n  re-record it with: {}",
-            rerecord_command(id)
+            rerecord_hint(rerecord, id)
         )
     }
 }
@@ -328,6 +344,7 @@ pub struct ProviderRecorder {
     mode: RecorderMode,
     patterns: Vec<RedactPattern>,
     inner: Option<Arc<dyn Transport>>,
+    rerecord: Option<String>,
 }
 
 impl fmt::Debug for ProviderRecorder {
@@ -337,6 +354,7 @@ impl fmt::Debug for ProviderRecorder {
             .field("mode", &self.mode)
             .field("patterns", &self.patterns.len())
             .field("inner", &self.inner.is_some())
+            .field("rerecord", &self.rerecord)
             .finish()
     }
 }
@@ -352,6 +370,7 @@ impl ProviderRecorder {
             mode,
             patterns: Vec::new(),
             inner: None,
+            rerecord: None,
         }
     }
 
@@ -375,6 +394,14 @@ impl ProviderRecorder {
     /// through this recorder again.
     pub fn inner(mut self, transport: Arc<dyn Transport>) -> ProviderRecorder {
         self.inner = Some(transport);
+        self
+    }
+
+    /// Name `command` as the way to re-record in playback failures, instead
+    /// of [`rerecord_command`]; `{filter}` in it becomes the cell's
+    /// [`rerecord_filter`].
+    pub fn rerecord_command(mut self, command: impl Into<String>) -> ProviderRecorder {
+        self.rerecord = Some(command.into());
         self
     }
 
@@ -404,9 +431,12 @@ impl ProviderRecorder {
                 self.dir.clone(),
                 redactor,
             )),
-            RecorderMode::Playback => {
-                Arc::new(playback::PlaybackTransport::new(inner, &self.dir, redactor))
-            }
+            RecorderMode::Playback => Arc::new(playback::PlaybackTransport::new(
+                inner,
+                &self.dir,
+                redactor,
+                self.rerecord.as_deref(),
+            )),
         }
     }
 }

@@ -189,28 +189,39 @@ async fn start_server() -> Result<PlaybackServer, String> {
     }
 }
 
-/// One recordings folder with its redaction rules.
+/// One recordings folder with its redaction rules and the suite's own
+/// re-record command.
 struct Scope {
     dir: PathBuf,
     redactor: Arc<Redactor>,
     key: String,
+    rerecord: Option<String>,
 }
 
 static SCOPES: RwLock<Vec<Arc<Scope>>> = RwLock::new(Vec::new());
 
 /// Register (or find) the scope of a recorder: its index for
-/// [`SCOPE_HEADER`], and the scope. Recorders with the same folder and rules
-/// share one, so the registry does not grow with the number of recorders.
-fn register_scope(dir: &Path, redactor: Arc<Redactor>) -> (usize, Arc<Scope>) {
+/// [`SCOPE_HEADER`], and the scope. Recorders with the same folder, rules
+/// and command share one, so the registry does not grow with the number of
+/// recorders.
+fn register_scope(
+    dir: &Path,
+    redactor: Arc<Redactor>,
+    rerecord: Option<&str>,
+) -> (usize, Arc<Scope>) {
     let key = redactor.key();
     let mut scopes = SCOPES.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = scopes.iter().position(|s| s.dir == dir && s.key == key) {
+    if let Some(i) = scopes
+        .iter()
+        .position(|s| s.dir == dir && s.key == key && s.rerecord.as_deref() == rerecord)
+    {
         return (i, scopes[i].clone());
     }
     let scope = Arc::new(Scope {
         dir: dir.to_path_buf(),
         redactor,
         key,
+        rerecord: rerecord.map(str::to_string),
     });
     scopes.push(scope.clone());
     (scopes.len() - 1, scope)
@@ -458,7 +469,7 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
         Some(staged) => staged,
         None => {
             // Another client: it says no attempt, so it gets the final answer.
-            let loaded = load(&path).map_err(|e| load_error_message(&id, &path, e))?;
+            let loaded = load(&path).map_err(|e| load_error_message(&id, &path, e, &scope))?;
             let attempt = u32::try_from(loaded.cassette.attempts.len()).unwrap_or(u32::MAX);
             if loaded.matches_exactly(request) {
                 return Ok(loaded.answer(attempt));
@@ -489,21 +500,28 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
         changes = diff_requests(recorded, method, url_path, query.as_deref(), body.as_ref());
     }
     if !changes.is_empty() {
-        return Err(messages::stale(&id, &path, &render_changes(&changes)));
+        return Err(messages::stale(
+            &id,
+            &path,
+            &render_changes(&changes),
+            scope.rerecord.as_deref(),
+        ));
     }
     Ok(loaded.answer(attempt))
 }
 
-fn load_error_message(id: &RecordingId, path: &Path, error: LoadError) -> String {
+fn load_error_message(id: &RecordingId, path: &Path, error: LoadError, scope: &Scope) -> String {
+    let rerecord = scope.rerecord.as_deref();
     match error {
-        LoadError::Missing => messages::missing(id, path),
-        LoadError::Bad(e) => messages::unreadable(id, &e.to_string()),
+        LoadError::Missing => messages::missing(id, path, rerecord),
+        LoadError::Bad(e) => messages::unreadable(id, &e.to_string(), rerecord),
         LoadError::BadAnswer(why) => messages::unreadable(
             id,
             &format!(
                 "{}: the recorded response is invalid: {why}",
                 path.display()
             ),
+            rerecord,
         ),
     }
 }
@@ -520,8 +538,9 @@ impl PlaybackTransport {
         inner: Arc<dyn Transport>,
         dir: &Path,
         redactor: Arc<Redactor>,
+        rerecord: Option<&str>,
     ) -> PlaybackTransport {
-        let (scope_index, scope) = register_scope(dir, redactor);
+        let (scope_index, scope) = register_scope(dir, redactor, rerecord);
         PlaybackTransport {
             inner,
             scope_index,
@@ -541,8 +560,9 @@ impl Transport for PlaybackTransport {
         // Read and parse the cassette here, off the server's single thread.
         // Small files: reading them inline costs less than a blocking task.
         let path = self.scope.dir.join(format!("{id}.json"));
-        let loaded =
-            load(&path).map_err(|e| TransportError::Playback(load_error_message(&id, &path, e)))?;
+        let loaded = load(&path).map_err(|e| {
+            TransportError::Playback(load_error_message(&id, &path, e, &self.scope))
+        })?;
         let attempt = context.attempt;
         let (recorded, timing) = loaded.cassette.exchange(attempt);
         let broke_off = recorded.failure();
@@ -752,7 +772,7 @@ mod tests {
             201,
             [("content-type".to_string(), "application/json".to_string())].into(),
         );
-        let (scope, _) = register_scope(&dir, Arc::new(Redactor::default()));
+        let (scope, _) = register_scope(&dir, Arc::new(Redactor::default()), None);
         let scope = scope.to_string();
         let id_text = id.to_string();
         let headers = [
@@ -883,6 +903,7 @@ mod tests {
                 crate::provider::http::ReqwestTransport::shared(),
                 &dir,
                 Arc::new(Redactor::default()),
+                None,
             ));
             Recorded {
                 path: dir.join(format!("{id}.json")),
