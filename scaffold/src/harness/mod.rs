@@ -94,7 +94,9 @@ use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::recorder::{ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
-use crate::store::{EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, Store, StoreError};
+use crate::store::{
+    EvalPlan, EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, Store, StoreError,
+};
 use crate::util::file_safe;
 use finished::Finished;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
@@ -414,6 +416,7 @@ fn start_run(
     resume: Option<&Resume>,
     evals: &[Box<dyn ErasedEval>],
     inputs: &[usize],
+    plans: Vec<EvalPlan>,
     planned: HashSet<String>,
 ) -> Result<RunState, String> {
     let configs: Vec<(String, RunConfig)> = evals
@@ -494,7 +497,10 @@ fn start_run(
     };
     let meta = configs
         .into_iter()
-        .fold(meta, |meta, (name, config)| meta.eval(name, config));
+        .zip(plans)
+        .fold(meta, |meta, ((name, config), plan)| {
+            meta.eval(name.clone(), config).plan(name, plan)
+        });
     // Idempotent: joins the run when another process (or an earlier one) began it.
     store
         .begin_eval_run(&meta)
@@ -607,8 +613,11 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     // filter decides.
     let one_cell = args.exact && args.filter.is_some() && !args.list;
     let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
-    // Per eval, how many cells this process runs.
+    // Per eval, how many cells this process runs, and how many the whole
+    // run would without a test-name filter (what each process of a nextest
+    // run, given one name, plans for the run).
     let mut running = vec![0; evals.len()];
+    let mut selected = vec![0; evals.len()];
     let mut shortest: Option<usize> = None;
     let mut planned = HashSet::new();
     for (e, eval) in evals.iter().enumerate() {
@@ -640,6 +649,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
             .with_kind("eval")
             .with_ignored_flag(ignored);
             let filtered_out = args.is_filtered_out(&trial);
+            selected[e] += usize::from(!args.is_ignored(&trial));
             if filtered_out && one_cell {
                 return;
             }
@@ -653,6 +663,15 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
     }
     let inputs: Vec<usize> = cases.iter().map(HashSet::len).collect();
     drop(cases);
+    let planned_cells = if under_nextest() { &selected } else { &running };
+    let plans: Vec<EvalPlan> = gate_options
+        .iter()
+        .zip(planned_cells)
+        .map(|(options, &planned)| EvalPlan {
+            gate_options: options.clone(),
+            planned_cells: Some(planned),
+        })
+        .collect();
     // Held until every trial has run: no room to spare (at 10,000 cells the
     // doubled vector left 0.5 MB unused).
     trials.shrink_to_fit();
@@ -664,6 +683,7 @@ fn run_harness(manifest_dir: &Path, args: &mut Arguments) -> Result<ExitCode, Se
                 settings.resume.as_ref(),
                 &evals,
                 &inputs,
+                plans,
                 planned,
             )
             .map_err(line)?,

@@ -222,6 +222,9 @@ pub fn render_results(results: &EvalResults) -> String {
         scorers: &results.config.scorers,
     };
     let mut out = render(&header, &summaries);
+    if let Some(partial) = results.partial() {
+        out.push_str(&format!("  Partial: {partial}\n"));
+    }
     if let Some(c) = &results.comparison {
         out.push_str(&format!("  Significance: {}\n", c.verdict_message()));
     }
