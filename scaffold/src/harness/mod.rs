@@ -1158,7 +1158,7 @@ impl Harness {
         };
         match format {
             Format::Json => reports::json::write_streamed(results, out, details),
-            Format::Junit => reports::junit::write_streamed(results, out, details),
+            Format::Junit => reports::junit::write_streamed(results, comparison, out, details),
             Format::Html => reports::html::write_streamed(results, comparison, out, details),
             Format::Table | Format::Markdown => {
                 out.write_all(reports::render(format, results, comparison).as_bytes())
