@@ -1195,6 +1195,23 @@ fn nextest_shards_merge_then_gate() {
     );
     let whole = EvalResults::load(merged.join("code-review.json")).expect("merged results");
     assert_eq!((whole.cell_count(), whole.config.inputs), (10, 5));
+    // Every process planned the whole run: the merge has every cell of it.
+    assert!(whole.complete, "{:?}", whole.cell_counts);
+    // One shard alone is not the run: the gate says what is missing.
+    let gate = cli(&["gate", "--run", "latest", "--database", one]);
+    assert_eq!(gate.code, 1, "{}", gate.all());
+    let shard_run = Store::open(&shards[0])
+        .and_then(|db| db.eval_runs())
+        .expect("the shard's runs")
+        .remove(0);
+    let missing = 10 - shard_run.cells;
+    assert!(
+        gate.stdout.contains(&format!(
+            "FAIL  code-review  run not finished: {missing} of 10 planned cells missing"
+        )),
+        "{}",
+        gate.stdout
+    );
     let gate = cli(&["gate", "--results", s(&merged)]);
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
@@ -1384,6 +1401,14 @@ fn a_run_that_is_not_finished_fails_the_gate_and_its_results_say_so() {
         gate.stdout.contains("FAIL  qa  run not finished: 16 of 20"),
         "{}",
         gate.stdout
+    );
+
+    // Killed before its first cell: nothing to gate, and it says so.
+    let early = dir.path().join("early.db");
+    stored_run(&early, "early", 20, 0..0);
+    assert_input_error(
+        &["gate", "--run", "latest", "--database", s(&early)],
+        "eval run early in",
     );
 }
 

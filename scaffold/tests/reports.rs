@@ -644,7 +644,10 @@ fn an_unfinished_run_fails_the_gate_testcase_and_says_so_in_json() {
         )
     );
     let table = report::render(Format::Table, &partial, None);
-    assert!(table.contains(&format!("  Partial: {message}\n")), "{table}");
+    assert!(
+        table.contains(&format!("  Partial: {message}\n")),
+        "{table}"
+    );
     let md = report::render(Format::Markdown, &partial, None);
     assert!(md.starts_with("## ❌ Eval `flaky-review`"), "{md}");
     assert!(md.contains(&format!("> **error: {message}**")), "{md}");
