@@ -245,6 +245,9 @@ pub struct GateArgs {
     /// Judge the lower bound of the pass rate's Wilson interval, not the rate itself
     #[arg(long)]
     pub lower_bound: bool,
+    /// Gate a run that is not finished on the cells it recorded (by default it fails)
+    #[arg(long)]
+    pub allow_partial: bool,
     /// Baseline results (file or directory): fail on blocking regressions against it
     #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,

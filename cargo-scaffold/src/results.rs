@@ -33,7 +33,8 @@ pub fn from_run(database: Option<&Path>, run: &str) -> Result<Vec<Loaded>, CliEr
     let db = store::open(database)?;
     let record = store::eval_run(&db.store, run)?;
     let mut results = db.store.eval_results(&record.id).map_err(store::error)?;
-    if results.is_empty() {
+    // An eval planned but not begun has results without cells.
+    if results.iter().all(|r| r.results.is_empty()) {
         return Err(CliError::input(format!(
             "eval run {} in {} has no finished cell yet: nothing to show (see `cargo scaffold runs list`)",
             record.id,

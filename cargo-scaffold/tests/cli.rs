@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+use scaffold::store::{EvalPlan, EvalRunMeta, RecordedCell, Store};
 use serde_json::Value;
 
 /// The root package's test helpers (the nextest check is shared).
@@ -1194,6 +1195,23 @@ fn nextest_shards_merge_then_gate() {
     );
     let whole = EvalResults::load(merged.join("code-review.json")).expect("merged results");
     assert_eq!((whole.cell_count(), whole.config.inputs), (10, 5));
+    // Every process planned the whole run: the merge has every cell of it.
+    assert!(whole.complete, "{:?}", whole.cell_counts);
+    // One shard alone is not the run: the gate says what is missing.
+    let gate = cli(&["gate", "--run", "latest", "--database", one]);
+    assert_eq!(gate.code, 1, "{}", gate.all());
+    let shard_run = Store::open(&shards[0])
+        .and_then(|db| db.eval_runs())
+        .expect("the shard's runs")
+        .remove(0);
+    let missing = 10 - shard_run.cells;
+    assert!(
+        gate.stdout.contains(&format!(
+            "FAIL  code-review  run not finished: {missing} of 10 planned cells missing"
+        )),
+        "{}",
+        gate.stdout
+    );
     let gate = cli(&["gate", "--results", s(&merged)]);
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
@@ -1257,4 +1275,193 @@ fn nextest_shards_merge_then_gate() {
         "merge: cell code-review::",
     );
     eprintln!("nextest shards, merge and gate: {:.1?}", started.elapsed());
+}
+
+/// A database holding run `id` of eval `qa` (as [`results`] has it: two
+/// variants × two cases, `smart::sub` failing), begun the way the harness
+/// begins it, its plan `planned` cells and its gate options quarantining
+/// `smart::sub` and judging the Wilson lower bound; `cells` of them
+/// recorded, in `results` order, the run never marked finished (killed, or
+/// a nextest shard).
+fn stored_run(db: &Path, id: &str, planned: usize, cells: std::ops::Range<usize>) {
+    let store = Store::open(db).expect("the database opens");
+    let mut r = results(&["smart::sub"], 100);
+    r.config.min_pass_rate = 0.4;
+    let options = GateOptions {
+        quarantine: vec!["smart::sub".into()],
+        on_lower_bound: true,
+        ..GateOptions::default()
+    };
+    let meta = EvalRunMeta::new(id, "nextest")
+        .eval("qa", r.config.clone())
+        .plan(
+            "qa",
+            EvalPlan {
+                gate_options: options,
+                planned_cells: Some(planned),
+            },
+        );
+    store.begin_eval_run(&meta).expect("the run begins");
+    for c in &r.results[cells] {
+        let name = c.test_name("qa", 1);
+        let mut record = c.clone();
+        record.quarantined = false;
+        store
+            .record_cell(id, &RecordedCell::new("qa", name, record, true))
+            .expect("the cell is recorded");
+    }
+    store.flush().expect("the store flushes");
+}
+
+#[test]
+fn a_run_that_is_not_finished_fails_the_gate_and_its_results_say_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("killed.db");
+    // Killed after 4 of its 20 cells.
+    stored_run(&db, "killed", 20, 0..4);
+    let (db, out) = (s(&db), dir.path().join("out"));
+
+    let gate = cli(&["gate", "--run", "latest", "--database", db]);
+    assert_eq!(gate.code, 1, "{}", gate.all());
+    assert!(
+        gate.stdout.contains(
+            "FAIL  qa  run not finished: 16 of 20 planned cells missing (4 recorded): finish the run"
+        ),
+        "{}",
+        gate.stdout
+    );
+    assert!(
+        gate.stdout.contains("gate: FAILED (1 check(s))"),
+        "{}",
+        gate.stdout
+    );
+    // The cells recorded alone pass: gated as the run's own options say.
+    let partial = cli(&[
+        "gate",
+        "--run",
+        "latest",
+        "--database",
+        db,
+        "--allow-partial",
+    ]);
+    assert_eq!(partial.code, 0, "{}", partial.all());
+    assert!(
+        partial.stdout.contains(
+            "warn  qa  run not finished: 16 of 20 planned cells missing (4 recorded): gated on the cells recorded (--allow-partial)"
+        ),
+        "{}",
+        partial.stdout
+    );
+    assert!(
+        partial.stdout.contains(
+            "PASS  qa  Wilson lower bound 43.9% of pass rate 100.0% (95% CI 43.9%–100.0%, 3 cells, 1 quarantined left out) ≥ min_pass_rate 40.0%"
+        ),
+        "{}",
+        partial.stdout
+    );
+
+    // report --run writes the mark and the counts, and the run's gate options.
+    let report = cli(&[
+        "report",
+        "--run",
+        "latest",
+        "--database",
+        db,
+        "--format",
+        "json",
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(report.code, 0, "{}", report.all());
+    assert!(
+        report
+            .stderr
+            .contains("warning: eval `qa`: run not finished: 16 of 20 planned cells missing"),
+        "{}",
+        report.stderr
+    );
+    let text = std::fs::read_to_string(out.join("qa.json")).expect("qa.json");
+    let json: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(json["complete"], Value::Bool(false));
+    assert_eq!(
+        json["cellCounts"],
+        serde_json::json!({"planned": 20, "recorded": 4, "missing": 16})
+    );
+    assert_eq!(json["gate"]["statistic"], "wilsonLowerBound");
+    assert_eq!(json["gate"]["quarantinedCells"], 1);
+    assert_eq!(json["gate"]["cells"], 3);
+    assert_eq!(
+        json["gateOptions"]["quarantine"],
+        serde_json::json!(["smart::sub"])
+    );
+    // The document gates as the run did.
+    let gate = cli(&["gate", "--results", s(&out)]);
+    assert_eq!(gate.code, 1, "{}", gate.all());
+    assert!(
+        gate.stdout.contains("FAIL  qa  run not finished: 16 of 20"),
+        "{}",
+        gate.stdout
+    );
+
+    // Killed before its first cell: nothing to gate, and it says so.
+    let early = dir.path().join("early.db");
+    stored_run(&early, "early", 20, 0..0);
+    assert_input_error(
+        &["gate", "--run", "latest", "--database", s(&early)],
+        "eval run early in",
+    );
+}
+
+#[test]
+fn merged_shards_keep_the_runs_gate_options_and_gate_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (one, two) = (dir.path().join("shard-1.db"), dir.path().join("shard-2.db"));
+    stored_run(&one, "ci-run", 4, 0..2);
+    stored_run(&two, "ci-run", 4, 2..4);
+    let merged = dir.path().join("merged");
+    let out = cli(&["merge", s(&one), s(&two), "--output", s(&merged)]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(!out.stderr.contains("not finished"), "{}", out.stderr);
+    let whole = EvalResults::load(merged.join("qa.json")).expect("merged results");
+    assert!(whole.complete, "{:?}", whole.cell_counts);
+    assert_eq!(whole.gate_options.quarantine, ["smart::sub"]);
+    let gate = whole.gate.expect("the gate");
+    assert_eq!((gate.cells, gate.quarantined_cells), (3, 1));
+    let out = cli(&["gate", "--results", s(&merged)]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stdout
+            .contains("PASS  qa  Wilson lower bound 43.9% of pass rate 100.0%"),
+        "{}",
+        out.stdout
+    );
+
+    // One shard alone is half the run.
+    let half = dir.path().join("half");
+    let out = cli(&["merge", s(&one), "--output", s(&half)]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(
+        out.stderr.contains(
+            "warning: eval `qa`: run not finished: 2 of 4 planned cells missing (2 recorded)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = cli(&["gate", "--results", s(&half)]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert!(
+        out.stdout
+            .contains("FAIL  qa  run not finished: 2 of 4 planned cells missing"),
+        "{}",
+        out.stdout
+    );
+    let out = cli(&[
+        "gate",
+        "--results",
+        s(&half),
+        "--allow-partial",
+        "--min-pass-rate",
+        "30%",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
 }

@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::{ExitCode, Output};
 
-use common::{check, child_command, stderr};
+use common::{check, child_command, junit_case, junit_failure, junit_suite, stderr};
 use libtest_mimic::{Arguments, Failed, Trial};
 use scaffold::dataset::{Dataset, DatasetError, Format as DatasetFormat, load_str};
 use scaffold::eval::{Eval, EvalResults};
@@ -185,6 +185,15 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
         "the Markdown shows the comparison",
         &o,
     )?;
+    let suite = junit_suite(&reports.join("arithmetic.junit.xml"))?;
+    let blocked = junit_failure(junit_case(&suite, "baseline"));
+    check(
+        blocked.is_some_and(|m| {
+            m.starts_with("blocked: 1 cell(s) went from pass to fail: calculator::two-plus-two")
+        }) && junit_case(&suite, "gate").is_some_and(|c| c.status.is_success()),
+        "the JUnit fails the baseline testcase with the reason",
+        &o,
+    )?;
 
     // 4. An unchanged run against a directory of baselines passes.
     let baselines = dir.join("baselines");
@@ -195,6 +204,13 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
     check(
         stderr(&o).contains(": equivalent;"),
         "the verdict is printed",
+        &o,
+    )?;
+    let suite = junit_suite(&reports.join("arithmetic.junit.xml"))?;
+    check(
+        junit_case(&suite, "baseline").is_some_and(|c| c.status.is_success())
+            && suite.failures == 0,
+        "the JUnit's baseline testcase passes",
         &o,
     )?;
 

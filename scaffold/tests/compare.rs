@@ -240,8 +240,96 @@ fn new_removed_and_mixed() {
     let c = compare(&results(base), &results(cand), &CompareOptions::default());
     assert_eq!(c.new_cases, ["gpt-4o::new-case"]);
     assert_eq!(c.removed_cases, ["gpt-4o::old-case"]);
-    assert_eq!(c.summary.verdict, Verdict::Mixed);
+    // case-5 improved, but case-6 went critically from pass to fail.
+    assert_eq!(c.summary.verdict, Verdict::Worse);
     assert!(c.summary.should_block, "case-6 went from pass to fail");
+}
+
+#[test]
+fn an_improvement_beside_a_metric_warning_is_mixed() {
+    let mut base = baseline_cells();
+    base[5] = cell("gpt-4o", "case-5", false, 1050, 0.01, 0.9);
+    let mut cand = baseline_cells();
+    cand[6] = cell("gpt-4o", "case-6", true, 5000, 0.01, 0.9);
+    let c = compare(&results(base), &results(cand), &CompareOptions::default());
+    assert_eq!(c.critical().count(), 0);
+    assert_eq!(c.regressions[0].metric.as_deref(), Some("latency"));
+    assert_eq!(c.summary.verdict, Verdict::Mixed);
+    assert!(!c.summary.should_block);
+}
+
+/// 50 cells: 5 go critically from pass to fail, 2 from fail to pass (a
+/// 6-point drop), and 25 earlier cells only got slower.
+fn critical_behind_warnings() -> (EvalResults, EvalResults) {
+    let mk = |i: usize, passed: bool, latency: u64| {
+        cell(
+            "gpt-4o",
+            &format!("case-{i:02}"),
+            passed,
+            latency,
+            0.01,
+            0.9,
+        )
+    };
+    let base = (0..50).map(|i| mk(i, i < 48, 1000)).collect();
+    let cand = (0..50)
+        .map(|i| match i {
+            0..25 => mk(i, true, 2000),
+            40..45 => mk(i, false, 1000),
+            48 | 49 => mk(i, true, 1000),
+            _ => mk(i, true, 1000),
+        })
+        .collect();
+    (results(base), results(cand))
+}
+
+#[test]
+fn critical_regressions_make_it_worse_whatever_improved() {
+    let (base, cand) = critical_behind_warnings();
+    let c = compare(&base, &cand, &CompareOptions::default());
+    assert_eq!(c.critical().count(), 5);
+    assert_eq!(c.improvements.len(), 2);
+    assert!((c.summary.pass_rate_delta + 0.06).abs() < 1e-12);
+    assert_eq!(c.summary.verdict, Verdict::Worse);
+    assert!(c.summary.should_block);
+    // Listed first, before the 25 latency warnings of earlier cells.
+    let severities: Vec<Severity> = c.regressions.iter().map(|r| r.severity).collect();
+    assert_eq!(severities.len(), 30);
+    assert!(severities[..5].iter().all(|s| *s == Severity::Critical));
+    assert!(severities[5..].iter().all(|s| *s == Severity::Warning));
+    assert_eq!(c.regressions[0].case_id, "gpt-4o::case-40");
+    assert_eq!(c.regressions[5].case_id, "gpt-4o::case-00");
+}
+
+#[test]
+fn every_report_lists_critical_regressions_first() {
+    use scaffold::report::{self, Format};
+    let (base, cand) = critical_behind_warnings();
+    let c = compare(&base, &cand, &CompareOptions::default());
+    let md = report::render(Format::Markdown, &cand, Some(&c));
+    assert!(md.contains("**Verdict: worse**"), "{md}");
+    let rows: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("#### Regressions (30)"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("####"))
+        .filter(|l| l.starts_with("| `gpt-4o::"))
+        .collect();
+    assert_eq!(rows.len(), 20, "{md}");
+    for critical in 40..45 {
+        let cell = format!("| `gpt-4o::case-{critical}` |");
+        assert!(
+            rows[..5].iter().any(|r| r.starts_with(&cell)),
+            "{cell} not among the first rows: {rows:#?}"
+        );
+    }
+    let html = report::render(Format::Html, &cand, Some(&c));
+    let first = html.find("gpt-4o::case-40").unwrap();
+    assert!(first < html.find("<code>gpt-4o::case-00</code>").unwrap());
+    let json: serde_json::Value =
+        serde_json::from_str(&report::json::render_comparison(&c)).unwrap();
+    assert_eq!(json["regressions"][0]["severity"], "critical");
+    assert_eq!(json["summary"]["verdict"], "worse");
 }
 
 #[test]
@@ -441,4 +529,40 @@ fn identical_pass_fail_differences_have_an_infinite_t_that_survives_json() {
             .statistic,
         f64::INFINITY
     );
+}
+
+#[test]
+fn when_every_variant_fails_none_is_named_best() {
+    use scaffold::report::{self, Format};
+    let cells: Vec<CellRecord> = (0..10)
+        .flat_map(|i| {
+            let case = format!("case-{i:02}");
+            // `strong` scores higher but fails every cell too.
+            [
+                cell("strong", &case, false, 3000, 0.05, 0.9),
+                cell("cheap", &case, false, 900, 0.01, 0.2),
+            ]
+        })
+        .collect();
+    let r = results(cells);
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.recommendation, None);
+    assert!(c.significance.is_empty());
+    assert_eq!(c.verdict, WinnerVerdict::NoClearWinner);
+    let table = report::render(Format::Table, &r, None);
+    assert!(
+        table.contains("  Best: none (no variant passed a cell)"),
+        "{table}"
+    );
+    for &format in report::ALL_FORMATS {
+        let text = report::render(format, &r, None);
+        for named in ["Best: strong", "Best: cheap", "Recommendation:"] {
+            assert!(!text.contains(named), "{format} says {named}:\n{text}");
+        }
+    }
+    // One passing cell: that variant is best again.
+    let mut cells = r.results.clone();
+    cells[0].passed = true;
+    let r = results(cells);
+    assert!(r.comparison.unwrap().recommendation.is_some());
 }

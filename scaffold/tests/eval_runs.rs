@@ -4,11 +4,13 @@
 
 use std::path::PathBuf;
 
+use scaffold::eval::results::CellCounts;
 use scaffold::eval::results::MergeError;
-use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+use scaffold::eval::{CellRecord, EvalResults, GateOptions, GateStatistic, RunConfig};
 use scaffold::signal::Signal;
 use scaffold::store::{
-    EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionFilter, SessionMeta, Store, StoreError,
+    EvalPlan, EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionFilter, SessionMeta, Store,
+    StoreError,
 };
 use serde_json::json;
 
@@ -396,6 +398,160 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
         .query_row("SELECT COUNT(*) FROM session_tags", [], |r| r.get(0))
         .unwrap();
     assert_eq!(tags, 2);
+}
+
+/// Gate options as the harness sets them from `Eval` and the quarantine file.
+fn options() -> GateOptions {
+    GateOptions {
+        confidence: 0.9,
+        pass_at_k: vec![2],
+        quarantine: vec!["b::c1".into()],
+        on_lower_bound: true,
+        min_trials_for_winner: 3,
+    }
+}
+
+fn planned(cells: usize) -> EvalPlan {
+    EvalPlan {
+        gate_options: options(),
+        planned_cells: Some(cells),
+    }
+}
+
+#[test]
+fn results_rebuilt_from_the_store_are_judged_as_the_harness_judged_them() {
+    let store = Store::in_memory().unwrap();
+    let meta = EvalRunMeta::new("r", "harness")
+        .eval("qa", config())
+        .plan("qa", planned(4));
+    store.begin_eval_run(&meta).unwrap();
+    let cases = [
+        ("a", "c1", true),
+        ("a", "c2", true),
+        ("b", "c1", false),
+        ("b", "c2", true),
+    ];
+    for (v, c, p) in cases {
+        store.record_cell("r", &cell("qa", v, c, p)).unwrap();
+    }
+    store.finish_eval_run("r").unwrap();
+    let rebuilt = store.eval_results("r").unwrap().remove(0);
+    // What the harness wrote for the same cells.
+    let harness = EvalResults::new_with(
+        "qa",
+        rebuilt.timestamp.clone(),
+        RunConfig {
+            inputs: 2,
+            ..config()
+        },
+        options(),
+        cases.iter().map(|(v, c, p)| record(v, c, *p)).collect(),
+    );
+    assert_eq!(rebuilt.gate_options, options());
+    let gate = rebuilt.gate.clone().unwrap();
+    assert_eq!(gate.statistic, GateStatistic::WilsonLowerBound);
+    assert_eq!((gate.cells, gate.quarantined_cells), (3, 1));
+    assert_eq!(gate.quarantined, ["b::c1"]);
+    assert_eq!(rebuilt.gate, harness.gate);
+    assert_eq!(rebuilt, harness.with_planned_cells(4));
+    assert!(rebuilt.complete);
+}
+
+#[test]
+fn an_unfinished_run_counts_the_cells_it_misses() {
+    let store = Store::in_memory().unwrap();
+    let meta = EvalRunMeta::new("r", "nextest")
+        .eval("qa", config())
+        .plan("qa", planned(4))
+        .eval("other", config())
+        .plan("other", planned(2));
+    store.begin_eval_run(&meta).unwrap();
+    store
+        .record_cell("r", &cell("qa", "a", "c1", true))
+        .unwrap();
+    let results = store.eval_results("r").unwrap();
+    let evals: Vec<(&str, bool, Option<CellCounts>)> = results
+        .iter()
+        .map(|r| (r.eval.as_str(), r.complete, r.cell_counts))
+        .collect();
+    assert_eq!(
+        evals,
+        [
+            ("other", false, Some(CellCounts::new(2, 0))),
+            ("qa", false, Some(CellCounts::new(4, 1))),
+        ],
+        "an eval with no cell recorded yet is missing whole"
+    );
+    assert_eq!(
+        results[1].partial().unwrap(),
+        "run not finished: 3 of 4 planned cells missing (1 recorded)"
+    );
+    // Every planned cell recorded: whole, though no process marked the run
+    // finished (nextest's never are).
+    for (v, c) in [("a", "c2"), ("b", "c1"), ("b", "c2")] {
+        store.record_cell("r", &cell("qa", v, c, true)).unwrap();
+    }
+    for c in ["c1", "c2"] {
+        store
+            .record_cell("r", &cell("other", "a", c, true))
+            .unwrap();
+    }
+    assert!(!store.eval_run("r").unwrap().unwrap().finished);
+    let results = store.eval_results("r").unwrap();
+    assert!(results.iter().all(|r| r.complete && r.partial().is_none()));
+    assert_eq!(results[1].cell_counts, Some(CellCounts::new(4, 4)));
+}
+
+#[test]
+fn a_run_stored_without_a_plan_counts_by_its_config_until_it_finished() {
+    let store = Store::in_memory().unwrap();
+    // As a database written before plans were stored: the config alone.
+    let config = RunConfig {
+        inputs: 2,
+        ..config()
+    };
+    store
+        .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config))
+        .unwrap();
+    store
+        .record_cell("r", &cell("qa", "a", "c1", true))
+        .unwrap();
+    let qa = store.eval_results("r").unwrap().remove(0);
+    assert_eq!(
+        (qa.complete, qa.cell_counts),
+        (false, Some(CellCounts::new(4, 1)))
+    );
+    assert_eq!(qa.gate_options, GateOptions::default());
+    store.finish_eval_run("r").unwrap();
+    let qa = store.eval_results("r").unwrap().remove(0);
+    assert_eq!((qa.complete, qa.cell_counts), (true, None));
+}
+
+#[test]
+fn merging_the_shards_of_a_run_makes_it_whole() {
+    let shard = |cases: &[(&str, &str, bool)]| results(cases).with_planned_cells(4);
+    let one = shard(&[("a", "c1", true), ("b", "c1", true)]);
+    let two = shard(&[("a", "c2", true), ("b", "c2", true)]);
+    assert!(!one.complete && !two.complete);
+    let whole = EvalResults::merge(vec![one.clone(), two]).unwrap();
+    assert!(whole.complete, "{:?}", whole.cell_counts);
+    assert_eq!(whole.cell_counts, Some(CellCounts::new(4, 4)));
+    // One shard short: still 2 of 4 missing.
+    let empty = shard(&[]);
+    let short = EvalResults::merge(vec![one.clone(), empty]).unwrap();
+    assert_eq!(
+        (short.complete, short.cell_counts),
+        (false, Some(CellCounts::new(4, 2)))
+    );
+    // Whole runs over different cells merge into a whole.
+    let a = results(&[("a", "c1", true)]);
+    let b = results(&[("a", "c2", true)]);
+    let both = EvalResults::merge(vec![a.clone(), b]).unwrap();
+    assert_eq!((both.complete, both.cell_counts), (true, None));
+    // A whole run and an unfinished one over other cells: the sum of both plans.
+    let mixed = EvalResults::merge(vec![a, shard(&[("b", "c9", true)])]).unwrap();
+    assert_eq!(mixed.cell_counts, Some(CellCounts::new(5, 2)));
+    assert!(!mixed.complete);
 }
 
 #[test]

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::{ExitCode, Output};
 
-use common::{check, child_command, stderr};
+use common::{check, child_command, junit_case, junit_failure, junit_suite, stderr};
 use libtest_mimic::{Arguments, Failed, Trial};
 use scaffold::dataset::{Dataset, DatasetError, Format as DatasetFormat, load_str};
 use scaffold::eval::{Eval, EvalResults};
@@ -98,7 +98,7 @@ fn main() -> ExitCode {
 /// Run this binary as the eval suite in `dir` with `env`.
 fn child(dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = child_command(CHILD_ENV, dir);
-    cmd.env("SCAFFOLD_FORMAT", "table,json,markdown")
+    cmd.env("SCAFFOLD_FORMAT", "table,json,markdown,junit")
         .env("SCAFFOLD_SNAPSHOTS", "off")
         .args(["--test-threads", "2"]);
     for (k, v) in env {
@@ -109,6 +109,10 @@ fn child(dir: &Path, env: &[(&str, &str)]) -> Output {
 
 fn scenario() -> Result<(), Failed> {
     common::in_temp_dir("flaky-gate", run_scenario)
+}
+
+fn junit(dir: &Path) -> Result<junit_parser::TestSuite, Failed> {
+    junit_suite(&dir.join("target").join("scaffold").join("flaky.junit.xml"))
 }
 
 fn results(dir: &Path) -> Result<EvalResults, Failed> {
@@ -146,6 +150,15 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
     check(
         flaky == ["alternating::sometimes"],
         "the JSON flags the cell",
+        &o,
+    )?;
+    let suite = junit(dir)?;
+    let gate = junit_failure(junit_case(&suite, "gate"));
+    check(
+        gate.is_some_and(|m| m.starts_with("FAILED: pass rate 83.3%"))
+            && junit_failure(junit_case(&suite, "alternating::sometimes::t1")).is_some()
+            && (suite.failures, suite.skipped) == (2, 0),
+        "the JUnit fails the cell and the gate",
         &o,
     )?;
 
@@ -194,6 +207,17 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
         "the Markdown lists it",
         &o,
     )?;
+    // The run passes: so does its JUnit, the failed trial skipped as quarantined.
+    let suite = junit(dir)?;
+    let skipped = junit_case(&suite, "alternating::sometimes::t1").map(|c| &c.status);
+    check(
+        matches!(skipped, Some(junit_parser::TestStatus::Skipped(s))
+            if s.message.starts_with("quarantined: output.equals: "))
+            && (suite.failures, suite.errors, suite.skipped) == (0, 0, 1)
+            && junit_case(&suite, "gate").is_some_and(|c| c.status.is_success()),
+        "the JUnit skips the quarantined failure and passes the gate",
+        &o,
+    )?;
     std::fs::remove_file(&quarantine_file).map_err(|e| e.to_string())?;
 
     // 3. The same through Eval::quarantine.
@@ -212,6 +236,15 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
     check(
         stderr(&o).contains("  Gate: FAILED: Wilson lower bound 43.9% of pass rate 100.0% (95% CI 43.9%–100.0%, 3 cells, 3 quarantined left out) is below min_pass_rate 50.0%"),
         "and says which statistic it used",
+        &o,
+    )?;
+    // Only the gate failed: the JUnit says so with a failing testcase.
+    let suite = junit(dir)?;
+    let gate = junit_failure(junit_case(&suite, "gate"));
+    check(
+        gate.is_some_and(|m| m.starts_with("FAILED: Wilson lower bound 43.9%"))
+            && (suite.failures, suite.errors) == (1, 0),
+        "the JUnit fails the gate testcase, and nothing else",
         &o,
     )?;
 

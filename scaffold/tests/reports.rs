@@ -484,13 +484,190 @@ fn golden_junit_is_well_formed() {
     let out = report::render(Format::Junit, &results(), None);
     assert_well_formed(&out);
     assert!(
-        out.contains(r#"<testsuite name="api-builder-planner" tests="12" failures="2" errors="1""#)
+        out.contains(r#"<testsuite name="api-builder-planner" tests="13" failures="3" errors="1""#)
     );
     assert!(out.contains(
         r#"<error message="run failed: agent `planner`: openai returned HTTP 500: &lt;overloaded&gt; &amp; retrying" type="run">"#
     ));
-    assert_eq!(out.matches("<testcase ").count(), 12);
+    assert_eq!(
+        out.matches("<testcase ").count(),
+        12 + 1,
+        "the cells and the gate"
+    );
     golden("report.junit.xml", &out);
+}
+
+// ---------------------------------------------------------------- JUnit as CI reads it
+
+/// The document as a JUnit parser reads it (what GitLab, Jenkins and
+/// GitHub's test reporters go by): its one suite.
+fn junit_suite(xml: &str) -> junit_parser::TestSuite {
+    let mut parsed = junit_parser::from_reader(std::io::Cursor::new(xml.as_bytes()))
+        .unwrap_or_else(|e| panic!("not JUnit: {e}\n{xml}"));
+    assert_eq!(parsed.suites.len(), 1, "{xml}");
+    parsed.suites.remove(0)
+}
+
+fn junit_case<'a>(suite: &'a junit_parser::TestSuite, name: &str) -> &'a junit_parser::TestCase {
+    suite
+        .cases
+        .iter()
+        .find(|c| c.original_name == name)
+        .unwrap_or_else(|| panic!("no testcase {name}"))
+}
+
+/// The failure message of a testcase, `None` when it did not fail.
+fn failure(case: &junit_parser::TestCase) -> Option<&str> {
+    match &case.status {
+        junit_parser::TestStatus::Failure(f) => Some(&f.message),
+        _ => None,
+    }
+}
+
+#[test]
+fn junit_fails_the_gate_testcase_when_only_the_gate_fails() {
+    let cells: Vec<CellRecord> = (0..10)
+        .map(|i| {
+            let mut c = CellRecord::new("v", format!("case-{i}"));
+            c.passed = true;
+            c
+        })
+        .collect();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 10,
+        variants: vec!["v".into()],
+        scorers: vec![],
+        min_pass_rate: 0.9,
+    };
+    let options = GateOptions {
+        on_lower_bound: true,
+        ..GateOptions::default()
+    };
+    let r = EvalResults::new_with("qa", TIMESTAMP, config, options, cells);
+    assert!(
+        !r.gate_passed(),
+        "every cell passed; the lower bound did not"
+    );
+    let xml = report::render(Format::Junit, &r, None);
+    let suite = junit_suite(&xml);
+    assert_eq!((suite.tests, suite.failures, suite.errors), (11, 1, 0));
+    let gate = junit_case(&suite, "gate");
+    assert_eq!(gate.classname.as_deref(), Some("qa"));
+    let message = failure(gate).unwrap_or_else(|| panic!("the gate passes: {xml}"));
+    assert!(
+        message.starts_with("FAILED: Wilson lower bound 72.2% of pass rate 100.0%")
+            && message.ends_with("is below min_pass_rate 90.0%"),
+        "{message}"
+    );
+    let cells_failed = suite
+        .cases
+        .iter()
+        .filter(|c| c.original_name != "gate" && !c.status.is_success())
+        .count();
+    assert_eq!(cells_failed, 0);
+
+    // Gated on the pass rate, it passes: so does the testcase.
+    let r = r.with_gate_options(GateOptions::default());
+    let suite = junit_suite(&report::render(Format::Junit, &r, None));
+    assert_eq!((suite.tests, suite.failures), (11, 0));
+    assert!(junit_case(&suite, "gate").status.is_success());
+}
+
+#[test]
+fn junit_skips_quarantined_cells_as_their_tests_pass() {
+    let r = trial_results();
+    let xml = report::render(Format::Junit, &r, None);
+    let suite = junit_suite(&xml);
+    let trials = r.config.trials;
+    for cell in &r.results {
+        let case = junit_case(&suite, &cell.label(trials));
+        match &case.status {
+            junit_parser::TestStatus::Skipped(s) => {
+                assert!(cell.quarantined && !cell.passed, "{}", case.name);
+                assert!(
+                    s.message.starts_with("quarantined: output.contains: "),
+                    "{}",
+                    s.message
+                );
+            }
+            junit_parser::TestStatus::Failure(_) => {
+                assert!(!cell.quarantined && !cell.passed, "{}", case.name)
+            }
+            junit_parser::TestStatus::Success => assert!(cell.passed, "{}", case.name),
+            junit_parser::TestStatus::Error(e) => panic!("{}: {}", case.name, e.message),
+        }
+    }
+    // gpt-4o::sqli failed two trials, quarantined; claude::xss two, not.
+    assert_eq!((suite.skipped, suite.failures, suite.errors), (2, 2, 0));
+    assert_eq!(suite.tests, r.results.len() as u64 + 1);
+    assert!(r.gate_passed());
+    assert!(junit_case(&suite, "gate").status.is_success());
+}
+
+#[test]
+fn junit_fails_the_baseline_testcase_when_the_baseline_blocks() {
+    let r = results();
+    let cmp = comparison(&r);
+    assert!(cmp.summary.should_block);
+    let xml = report::render(Format::Junit, &r, Some(&cmp));
+    let suite = junit_suite(&xml);
+    assert_eq!(suite.tests, r.results.len() as u64 + 2);
+    let baseline = junit_case(&suite, "baseline");
+    let message = failure(baseline).unwrap_or_else(|| panic!("the baseline passes: {xml}"));
+    assert!(
+        message.starts_with("blocked: 3 cell(s) went from pass to fail: "),
+        "{message}"
+    );
+    // Against itself nothing blocks: the testcase passes.
+    let same = compare(&r, &r, &CompareOptions::default());
+    let suite = junit_suite(&report::render(Format::Junit, &r, Some(&same)));
+    assert!(junit_case(&suite, "baseline").status.is_success());
+    // Without a baseline there is no such testcase.
+    let suite = junit_suite(&report::render(Format::Junit, &r, None));
+    assert!(suite.cases.iter().all(|c| c.original_name != "baseline"));
+}
+
+#[test]
+fn an_unfinished_run_fails_the_gate_testcase_and_says_so_in_json() {
+    let r = trial_results();
+    assert!(r.gate_passed());
+    let planned = r.results.len() + 7;
+    let partial = r.clone().with_planned_cells(planned);
+    let suite = junit_suite(&report::render(Format::Junit, &partial, None));
+    let message = failure(junit_case(&suite, "gate")).expect("the gate testcase fails");
+    assert_eq!(
+        message,
+        format!(
+            "run not finished: 7 of {planned} planned cells missing ({} recorded)",
+            r.results.len()
+        )
+    );
+    let table = report::render(Format::Table, &partial, None);
+    assert!(
+        table.contains(&format!("  Partial: {message}\n")),
+        "{table}"
+    );
+    let md = report::render(Format::Markdown, &partial, None);
+    assert!(md.starts_with("## ❌ Eval `flaky-review`"), "{md}");
+    assert!(md.contains(&format!("> **error: {message}**")), "{md}");
+    let json = report::render(Format::Json, &partial, None);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    report::json::validate(&value).unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(value["complete"], json!(false));
+    assert_eq!(
+        value["cellCounts"],
+        json!({"planned": planned, "recorded": 18, "missing": 7})
+    );
+    assert_eq!(EvalResults::from_json(&json).unwrap(), partial);
+    // A whole run says so too; a document without the field reads as whole.
+    let value: serde_json::Value =
+        serde_json::from_str(&report::render(Format::Json, &r, None)).unwrap();
+    assert_eq!(value["complete"], json!(true));
+    assert!(value.get("cellCounts").is_none());
+    let mut old = value;
+    old.as_object_mut().unwrap().remove("complete");
+    assert!(EvalResults::from_json(&old.to_string()).unwrap().complete);
 }
 
 #[test]
@@ -743,7 +920,9 @@ fn cell_summaries_render_every_report_as_whole_records_do() {
         let mut out = Vec::new();
         match format {
             Format::Json => report::json::write_streamed(&mut cut, &mut out, &mut from_store),
-            Format::Junit => report::junit::write_streamed(&cut, &mut out, &mut from_store),
+            Format::Junit => {
+                report::junit::write_streamed(&cut, Some(&baseline), &mut out, &mut from_store)
+            }
             _ => report::html::write_streamed(&cut, Some(&baseline), &mut out, &mut from_store),
         }
         .unwrap();

@@ -1,4 +1,5 @@
-//! `cargo scaffold gate`: pass or fail stored results, for CI.
+//! `cargo scaffold gate`: pass or fail stored results, for CI. Results of a
+//! run that is not finished (`complete: false`) fail unless `--allow-partial`.
 
 use scaffold::eval::compare::Severity;
 use scaffold::eval::{EvalResults, compare};
@@ -70,6 +71,20 @@ pub fn run(args: &GateArgs) -> CmdResult {
     let mut failed = 0;
     for item in &loaded {
         let results = &item.results;
+        if let Some(why) = results.partial() {
+            if args.allow_partial {
+                println!(
+                    "warn  {}  {why}: gated on the cells recorded (--allow-partial)",
+                    results.eval
+                );
+            } else {
+                println!(
+                    "FAIL  {}  {why}: finish the run (or merge every shard), or pass --allow-partial to gate the cells recorded",
+                    results.eval
+                );
+                failed += 1;
+            }
+        }
         let (ok, lines) = verdict(results, min, args.lower_bound);
         lines.iter().for_each(|l| println!("{l}"));
         failed += usize::from(!ok);

@@ -152,6 +152,9 @@ pub fn run(args: &MergeArgs) -> CmdResult {
             results.cell_count(),
             dir.join(format!("{}.json", results.eval)).display()
         );
+        if let Some(why) = results.partial() {
+            eprintln!("warning: eval `{}`: {why}", results.eval);
+        }
     }
     Ok(Exit::Success)
 }

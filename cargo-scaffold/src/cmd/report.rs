@@ -33,6 +33,9 @@ pub fn run(args: &ReportArgs) -> CmdResult {
     let mut printed = false;
     for item in &loaded {
         let results = &item.results;
+        if let Some(why) = results.partial() {
+            eprintln!("warning: eval `{}`: {why}", results.eval);
+        }
         let comparison: Option<Comparison> = match &baseline {
             None => None,
             Some(b) => match b.for_eval(&results.eval)? {

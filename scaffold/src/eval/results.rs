@@ -135,6 +135,13 @@ pub struct EvalResults {
     pub timestamp: String,
     /// How it was run.
     pub config: RunConfig,
+    /// Whether the run recorded every cell it planned: false for the
+    /// results of a run that was interrupted (or of one shard of it).
+    #[serde(default = "yes")]
+    pub complete: bool,
+    /// The cells the run planned, recorded and missed, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_counts: Option<CellCounts>,
     /// One record per cell, sorted by variant, dataset, case and trial.
     pub results: Vec<CellRecord>,
     /// Per variant, keyed by name.
@@ -159,6 +166,9 @@ pub(crate) struct Document<'a> {
     eval: &'a str,
     timestamp: &'a str,
     config: &'a RunConfig,
+    complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell_counts: Option<&'a CellCounts>,
     results: &'a [CellRecord],
     summary: &'a BTreeMap<String, VariantSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -208,6 +218,33 @@ pub struct RunConfig {
 
 fn one() -> f64 {
     1.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How many cells of an eval a run planned, recorded and missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CellCounts {
+    /// Cells the run set out to run (variants × cases × trials selected).
+    pub planned: usize,
+    /// Cells with a recorded result.
+    pub recorded: usize,
+    /// `planned − recorded` (0 when every planned cell was recorded).
+    pub missing: usize,
+}
+
+impl CellCounts {
+    /// The counts of `recorded` cells out of `planned`.
+    pub fn new(planned: usize, recorded: usize) -> CellCounts {
+        CellCounts {
+            planned,
+            recorded,
+            missing: planned.saturating_sub(recorded),
+        }
+    }
 }
 
 impl RunConfig {
@@ -653,13 +690,51 @@ impl EvalResults {
     /// assert_eq!(results.gate.unwrap().quarantined, ["v::flaky-case"]);
     /// ```
     pub fn with_gate_options(self, options: GateOptions) -> EvalResults {
-        EvalResults::build(
+        let (complete, counts) = (self.complete, self.cell_counts);
+        let mut judged = EvalResults::build(
             self.eval,
             self.timestamp,
             self.config,
             options,
             self.results,
-        )
+        );
+        judged.complete = complete;
+        judged.cell_counts = counts;
+        judged
+    }
+
+    /// The same results marked as those of a run that planned `planned`
+    /// cells: complete when every one of them is among the cells.
+    ///
+    /// ```
+    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
+    /// let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![CellRecord::new("v", "a")]);
+    /// let r = r.with_planned_cells(4);
+    /// assert!(!r.complete);
+    /// assert_eq!(r.partial().as_deref(), Some("run not finished: 3 of 4 planned cells missing (1 recorded)"));
+    /// assert!(r.with_planned_cells(1).complete);
+    /// ```
+    pub fn with_planned_cells(mut self, planned: usize) -> EvalResults {
+        let counts = CellCounts::new(planned, self.results.len());
+        self.complete = counts.missing == 0;
+        self.cell_counts = Some(counts);
+        self
+    }
+
+    /// Why these are not the results of a whole run (`None` when they are):
+    /// `run not finished: 1700 of 2000 planned cells missing (300 recorded)`.
+    pub fn partial(&self) -> Option<String> {
+        if self.complete {
+            return None;
+        }
+        Some(match &self.cell_counts {
+            Some(c) => format!(
+                "run not finished: {} of {} planned cells missing ({} recorded)",
+                c.missing, c.planned, c.recorded
+            ),
+            None => "run not finished: some planned cells are missing".into(),
+        })
     }
 
     fn build(
@@ -703,6 +778,8 @@ impl EvalResults {
             eval,
             timestamp,
             config,
+            complete: true,
+            cell_counts: None,
             results: cells,
             summary: summaries
                 .into_iter()
@@ -755,7 +832,10 @@ impl EvalResults {
     /// of the parts'.
     ///
     /// The parts must be of the same eval, run with the same `trials`,
-    /// `variants`, `scorers` and `min_pass_rate`, and share no cell.
+    /// `variants`, `scorers` and `min_pass_rate`, and share no cell. The
+    /// whole is complete when its cells are all the parts planned: every
+    /// shard of a run planned the run's cells, so the merge of all its
+    /// shards is complete and the merge of some of them is not.
     ///
     /// ```
     /// use scaffold::eval::results::MergeError;
@@ -772,6 +852,7 @@ impl EvalResults {
     /// assert_eq!(twice, MergeError::DuplicateCell { cell: "qa::v::a".into() });
     /// ```
     pub fn merge(parts: Vec<EvalResults>) -> Result<EvalResults, MergeError> {
+        let planned = planned_by(&parts);
         let mut parts = parts.into_iter();
         let first = parts.next().ok_or(MergeError::Empty)?;
         let EvalResults {
@@ -812,13 +893,11 @@ impl EvalResults {
             }
         }
         config.inputs = distinct_inputs(&cells);
-        Ok(EvalResults::build(
-            eval,
-            timestamp,
-            config,
-            gate_options,
-            cells,
-        ))
+        let whole = EvalResults::build(eval, timestamp, config, gate_options, cells);
+        Ok(match planned {
+            None => whole,
+            Some(n) => whole.with_planned_cells(n),
+        })
     }
 
     /// The summaries in the order of `config.variants`.
@@ -950,6 +1029,8 @@ impl EvalResults {
             eval,
             timestamp,
             config,
+            complete,
+            cell_counts,
             results,
             summary,
             comparison,
@@ -961,6 +1042,8 @@ impl EvalResults {
             eval,
             timestamp,
             config,
+            complete: *complete,
+            cell_counts: cell_counts.as_ref(),
             results,
             summary,
             comparison: comparison.as_ref(),
@@ -1006,6 +1089,30 @@ impl EvalResults {
         })?;
         parse(&text, path)
     }
+}
+
+/// The cells the merge of `parts` planned, `None` when every part is a
+/// whole run: the parts' common count when each has one and they agree
+/// (the shards of one run), else the sum of what each planned (runs over
+/// disjoint cells; a part unfinished without counts planned one more cell
+/// than it holds).
+fn planned_by(parts: &[EvalResults]) -> Option<usize> {
+    if parts.iter().all(|p| p.complete) {
+        return None;
+    }
+    let counts: Vec<usize> = parts
+        .iter()
+        .filter_map(|p| p.cell_counts.map(|c| c.planned))
+        .collect();
+    if counts.len() == parts.len() && counts.windows(2).all(|w| w[0] == w[1]) {
+        return counts.first().copied();
+    }
+    let planned = |p: &EvalResults| match (p.cell_counts, p.complete) {
+        (Some(c), _) => c.planned,
+        (None, true) => p.results.len(),
+        (None, false) => p.results.len() + 1,
+    };
+    Some(parts.iter().map(planned).sum())
 }
 
 /// How many distinct cases (dataset and case id) `cells` ran.

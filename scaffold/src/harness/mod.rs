@@ -99,8 +99,8 @@ use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
-    ClaimKind, EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, RunClaim, SessionFilter,
-    SessionStatus, Store, StoreError,
+    ClaimKind, EvalPlan, EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, RunClaim,
+    SessionFilter, SessionStatus, Store, StoreError,
 };
 use crate::util::file_safe;
 use finished::Finished;
@@ -511,6 +511,7 @@ fn start_run(
     resume: Option<&Resume>,
     evals: &[Box<dyn ErasedEval>],
     inputs: &[usize],
+    plans: Vec<EvalPlan>,
     planned: HashSet<String>,
     selection: &Selection,
 ) -> Result<RunState, String> {
@@ -591,7 +592,10 @@ fn start_run(
     };
     let meta = configs
         .into_iter()
-        .fold(meta, |meta, (name, config)| meta.eval(name, config));
+        .zip(plans)
+        .fold(meta, |meta, ((name, config), plan)| {
+            meta.eval(name.clone(), config).plan(name, plan)
+        });
     // Idempotent: joins the run when another process (or an earlier one) began it.
     store
         .begin_eval_run(&meta)
@@ -815,8 +819,11 @@ fn run_harness(
     // filter decides.
     let one_cell = args.exact && args.filter.is_some() && !args.list;
     let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
-    // Per eval, how many cells this process runs.
+    // Per eval, how many cells this process runs, and how many the whole
+    // run would without a test-name filter (what each process of a nextest
+    // run, given one name, plans for the run).
     let mut running = vec![0; evals.len()];
+    let mut selected = vec![0; evals.len()];
     let mut shortest: Option<usize> = None;
     let mut planned = HashSet::new();
     for (e, eval) in evals.iter().enumerate() {
@@ -848,6 +855,7 @@ fn run_harness(
             .with_kind("eval")
             .with_ignored_flag(ignored);
             let filtered_out = args.is_filtered_out(&trial);
+            selected[e] += usize::from(!args.is_ignored(&trial));
             if filtered_out && one_cell {
                 return;
             }
@@ -861,6 +869,15 @@ fn run_harness(
     }
     let inputs: Vec<usize> = cases.iter().map(HashSet::len).collect();
     drop(cases);
+    let planned_cells = if under_nextest() { &selected } else { &running };
+    let plans: Vec<EvalPlan> = gate_options
+        .iter()
+        .zip(planned_cells)
+        .map(|(options, &planned)| EvalPlan {
+            gate_options: options.clone(),
+            planned_cells: Some(planned),
+        })
+        .collect();
     // Held until every trial has run: no room to spare (at 10,000 cells the
     // doubled vector left 0.5 MB unused).
     trials.shrink_to_fit();
@@ -878,6 +895,7 @@ fn run_harness(
                 settings.resume.as_ref(),
                 &evals,
                 &inputs,
+                plans,
                 planned,
                 &selection,
             )
@@ -1485,7 +1503,7 @@ impl Harness {
         };
         match format {
             Format::Json => reports::json::write_streamed(results, out, details),
-            Format::Junit => reports::junit::write_streamed(results, out, details),
+            Format::Junit => reports::junit::write_streamed(results, comparison, out, details),
             Format::Html => reports::html::write_streamed(results, comparison, out, details),
             Format::Table | Format::Markdown => {
                 out.write_all(reports::render(format, results, comparison).as_bytes())

@@ -1,13 +1,19 @@
-//! JUnit XML: one `<testsuite>` per eval, one `<testcase>` per cell.
+//! JUnit XML: one `<testsuite>` per eval, one `<testcase>` per cell, plus
+//! one for the gate and, against a baseline, one for baseline blocking, so
+//! that the document fails exactly when the run does.
 //!
-//! A cell whose run failed has an `<error>`; a cell that ran but failed
-//! assertions or scorers has a `<failure>` whose `message` is the first
-//! failure and whose text lists them all. `time` is the cell's latency in
-//! seconds; `<system-out>` holds the session id, the output (cut at 4000
-//! characters) and, for flaky or quarantined cells, a `FLAKY` /
-//! `QUARANTINED` line (a quarantined cell's failure does not count towards
-//! the gate). The suite's properties include the gate's statistic, its
-//! interval, and the flaky and quarantined cells.
+//! The `gate` testcase (classname the eval) fails with the gate's verdict
+//! as its message when the gate fails (on the lower bound too) or the
+//! results are of a run that is not finished; the `baseline` testcase fails
+//! with the reason it blocks. A cell whose run failed has an `<error>`; a
+//! cell that ran but failed assertions or scorers has a `<failure>` whose
+//! `message` is the first failure and whose text lists them all; a
+//! quarantined cell that failed is `<skipped message="quarantined: …">`
+//! (its test passes, and the gate leaves it out). `time` is the cell's
+//! latency in seconds; `<system-out>` holds the session id, the output (cut
+//! at 4000 characters) and, for flaky or quarantined cells, a `FLAKY` /
+//! `QUARANTINED` line. The suite's properties include the gate's statistic,
+//! its interval, and the flaky and quarantined cells.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -15,8 +21,9 @@ use std::io::{self, Write};
 
 use super::escape::xml;
 use super::stream::{self, Details};
+use crate::eval::compare::Severity;
 use crate::eval::results::{CellRecord, REPORTED_OUTPUT_CHARS};
-use crate::eval::{CaseTrials, EvalResults};
+use crate::eval::{CaseTrials, Comparison, EvalResults, Gate};
 
 fn seconds(ms: u64) -> String {
     format!("{:.3}", ms as f64 / 1000.0)
@@ -31,14 +38,15 @@ fn seconds(ms: u64) -> String {
 /// let mut bad = CellRecord::new("gpt-4o", "xss");
 /// bad.error = Some("provider <timeout>".into());
 /// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let xml = scaffold::report::junit::render(&EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, bad]));
-/// assert!(xml.contains(r#"<testsuite name="qa" tests="2" failures="0" errors="1""#));
+/// let xml = scaffold::report::junit::render(&EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, bad]), None);
+/// assert!(xml.contains(r#"<testsuite name="qa" tests="3" failures="1" errors="1" skipped="0""#));
+/// assert!(xml.contains(r#"<failure message="FAILED: pass rate 50.0%"#));
 /// assert!(xml.contains(r#"<error message="run failed: provider &lt;timeout&gt;" type="run">"#));
 /// ```
-pub fn render(results: &EvalResults) -> String {
+pub fn render(results: &EvalResults, comparison: Option<&Comparison>) -> String {
     let mut out = Vec::new();
     // Writing into memory with the cells as they are cannot fail.
-    let _ = write_streamed(results, &mut out, stream::as_they_are);
+    let _ = write_streamed(results, comparison, &mut out, stream::as_they_are);
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -55,39 +63,43 @@ pub fn render(results: &EvalResults) -> String {
 /// let whole = EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell.clone()]);
 /// let summaries = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell.clone().into_summary()]);
 /// let mut out = Vec::new();
-/// junit::write_streamed(&summaries, &mut out, |chunk| Ok(chunk.iter().map(|_| Some(cell.clone())).collect()))?;
-/// assert_eq!(String::from_utf8(out).unwrap(), junit::render(&whole));
-/// assert!(!junit::render(&summaries).contains("the answer"));
+/// junit::write_streamed(&summaries, None, &mut out, |chunk| Ok(chunk.iter().map(|_| Some(cell.clone())).collect()))?;
+/// assert_eq!(String::from_utf8(out).unwrap(), junit::render(&whole, None));
+/// assert!(!junit::render(&summaries, None).contains("the answer"));
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn write_streamed<W: Write>(
     results: &EvalResults,
+    comparison: Option<&Comparison>,
     mut out: W,
     mut details: impl Details,
 ) -> io::Result<()> {
     let cells = &results.results;
-    let errors = cells.iter().filter(|c| c.error.is_some()).count();
-    let failures = cells
-        .iter()
-        .filter(|c| !c.passed && c.error.is_none())
-        .count();
+    let gate = results.gate_verdict();
+    let mut verdicts = String::new();
+    let gate_failed = gate_case(&mut verdicts, results, &gate);
+    let blocked = comparison.is_some_and(|cmp| baseline_case(&mut verdicts, results, cmp));
+    let tests = cells.len() + 1 + usize::from(comparison.is_some());
+    let counted = || cells.iter().filter(|c| !c.passed && !c.quarantined);
+    let errors = counted().filter(|c| c.error.is_some()).count();
+    let failures = counted().filter(|c| c.error.is_none()).count()
+        + usize::from(gate_failed)
+        + usize::from(blocked);
+    let skipped = cells.iter().filter(|c| !c.passed && c.quarantined).count();
     let time = seconds(cells.iter().map(|c| c.metrics.latency_ms).sum());
     let name = xml(&results.eval);
     let stamp = xml(&results.timestamp);
     let mut head = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         head,
-        "<testsuites name=\"scaffold\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time}\">",
-        cells.len()
+        "<testsuites name=\"scaffold\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time}\">",
     );
     let _ = writeln!(
         head,
-        "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{time}\" timestamp=\"{stamp}\">",
-        cells.len()
+        "  <testsuite name=\"{name}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\" time=\"{time}\" timestamp=\"{stamp}\">",
     );
     head.push_str("    <properties>\n");
     let c = &results.config;
-    let gate = results.gate_verdict();
     let flaky: Vec<CaseTrials> = results.flaky().collect();
     let props = [
         ("trials", c.trials.to_string()),
@@ -108,6 +120,7 @@ pub fn write_streamed<W: Write>(
         let _ = writeln!(head, "      <property name=\"{k}\" value=\"{}\"/>", xml(&v));
     }
     head.push_str("    </properties>\n");
+    head.push_str(&verdicts);
     out.write_all(head.as_bytes())?;
     let flaky: HashMap<(&str, &str, &str), &CaseTrials> = flaky
         .iter()
@@ -126,6 +139,79 @@ pub fn write_streamed<W: Write>(
     })?;
     out.write_all(b"  </testsuite>\n</testsuites>\n")?;
     out.flush()
+}
+
+/// Write the `gate` testcase; returns whether it failed: the gate failed,
+/// or the run is not finished.
+fn gate_case(out: &mut String, results: &EvalResults, gate: &Gate) -> bool {
+    let mut why: Vec<String> = results.partial().into_iter().collect();
+    if !gate.passed {
+        why.push(gate.describe());
+    }
+    let mut said = vec![gate.describe()];
+    said.extend(gate.notes(&results.eval, &results.notable_trials()));
+    let _ = writeln!(
+        out,
+        "    <testcase name=\"gate\" classname=\"{}\" time=\"0.000\">",
+        xml(&results.eval)
+    );
+    if !why.is_empty() {
+        let _ = writeln!(
+            out,
+            "      <failure message=\"{}\" type=\"gate\">{}</failure>",
+            xml(&why.join("; ")),
+            xml(&said.join("\n"))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "      <system-out>{}</system-out>",
+        xml(&said.join("\n"))
+    );
+    out.push_str("    </testcase>\n");
+    !why.is_empty()
+}
+
+/// Write the `baseline` testcase; returns whether the comparison blocks.
+fn baseline_case(out: &mut String, results: &EvalResults, cmp: &Comparison) -> bool {
+    let s = &cmp.summary;
+    let mut said = vec![format!(
+        "against the baseline of {}: {}; pass rate {:+.1} pts; {} regression(s), {} improvement(s)",
+        cmp.baseline.timestamp,
+        s.verdict.as_str(),
+        s.pass_rate_delta * 100.0,
+        cmp.regressions.len(),
+        cmp.improvements.len()
+    )];
+    // Critical regressions come first (see `compare`).
+    said.extend(cmp.regressions.iter().map(|r| {
+        let severity = match r.severity {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+        };
+        format!("[{severity}] {}: {}", r.case_id, r.description)
+    }));
+    let _ = writeln!(
+        out,
+        "    <testcase name=\"baseline\" classname=\"{}\" time=\"0.000\">",
+        xml(&results.eval)
+    );
+    if s.should_block {
+        let reason = s.block_reason.as_deref().unwrap_or("regressions");
+        let _ = writeln!(
+            out,
+            "      <failure message=\"blocked: {}\" type=\"baseline\">{}</failure>",
+            xml(reason),
+            xml(&said.join("\n"))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "      <system-out>{}</system-out>",
+        xml(&said.join("\n"))
+    );
+    out.push_str("    </testcase>\n");
+    s.should_block
 }
 
 fn labels(cells: &[CaseTrials]) -> String {
@@ -151,7 +237,15 @@ fn testcase(
         seconds(cell.metrics.latency_ms)
     );
     let failures = cell.failures();
-    if !cell.passed {
+    if !cell.passed && cell.quarantined {
+        let first = failures.first().cloned().unwrap_or_else(|| "failed".into());
+        let _ = writeln!(
+            out,
+            "      <skipped message=\"quarantined: {}\">{}</skipped>",
+            xml(&first),
+            xml(&failures.join("\n"))
+        );
+    } else if !cell.passed {
         let first = failures.first().cloned().unwrap_or_else(|| "failed".into());
         let (tag, kind) = if cell.error.is_some() {
             ("error", "run".to_string())

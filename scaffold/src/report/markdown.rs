@@ -36,7 +36,8 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     let passed = results.passed_count();
     let total = results.cell_count();
     let verdict = results.gate_verdict();
-    let gate = verdict.passed;
+    // A run that is not finished is not passed, whatever its cells say.
+    let gate = verdict.passed && results.complete;
     let _ = writeln!(
         out,
         "## {} Eval {}: {passed}/{total} cells passed ({})\n",
@@ -60,6 +61,9 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     );
     // Computed once for the notes and the flaky section.
     let notable = results.notable_trials();
+    if let Some(partial) = results.partial() {
+        let _ = writeln!(out, "> **error: {}**\n", md_text(&partial));
+    }
     for note in verdict.notes(&results.eval, &notable) {
         let _ = writeln!(out, "> **{}**\n", md_text(&note));
     }

@@ -140,7 +140,7 @@ pub fn render(format: Format, results: &EvalResults, baseline: Option<&Compariso
         Format::Table => table::render_results(results),
         Format::Json => json::render(results),
         Format::Markdown => markdown::render(results, baseline),
-        Format::Junit => junit::render(results),
+        Format::Junit => junit::render(results, baseline),
         Format::Html => html::render(results, baseline),
     }
 }

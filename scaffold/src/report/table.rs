@@ -164,7 +164,10 @@ fn verdict_lines(summaries: &[VariantSummary], scorers: &[&str]) -> String {
             .then(f(a.avg_latency, b.avg_latency))
             .then(a.variant.cmp(&b.variant))
     });
-    if let Some(best) = best {
+    // A variant that passed no cell is best at nothing.
+    if summaries.iter().all(|s| s.passed == 0) {
+        out.push_str("  Best: none (no variant passed a cell)\n");
+    } else if let Some(best) = best {
         let mut reason = format!("pass rate {:.0}%", best.pass_rate * 100.0);
         if let Some(st) = primary.and_then(|p| best.scores.get(p).map(|st| (p, st))) {
             reason.push_str(&format!(", {} {:.2} ±{:.2}", st.0, st.1.mean, st.1.stddev));
@@ -219,6 +222,9 @@ pub fn render_results(results: &EvalResults) -> String {
         scorers: &results.config.scorers,
     };
     let mut out = render(&header, &summaries);
+    if let Some(partial) = results.partial() {
+        out.push_str(&format!("  Partial: {partial}\n"));
+    }
     if let Some(c) = &results.comparison {
         out.push_str(&format!("  Significance: {}\n", c.verdict_message()));
     }

@@ -89,7 +89,9 @@ use serde_json::Value;
 
 pub use claim::{ClaimKind, RunClaim};
 pub use error::{StoreError, UnknownStatus};
-pub use runs::{EvalRunMeta, EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell};
+pub use runs::{
+    EvalPlan, EvalRunMeta, EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell,
+};
 pub use schema::SCHEMA_VERSION;
 pub use state::{apply_state_change, fold_state};
 
@@ -1257,9 +1259,13 @@ impl Store {
     }
 
     /// The results of run `run_id`, one document per eval with recorded
-    /// cells (sorted by eval name), rebuilt from the stored configs and cell
-    /// records: `inputs`, summaries and comparison are recomputed; the
-    /// timestamp is when the run finished (else its last cell).
+    /// cells or planned ones (sorted by eval name), rebuilt from the stored
+    /// configs and cell records: `inputs`, summaries and comparison are
+    /// recomputed; the gate options are the run's own ([`EvalPlan`]); the
+    /// timestamp is when the run finished (else its last cell). Results
+    /// missing cells the run planned are not `complete` and carry their
+    /// `cell_counts` (a run stored without a plan: its configuration's
+    /// variants × cases × trials, until it is marked finished).
     /// [`StoreError::EvalRunNotFound`] if the run is not stored.
     pub fn eval_results(&self, run_id: &str) -> Result<Vec<EvalResults>, StoreError> {
         let id = run_id.to_owned();

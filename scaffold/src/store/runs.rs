@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{Context, StoreError, to_i64, to_u64};
 use super::now_ms;
 use crate::eval::results::distinct_inputs;
-use crate::eval::{CellRecord, EvalResults, RunConfig};
+use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
 
 /// `origin` of a run started by `cargo test` (one process runs every cell).
 pub const ORIGIN_HARNESS: &str = "harness";
@@ -63,6 +63,51 @@ pub struct EvalRunMeta {
     /// the process that began the run, so that a resume can run the same.
     #[serde(default)]
     pub selection: Option<String>,
+    /// How each eval (by name) is judged and how many cells it plans.
+    #[serde(default)]
+    pub plans: BTreeMap<String, EvalPlan>,
+}
+
+/// What a run stores of an eval beside its [`RunConfig`], so that results
+/// rebuilt from the store ([`Store::eval_results`](super::Store::eval_results))
+/// are judged as the harness judged them and know whether the run is whole.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalPlan {
+    /// The gate options, the quarantine file's patterns included.
+    pub gate_options: GateOptions,
+    /// The cells the run sets out to run (after filters, tags and variant
+    /// selection, ignored cells left out); `None` when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_cells: Option<usize>,
+}
+
+/// An eval's stored configuration (the `config` column): the
+/// [`RunConfig`]'s fields, plus the [`EvalPlan`]'s when the run gave one.
+/// A database written before plans were stored has only the former.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredConfig {
+    #[serde(flatten)]
+    config: RunConfig,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gate_options: Option<GateOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    planned_cells: Option<usize>,
+}
+
+impl StoredConfig {
+    /// The cells planned, as stored. A database from before plans has no
+    /// count: for a run not marked finished, its configuration's variants
+    /// × cases × trials; a finished one is taken as whole (`None`).
+    fn planned(&self, finished: bool) -> Option<usize> {
+        let c = &self.config;
+        match self.planned_cells {
+            Some(n) => Some(n),
+            None if !finished => Some(c.variants.len() * c.inputs * c.trials as usize),
+            None => None,
+        }
+    }
 }
 
 impl EvalRunMeta {
@@ -74,6 +119,7 @@ impl EvalRunMeta {
             started_at_ms: now_ms(),
             evals: Vec::new(),
             selection: None,
+            plans: BTreeMap::new(),
         }
     }
 
@@ -85,6 +131,12 @@ impl EvalRunMeta {
     /// Add an eval and its configuration.
     pub fn eval(mut self, name: impl Into<String>, config: RunConfig) -> Self {
         self.evals.push((name.into(), config));
+        self
+    }
+
+    /// Add how eval `name` is judged and how many cells it plans.
+    pub fn plan(mut self, name: impl Into<String>, plan: EvalPlan) -> Self {
+        self.plans.insert(name.into(), plan);
         self
     }
 
@@ -201,7 +253,13 @@ impl RunOp {
             .evals
             .iter()
             .map(|(name, config)| {
-                serde_json::to_string(config)
+                let plan = meta.plans.get(name);
+                let stored = StoredConfig {
+                    config: config.clone(),
+                    gate_options: plan.map(|p| p.gate_options.clone()),
+                    planned_cells: plan.and_then(|p| p.planned_cells),
+                };
+                serde_json::to_string(&stored)
                     .ctx(path, || format!("serializing the config of eval {name}"))
                     .map(|json| (name.clone(), json))
             })
@@ -519,10 +577,16 @@ pub(crate) fn results(
             id: run.to_owned(),
         });
     };
-    let configs = configs(conn, path, run)?;
+    let stored = stored_configs(conn, path, run)?;
     let mut by_eval: BTreeMap<String, Vec<RecordedCell>> = BTreeMap::new();
     for cell in cells(conn, path, run)? {
         by_eval.entry(cell.eval.clone()).or_default().push(cell);
+    }
+    // An eval the run planned cells of but recorded none is missing whole.
+    for (eval, s) in &stored {
+        if s.planned(record.finished).is_some_and(|n| n > 0) {
+            by_eval.entry(eval.clone()).or_default();
+        }
     }
     let mut out = Vec::new();
     for (eval, cells) in by_eval {
@@ -532,20 +596,30 @@ pub(crate) fn results(
             .or(last)
             .unwrap_or(record.started_at_ms);
         let records: Vec<CellRecord> = cells.into_iter().map(|c| c.record).collect();
-        let mut config = configs.get(&eval).cloned().unwrap_or_else(|| RunConfig {
-            trials: records.iter().map(|c| c.trial + 1).max().unwrap_or(1),
-            inputs: 0,
-            variants: Vec::new(),
-            scorers: Vec::new(),
-            min_pass_rate: 1.0,
-        });
+        let stored = stored.get(&eval);
+        let mut config = stored
+            .map(|s| s.config.clone())
+            .unwrap_or_else(|| RunConfig {
+                trials: records.iter().map(|c| c.trial + 1).max().unwrap_or(1),
+                inputs: 0,
+                variants: Vec::new(),
+                scorers: Vec::new(),
+                min_pass_rate: 1.0,
+            });
         config.inputs = distinct_inputs(&records);
-        out.push(EvalResults::new(
-            eval,
-            crate::util::rfc3339(at),
-            config,
-            records,
-        ));
+        let options = stored
+            .and_then(|s| s.gate_options.clone())
+            .unwrap_or_default();
+        let results =
+            EvalResults::new_with(eval, crate::util::rfc3339(at), config, options, records);
+        out.push(match stored.and_then(|s| s.planned(record.finished)) {
+            Some(planned) => results.with_planned_cells(planned),
+            // Without a count only the run's own mark tells.
+            None => EvalResults {
+                complete: record.finished,
+                ..results
+            },
+        });
     }
     Ok(out)
 }
@@ -563,6 +637,30 @@ pub(crate) fn selection(
         })
         .map(Option::flatten)
         .ctx(path, || format!("reading the selection of eval run {id}"))
+}
+
+/// The stored configuration of each eval of `run`, with its plan.
+fn stored_configs(
+    conn: &Connection,
+    path: &str,
+    run: &str,
+) -> Result<BTreeMap<String, StoredConfig>, StoreError> {
+    let what = || format!("reading the eval configs of run {run}");
+    let mut st = conn
+        .prepare_cached("SELECT eval, config FROM eval_run_evals WHERE run_id = ?1")
+        .ctx(path, what)?;
+    let rows: Vec<(String, String)> = st
+        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .ctx(path, what)?;
+    rows.into_iter()
+        .map(|(eval, json)| {
+            let stored: StoredConfig = serde_json::from_str(&json).ctx(path, || {
+                format!("parsing the config of eval {eval} in run {run}")
+            })?;
+            Ok((eval, stored))
+        })
+        .collect()
 }
 
 /// Read one run, if stored.

@@ -67,3 +67,31 @@ pub fn in_temp_dir(
     }
     outcome
 }
+
+/// The JUnit report at `path` as a JUnit parser reads it (what CI test
+/// reporters go by): its one suite.
+pub fn junit_suite(path: &Path) -> Result<junit_parser::TestSuite, Failed> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut parsed = junit_parser::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| format!("{} is not JUnit: {e}", path.display()))?;
+    match parsed.suites.len() {
+        1 => Ok(parsed.suites.remove(0)),
+        n => Err(format!("{}: {n} suites, expected one", path.display()).into()),
+    }
+}
+
+/// The testcase `name` (without its classname) of `suite`, if any.
+pub fn junit_case<'a>(
+    suite: &'a junit_parser::TestSuite,
+    name: &str,
+) -> Option<&'a junit_parser::TestCase> {
+    suite.cases.iter().find(|c| c.original_name == name)
+}
+
+/// The failure message of a testcase, `None` when it did not fail.
+pub fn junit_failure(case: Option<&junit_parser::TestCase>) -> Option<&str> {
+    match &case?.status {
+        junit_parser::TestStatus::Failure(f) => Some(&f.message),
+        _ => None,
+    }
+}

@@ -15,9 +15,13 @@
 //!
 //! Cells only in the candidate are **new**, only in the baseline **removed**.
 //!
-//! **Verdict**: `better` when the pass rate rose by the threshold (default
-//! 5 points) or something improved and nothing regressed; `worse` the other
-//! way round; `mixed` when both happened; else `equivalent`. **Blocking**:
+//! **Verdict**: `worse` when a cell went critically from pass to fail or
+//! the pass rate fell by the threshold (default 5 points), whatever else
+//! improved; otherwise `better` when the pass rate rose by the threshold or
+//! something improved and nothing regressed, `worse` when something
+//! regressed and nothing improved, `mixed` when both happened, else
+//! `equivalent`. Critical regressions come first in
+//! [`Comparison::regressions`]. **Blocking**:
 //! any critical regression, or a pass-rate drop of the threshold or more
 //! (unless [`CompareOptions::block_on_pass_rate_drop`] is off), or — only
 //! with [`CompareOptions::block_on_metric_regressions`] — any metric
@@ -506,20 +510,26 @@ pub fn compare(
     let c_run = ComparedRun::of(candidate);
     let pass_rate_delta = c_run.pass_rate - b_run.pass_rate;
     let relative = |b: f64, c: f64| if b == 0.0 { 0.0 } else { (c - b) / b };
+    // Critical regressions first, in every report that lists them (a
+    // report that cuts its list must not hide one behind metric warnings).
+    regressions.sort_by_key(|r| r.severity != Severity::Critical);
+    let critical: Vec<&str> = regressions
+        .iter()
+        .filter(|r| r.severity == Severity::Critical)
+        .map(|r| r.case_id.as_str())
+        .collect();
+    let fell = pass_rate_delta <= -options.pass_rate_threshold;
     let better = pass_rate_delta >= options.pass_rate_threshold || !improvements.is_empty();
-    let worse = pass_rate_delta <= -options.pass_rate_threshold || !regressions.is_empty();
+    let worse = fell || !regressions.is_empty();
     let verdict = match (better, worse) {
+        // Improvements elsewhere never outweigh a critical regression or a drop.
+        _ if fell || !critical.is_empty() => Verdict::Worse,
         (true, false) => Verdict::Better,
         (false, true) => Verdict::Worse,
         (true, true) => Verdict::Mixed,
         (false, false) => Verdict::Equivalent,
     };
     let mut reasons = Vec::new();
-    let critical: Vec<&str> = regressions
-        .iter()
-        .filter(|r| r.severity == Severity::Critical)
-        .map(|r| r.case_id.as_str())
-        .collect();
     if !critical.is_empty() {
         reasons.push(format!(
             "{} cell(s) went from pass to fail: {}",

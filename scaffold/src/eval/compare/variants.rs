@@ -14,7 +14,8 @@
 //! pass/fail), with the paired t-test and the Wilcoxon signed-rank test. It
 //! is a *clear winner* when it is ahead of every other variant and both
 //! tests give `p < alpha` each time; otherwise there is *no clear winner,
-//! run more trials*.
+//! run more trials*. When no variant passed a cell, none is recommended
+//! and none tested.
 //!
 //! **Trials for a winner**: with
 //! [`VariantCompareOptions::min_trials_for_winner`] `m`, a comparison whose
@@ -327,7 +328,11 @@ pub fn compare_variants(
     let names = |v: &[&(&str, Point)]| v.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
 
     let quality_name = quality_scorer.clone().unwrap_or_else(|| "pass".into());
-    let best = frontier.first().copied();
+    // When no variant passed a cell there is nothing to recommend.
+    let best = frontier
+        .first()
+        .copied()
+        .filter(|_| points.iter().any(|(_, p)| p.pass_rate > 0.0));
     let mut significance = Vec::new();
     if let Some((best_name, _)) = best {
         for (other, _) in points.iter().filter(|(n, _)| n != best_name) {
