@@ -503,18 +503,33 @@ fn run_config(eval: &dyn ErasedEval, inputs: usize) -> RunConfig {
     }
 }
 
-/// Begin (or join, or resume) the eval run of this process, which selects
-/// its cells by `selection`.
+/// What the process sets out to run, as its run records it.
+struct Plan<'a> {
+    evals: &'a [Box<dyn ErasedEval>],
+    /// Per eval, the distinct cases of its cells.
+    inputs: &'a [usize],
+    /// Per eval, its gate options and planned cells.
+    plans: Vec<EvalPlan>,
+    /// The test names of every cell this process may run (empty unless resuming).
+    planned: HashSet<String>,
+    /// How the process selects its cells.
+    selection: &'a Selection,
+}
+
+/// Begin (or join, or resume) the eval run of this process, which runs `plan`.
 fn start_run(
     store: &Store,
     in_memory: bool,
     resume: Option<&Resume>,
-    evals: &[Box<dyn ErasedEval>],
-    inputs: &[usize],
-    plans: Vec<EvalPlan>,
-    planned: HashSet<String>,
-    selection: &Selection,
+    plan: Plan<'_>,
 ) -> Result<RunState, String> {
+    let Plan {
+        evals,
+        inputs,
+        plans,
+        planned,
+        selection,
+    } = plan;
     let configs: Vec<(String, RunConfig)> = evals
         .iter()
         .zip(inputs)
@@ -893,11 +908,13 @@ fn run_harness(
                 store,
                 in_memory,
                 settings.resume.as_ref(),
-                &evals,
-                &inputs,
-                plans,
-                planned,
-                &selection,
+                Plan {
+                    evals: &evals,
+                    inputs: &inputs,
+                    plans,
+                    planned,
+                    selection: &selection,
+                },
             )
             .map_err(line)?,
         ),
