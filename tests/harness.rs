@@ -265,3 +265,36 @@ fn every_committed_snapshot_counts_as_referenced_for_cargo_insta() {
     assert_eq!(committed.len(), 10);
     assert_eq!(listed, committed);
 }
+
+/// Record mode without the keys it needs stops before its first call,
+/// naming each variable, and leaves every recording as it was (before, a
+/// keyless re-record replaced good recordings by 401 answers).
+#[test]
+fn record_mode_without_keys_stops_before_any_call_naming_the_variables() {
+    let recordings = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/recordings");
+    let before = common::snapshot_dir(&recordings);
+    let mut cmd = common::cargo(&["test", "--quiet", "--test", "evals", "--"]);
+    cmd.env("SCAFFOLD_MODE", "record")
+        .env("SCAFFOLD_DATABASE", ":memory:");
+    for var in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+    ] {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().expect("cargo runs");
+    let text = text(&out);
+    assert!(!out.status.success(), "{text}");
+    for expected in [
+        "SCAFFOLD_MODE=record calls the real APIs",
+        "code-review: variant `gpt-4o`, agent `reviewer`: set OPENAI_API_KEY",
+        "code-review: variant `claude-sonnet-4-5`, agent `fixer`: set ANTHROPIC_API_KEY",
+        "nothing was called and no recording changed",
+    ] {
+        assert!(text.contains(expected), "{expected}:\n{text}");
+    }
+    assert!(!text.contains("test result"), "cells ran:\n{text}");
+    assert_eq!(common::snapshot_dir(&recordings), before);
+}

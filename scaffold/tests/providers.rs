@@ -1301,3 +1301,37 @@ async fn unbounded_limits_do_not_overflow() {
     let (result, _) = call(&provider, &streamed(ask("hi"))).await;
     assert_eq!(result.expect("answer").text, "Echo: hi");
 }
+
+/// A base URL's query (a key a proxy wants, an `api-version`) stays at the
+/// end of the URL, and a 404 names the URL it called, so a doubled `/v1`
+/// is seen at once; a key in that URL is not.
+#[tokio::test]
+async fn base_url_queries_stay_at_the_end_and_a_404_names_the_url() {
+    let server = server().await;
+    let with_query = openai(&server).base_url(format!(
+        "{}?key=proxy-secret-0123456789&v=2",
+        server.openai_base_url()
+    ));
+    let (result, _) = call(&with_query, &ask("hi")).await;
+    assert!(result.is_ok(), "{result:?}");
+
+    let doubled = openai(&server).base_url(format!(
+        "{}/v1?key=proxy-secret-0123456789",
+        server.openai_base_url()
+    ));
+    let (result, _) = call(&doubled, &ask("hi")).await;
+    let error = result.expect_err("no such route").to_string();
+    assert!(error.contains("HTTP 404"), "{error}");
+    assert!(
+        error.contains("/v1/v1/chat/completions?key=[REDACTED])"),
+        "{error}"
+    );
+    assert!(!error.contains("proxy-secret"), "{error}");
+    let doubled = anthropic(&server).base_url(format!("{}/v1", server.anthropic_base_url()));
+    let (result, _) = call(&doubled, &ask("hi")).await;
+    let error = result.expect_err("no such route").to_string();
+    assert!(
+        error.contains("(the URL called: http://") && error.contains("/v1/v1/messages)"),
+        "{error}"
+    );
+}

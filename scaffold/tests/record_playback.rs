@@ -310,9 +310,19 @@ async fn a_failed_re_record_keeps_the_good_recording() {
     let path = dir.join(format!("{}.json", scope().recording_id("writer", 0)));
     let before = std::fs::read_to_string(&path).unwrap();
 
-    server.set_fault_plan(vec![Fault::ServerError]);
-    let failed = with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
-    assert!(failed.error.is_some());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    // The API down, then the key rejected: neither replaces the recording.
+    let unauthorized = Fault::Status {
+        status: 401,
+        headers: Vec::new(),
+        body: r#"{"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}"#
+            .into(),
+    };
+    for fault in [Fault::ServerError, unauthorized] {
+        server.set_fault_plan(vec![fault]);
+        let failed =
+            with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
+        assert!(failed.error.is_some());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -79,3 +79,17 @@ impl TempDir {
         self.0.path().join(name)
     }
 }
+
+/// Every file of `dir` (not recursive) with its bytes, sorted by name.
+pub fn snapshot_dir(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("directory readable")
+        .map(|entry| {
+            let path = entry.expect("entry").path();
+            let bytes = std::fs::read(&path).expect("file readable");
+            (path, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}

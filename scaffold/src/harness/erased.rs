@@ -103,6 +103,9 @@ pub trait ErasedEval: Send + Sync {
     fn rerecord_command(&self) -> Option<&str>;
     /// Variant names.
     fn variant_names(&self) -> Vec<String>;
+    /// Per variant whose name `selected` keeps, each agent whose provider
+    /// lacks the API key it needs: `(variant, agent, variable)`.
+    fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, String, &'static str)>;
     /// Scorer names, in order.
     fn scorer_names(&self) -> Vec<String>;
     /// Where the cells fork from, if they do.
@@ -263,6 +266,18 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn variant_names(&self) -> Vec<String> {
         self.variants.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, String, &'static str)> {
+        let mut missing = Vec::new();
+        for (variant, workflow) in self.variants.iter().filter(|(n, _)| selected(n)) {
+            for agent in workflow.agents() {
+                if let Some(var) = agent.provider_ref().and_then(|p| p.missing_key()) {
+                    missing.push((variant.clone(), agent.name().to_string(), var));
+                }
+            }
+        }
+        missing
     }
 
     fn scorer_names(&self) -> Vec<String> {

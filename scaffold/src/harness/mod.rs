@@ -357,6 +357,34 @@ fn wanted_tags() -> Option<Vec<String>> {
     (!tags.is_empty()).then_some(tags)
 }
 
+/// Record mode calls the real APIs and replaces recordings: every provider
+/// of the variants that will run must have its API key before the first
+/// call, or nothing runs (a keyless run would only record 401s).
+fn check_keys(evals: &[Box<dyn ErasedEval>], globs: Option<&[String]>) -> Result<(), String> {
+    let selected = |variant: &str| globs.is_none_or(|g| g.iter().any(|g| glob_matches(g, variant)));
+    let missing: Vec<String> = evals
+        .iter()
+        .flat_map(|e| {
+            let eval = e.name().to_string();
+            e.missing_keys(&selected)
+                .into_iter()
+                .map(move |(variant, agent, var)| {
+                    format!("  {eval}: variant `{variant}`, agent `{agent}`: set {var}")
+                })
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{MODE_ENV}=record calls the real APIs, and {} of its providers ha{} no API key; \
+         nothing was called and no recording changed:\n{}",
+        missing.len(),
+        if missing.len() == 1 { "s" } else { "ve" },
+        missing.join("\n")
+    ))
+}
+
 /// Whether this process is one test of a nextest run (one process per test).
 fn under_nextest() -> bool {
     std::env::var_os("NEXTEST_RUN_ID").is_some() || std::env::var_os("NEXTEST").is_some()
@@ -762,6 +790,9 @@ fn run_harness(
             })
             .collect();
         check_variant_globs(globs, &all).map_err(line)?;
+    }
+    if mode == RecorderMode::Record && !args.list {
+        check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
     }
     let (store, in_memory) = if args.list {
         (None, false)

@@ -22,8 +22,9 @@ use serde_json::{Map, Value, json};
 
 use super::http::{
     HttpClient, HttpConfig, RetryPolicy, api_name, env_nonempty, join_url, message_from_json,
-    parse_event, parse_json, resolve_transport, status_for_error_type,
+    parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
 };
+use super::recorder::secrets_of;
 use super::transport::{HttpRequest, Transport};
 use super::{
     CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role, StopReason,
@@ -492,6 +493,11 @@ impl Provider for Anthropic {
         &self.model
     }
 
+    /// `ANTHROPIC_API_KEY` when there is no key for Anthropic's own API.
+    fn missing_key(&self) -> Option<&'static str> {
+        (self.api_key.is_none() && self.base_url == DEFAULT_BASE_URL).then_some("ANTHROPIC_API_KEY")
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,
@@ -499,13 +505,16 @@ impl Provider for Anthropic {
     ) -> Result<CompletionResponse, ProviderError> {
         let http = self.http_request(self.request_body(request));
         let transport = self.resolved_transport();
-        if request.options.stream {
-            self.complete_stream(request, transport.as_ref(), http, sink)
-                .await
-        } else {
-            self.complete_full(request, transport.as_ref(), http, sink)
-                .await
-        }
+        without_secrets(secrets_of(&http), async {
+            if request.options.stream {
+                self.complete_stream(request, transport.as_ref(), http, sink)
+                    .await
+            } else {
+                self.complete_full(request, transport.as_ref(), http, sink)
+                    .await
+            }
+        })
+        .await
     }
 }
 

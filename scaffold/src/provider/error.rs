@@ -78,4 +78,55 @@ impl ProviderError {
     pub fn is_timeout(&self) -> bool {
         matches!(self, ProviderError::Timeout { .. })
     }
+
+    /// The error with every message it holds passed through `f` (to scrub
+    /// the secrets an API echoed back into it).
+    pub(crate) fn map_messages(self, f: impl Fn(&str) -> String) -> ProviderError {
+        match self {
+            ProviderError::Http {
+                provider,
+                status,
+                message,
+            } => ProviderError::Http {
+                provider,
+                status,
+                message: f(&message),
+            },
+            ProviderError::RateLimited {
+                provider,
+                attempts,
+                message,
+            } => ProviderError::RateLimited {
+                provider,
+                attempts,
+                message: f(&message),
+            },
+            ProviderError::Connection { provider, message } => ProviderError::Connection {
+                provider,
+                message: f(&message),
+            },
+            ProviderError::Protocol { provider, message } => ProviderError::Protocol {
+                provider,
+                message: f(&message),
+            },
+            ProviderError::Playback { message } => ProviderError::Playback {
+                message: f(&message),
+            },
+            ProviderError::Scripted(message) => ProviderError::Scripted(f(&message)),
+            timeout @ ProviderError::Timeout { .. } => timeout,
+        }
+    }
+
+    /// The error with key-shaped strings (`sk-…`) replaced by `[REDACTED]`,
+    /// whoever wrote them into it.
+    ///
+    /// ```
+    /// use scaffold::provider::ProviderError;
+    /// let echoed = ProviderError::Scripted("Incorrect API key provided: sk-proj-abcdefghijklmnop1234".into());
+    /// assert_eq!(echoed.redacted().to_string(), "Incorrect API key provided: [REDACTED]");
+    /// ```
+    pub fn redacted(self) -> ProviderError {
+        let scrub = super::recorder::builtin_scrubber();
+        self.map_messages(|m| scrub.str(m).into_owned())
+    }
 }

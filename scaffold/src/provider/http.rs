@@ -713,6 +713,19 @@ pub(crate) fn snippet(body: &[u8], max_chars: usize) -> String {
     out
 }
 
+/// The result of `call` with the credentials of its request (`secrets`,
+/// from [`secrets_of`](super::recorder::secrets_of)), and key-shaped
+/// strings, scrubbed from its error: APIs echo a rejected key back
+/// ("Incorrect API key provided: sk-…"), and an error reaches signals,
+/// snapshots, reports, the database and the terminal.
+pub(crate) async fn without_secrets<T>(
+    secrets: super::recorder::Scrubber<'static>,
+    call: impl std::future::Future<Output = Result<T, ProviderError>>,
+) -> Result<T, ProviderError> {
+    call.await
+        .map_err(|e| e.map_messages(|m| secrets.str(m).into_owned()))
+}
+
 // ---------------------------------------------------------------------------
 // The client: retries, timeouts, status and content-type checks
 // ---------------------------------------------------------------------------
@@ -920,6 +933,9 @@ impl HttpClient<'_> {
         start: Instant,
         deadline: Instant,
     ) -> Result<Success, Failure> {
+        // A 404 names what it called: `/v1/v1/messages` behind a proxy is
+        // an easy mistake to make and a hard one to see.
+        let url = request.url.clone();
         let sent = tokio::time::timeout_at(deadline, self.transport.send(request, context)).await;
         let response = match sent {
             Err(_) => return Err(Failure::fatal(self.timeout(start, "total"))),
@@ -945,11 +961,12 @@ impl HttpClient<'_> {
                 Err(CollectError::Transport(e)) => Bytes::from(format!("(body unreadable: {e})")),
                 Err(CollectError::TooLarge) => Bytes::new(),
             };
+            let mut message = error_message(&body, &headers);
+            if status == 404 {
+                message.push_str(&format!(" (the URL called: {url})"));
+            }
             return Err(Failure {
-                kind: FailureKind::Status {
-                    status,
-                    message: error_message(&body, &headers),
-                },
+                kind: FailureKind::Status { status, message },
                 retriable: retriable_status(status, &headers),
                 hint: parse_retry_after(&headers, SystemTime::now()),
             });
@@ -1378,9 +1395,16 @@ pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// `base` without trailing slashes, then `path`.
+/// `path` appended to the path of `base` (trailing slashes dropped); a
+/// query of `base` (an `api-version`, a key a proxy wants) stays at the end.
 pub(crate) fn join_url(base: &str, path: &str) -> String {
-    format!("{}{}", base.trim_end_matches('/'), path)
+    match base.split_once('?') {
+        Some((base, query)) if !query.is_empty() => {
+            format!("{}{path}?{query}", base.trim_end_matches('/'))
+        }
+        Some((base, _)) => format!("{}{path}", base.trim_end_matches('/')),
+        None => format!("{}{path}", base.trim_end_matches('/')),
+    }
 }
 
 /// A name made of `[A-Za-z0-9_-]`, 1 to 64 characters (as both APIs require
@@ -1420,6 +1444,27 @@ pub(crate) fn resolve_transport(explicit: &Option<Arc<dyn Transport>>) -> Arc<dy
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_base_url_keeps_its_query_at_the_end() {
+        use super::join_url;
+        let cases = [
+            ("http://h/v1", "http://h/v1/chat/completions"),
+            ("http://h/v1/", "http://h/v1/chat/completions"),
+            (
+                "http://h/v1?key=k&x=1",
+                "http://h/v1/chat/completions?key=k&x=1",
+            ),
+            (
+                "http://h/v1/?api-version=2",
+                "http://h/v1/chat/completions?api-version=2",
+            ),
+            ("http://h/v1?", "http://h/v1/chat/completions"),
+        ];
+        for (base, joined) in cases {
+            assert_eq!(join_url(base, "/chat/completions"), joined, "{base}");
+        }
+    }
+
     use super::*;
 
     fn feed_all(chunks: &[&[u8]]) -> (Vec<SseEvent>, Result<(), SseError>) {

@@ -259,6 +259,14 @@ pub trait Provider: Send + Sync {
     /// The model asked for.
     fn model(&self) -> &str;
 
+    /// The environment variable that should hold the API key this provider
+    /// needs and does not have (`OPENAI_API_KEY`, say): record mode checks
+    /// every provider before its first call. `None` (the default) when it
+    /// has a key or needs none.
+    fn missing_key(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Make one call. Streamed text deltas go to `sink` as they arrive.
     async fn complete(
         &self,

@@ -23,8 +23,9 @@ use serde_json::{Map, Value, json};
 
 use super::http::{
     HttpClient, HttpConfig, RetryPolicy, api_name, env_nonempty, join_url, message_from_json,
-    parse_event, parse_json, resolve_transport, status_for_error_type,
+    parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
 };
+use super::recorder::secrets_of;
 use super::transport::{HttpRequest, Transport};
 use super::{
     CallContext, CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role,
@@ -264,10 +265,9 @@ impl OpenAi {
         let body = json!({"model": self.model, "input": input, "encoding_format": "float"});
         let request = self.http_request("/embeddings", body);
         let transport = self.resolved_transport();
-        let bytes = self
-            .client(transport.as_ref())
-            .send_json(request, context)
-            .await?;
+        let secrets = secrets_of(&request);
+        let client = self.client(transport.as_ref());
+        let bytes = without_secrets(secrets, client.send_json(request, context)).await?;
         let parsed: EmbeddingsResponse = parse_json(NAME, "embeddings response", &bytes)?;
         let mut data = parsed.data;
         data.sort_by_key(|d| d.index);
@@ -439,6 +439,12 @@ impl Provider for OpenAi {
         &self.model
     }
 
+    /// `OPENAI_API_KEY` when there is no key for OpenAI's own API (a local
+    /// or compatible server may need none).
+    fn missing_key(&self) -> Option<&'static str> {
+        (self.api_key.is_none() && self.base_url == DEFAULT_BASE_URL).then_some("OPENAI_API_KEY")
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,
@@ -446,13 +452,16 @@ impl Provider for OpenAi {
     ) -> Result<CompletionResponse, ProviderError> {
         let http = self.http_request("/chat/completions", self.request_body(request));
         let transport = self.resolved_transport();
-        if request.options.stream {
-            self.complete_stream(transport.as_ref(), http, &request.context, sink)
-                .await
-        } else {
-            self.complete_full(transport.as_ref(), http, &request.context, sink)
-                .await
-        }
+        without_secrets(secrets_of(&http), async {
+            if request.options.stream {
+                self.complete_stream(transport.as_ref(), http, &request.context, sink)
+                    .await
+            } else {
+                self.complete_full(transport.as_ref(), http, &request.context, sink)
+                    .await
+            }
+        })
+        .await
     }
 }
 

@@ -339,6 +339,24 @@ pub(crate) fn openai_error(status: u16) -> Value {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
 }
 
+/// A 401 for a wrong key, which echoes the key presented as OpenAI's
+/// does ("Incorrect API key provided: sk-…").
+pub(crate) fn wrong_key_error(anthropic: bool, presented: &str) -> Value {
+    if anthropic {
+        anthropic_error_message(
+            "authentication_error",
+            &format!("invalid x-api-key: {presented}"),
+        )
+    } else {
+        openai_error_message(
+            &format!(
+                "Incorrect API key provided: {presented}. You can find your API key at https://platform.openai.com/account/api-keys."
+            ),
+            "invalid_api_key",
+        )
+    }
+}
+
 pub(crate) fn openai_error_message(message: &str, code: &str) -> Value {
     json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": code}})
 }

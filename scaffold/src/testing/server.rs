@@ -481,16 +481,14 @@ enum Route {
     Unknown,
 }
 
+/// The route of `path`, as the real APIs serve them: anything else (a
+/// doubled `/v1/v1/messages`) is a 404.
 fn route(path: &str) -> Route {
-    let path = path.trim_end_matches('/');
-    if path.ends_with("/chat/completions") {
-        Route::Chat
-    } else if path.ends_with("/embeddings") {
-        Route::Embeddings
-    } else if path.ends_with("/messages") {
-        Route::Messages
-    } else {
-        Route::Unknown
+    match path.trim_end_matches('/') {
+        "/v1/chat/completions" => Route::Chat,
+        "/v1/embeddings" => Route::Embeddings,
+        "/v1/messages" => Route::Messages,
+        _ => Route::Unknown,
     }
 }
 
@@ -629,7 +627,15 @@ async fn handle(
             _ => request.header("authorization") == Some(format!("Bearer {key}").as_str()),
         };
         if !ok {
-            write_json(socket, 401, &[request_id], &error_body(route, 401), true).await?;
+            // As the real APIs do, the key presented is echoed back.
+            let presented = match route {
+                Route::Messages => request.header("x-api-key"),
+                _ => request
+                    .header("authorization")
+                    .map(|h| h.trim_start_matches("Bearer ")),
+            };
+            let body = payloads::wrong_key_error(route == Route::Messages, presented.unwrap_or(""));
+            write_json(socket, 401, &[request_id], &body, true).await?;
             return Ok(true);
         }
     }

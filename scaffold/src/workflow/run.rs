@@ -813,6 +813,8 @@ impl Execution {
             let response = match response {
                 Ok(response) => response,
                 Err(source) => {
+                    // Whatever provider wrote it: no key-shaped string goes on.
+                    let source = source.redacted();
                     self.emit(
                         names::PROVIDER_ERROR,
                         json!({"error": source.to_string(), "code": source.code()}),

@@ -37,6 +37,7 @@ pub use cassette::{
 pub use playback::RECORDING_ID_HEADER;
 pub(crate) use playback::release_idle as release_idle_playback;
 pub use redact::{REDACTED, RedactPattern};
+pub(crate) use redact::{Scrubber, builtin_scrubber, secrets_of};
 
 use std::fmt;
 use std::path::{Path, PathBuf};

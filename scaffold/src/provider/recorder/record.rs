@@ -156,6 +156,12 @@ impl Pending {
         failure: Option<String>,
     ) -> Result<(), TransportError> {
         if !self.may_write(failure.as_ref()) {
+            let why = failure.unwrap_or_else(|| format!("HTTP {}", self.status));
+            eprintln!(
+                "scaffold: record mode kept recording {} as it was: this call failed ({why}), \
+                 and only a call that succeeded replaces a recording",
+                self.path.display()
+            );
             return Ok(());
         }
         let response = self.response(body, failure);

@@ -12,11 +12,13 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::Value;
 
 use super::RecorderError;
+use crate::provider::transport::HttpRequest;
 
 /// What replaces a secret in a cassette.
 pub const REDACTED: &str = "[REDACTED]";
@@ -79,6 +81,30 @@ fn never_matches() -> Regex {
     Regex::new(r"[^\s\S]").unwrap_or_else(|_| unreachable!("constant regex compiles"))
 }
 
+/// The built-in rules: the key shapes.
+fn builtin() -> &'static Redactor {
+    static BUILTIN: LazyLock<Redactor> = LazyLock::new(Redactor::default);
+    &BUILTIN
+}
+
+/// A scrubber of the built-in key shapes alone, for text that carries no
+/// request of its own (errors of any provider).
+pub(crate) fn builtin_scrubber() -> Scrubber<'static> {
+    builtin().scrubber([], None)
+}
+
+/// A scrubber of the credentials `request` carries (its credential headers
+/// and query parameters) and of the built-in key shapes: what an API may
+/// echo back in an error ("Incorrect API key provided: sk-…").
+pub(crate) fn secrets_of(request: &HttpRequest) -> Scrubber<'static> {
+    let (_, _, query) = super::split_url(&request.url);
+    let headers = request
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()));
+    builtin().scrubber(headers, query)
+}
+
 /// The configured redaction rules of one recorder.
 #[derive(Debug, Clone)]
 pub(crate) struct Redactor {
@@ -112,11 +138,11 @@ impl Redactor {
 
     /// A scrubber for one exchange: the patterns plus the credential values
     /// found in `headers` and the query of `url`.
-    pub(crate) fn scrubber<'a>(
-        &'a self,
-        headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    pub(crate) fn scrubber<'h>(
+        &self,
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
         query: Option<&str>,
-    ) -> Scrubber<'a> {
+    ) -> Scrubber<'_> {
         let mut literals: Vec<String> = Vec::new();
         let mut add = |value: &str| {
             let value = value.trim();
