@@ -150,26 +150,35 @@ fn gate_case(out: &mut String, results: &EvalResults, gate: &Gate) -> bool {
     }
     let mut said = vec![gate.describe()];
     said.extend(gate.notes(&results.eval, &results.notable_trials()));
+    let failure = (!why.is_empty()).then(|| why.join("; "));
+    verdict_case(out, results, "gate", failure, &said);
+    !why.is_empty()
+}
+
+/// Write a testcase of the run's own verdict (`gate`, `baseline`), failed
+/// with `failure` when it holds one, saying `said`.
+fn verdict_case(
+    out: &mut String,
+    results: &EvalResults,
+    name: &str,
+    failure: Option<String>,
+    said: &[String],
+) {
+    let said = xml(&said.join("\n"));
     let _ = writeln!(
         out,
-        "    <testcase name=\"gate\" classname=\"{}\" time=\"0.000\">",
+        "    <testcase name=\"{name}\" classname=\"{}\" time=\"0.000\">",
         xml(&results.eval)
     );
-    if !why.is_empty() {
+    if let Some(failure) = failure {
         let _ = writeln!(
             out,
-            "      <failure message=\"{}\" type=\"gate\">{}</failure>",
-            xml(&why.join("; ")),
-            xml(&said.join("\n"))
+            "      <failure message=\"{}\" type=\"{name}\">{said}</failure>",
+            xml(&failure)
         );
     }
-    let _ = writeln!(
-        out,
-        "      <system-out>{}</system-out>",
-        xml(&said.join("\n"))
-    );
+    let _ = writeln!(out, "      <system-out>{said}</system-out>");
     out.push_str("    </testcase>\n");
-    !why.is_empty()
 }
 
 /// Write the `baseline` testcase; returns whether the comparison blocks.
@@ -191,26 +200,13 @@ fn baseline_case(out: &mut String, results: &EvalResults, cmp: &Comparison) -> b
         };
         format!("[{severity}] {}: {}", r.case_id, r.description)
     }));
-    let _ = writeln!(
-        out,
-        "    <testcase name=\"baseline\" classname=\"{}\" time=\"0.000\">",
-        xml(&results.eval)
-    );
-    if s.should_block {
-        let reason = s.block_reason.as_deref().unwrap_or("regressions");
-        let _ = writeln!(
-            out,
-            "      <failure message=\"blocked: {}\" type=\"baseline\">{}</failure>",
-            xml(reason),
-            xml(&said.join("\n"))
-        );
-    }
-    let _ = writeln!(
-        out,
-        "      <system-out>{}</system-out>",
-        xml(&said.join("\n"))
-    );
-    out.push_str("    </testcase>\n");
+    let failure = s.should_block.then(|| {
+        format!(
+            "blocked: {}",
+            s.block_reason.as_deref().unwrap_or("regressions")
+        )
+    });
+    verdict_case(out, results, "baseline", failure, &said);
     s.should_block
 }
 

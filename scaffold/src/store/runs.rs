@@ -547,22 +547,10 @@ pub(crate) fn configs(
     path: &str,
     run: &str,
 ) -> Result<BTreeMap<String, RunConfig>, StoreError> {
-    let what = || format!("reading the eval configs of run {run}");
-    let mut st = conn
-        .prepare_cached("SELECT eval, config FROM eval_run_evals WHERE run_id = ?1")
-        .ctx(path, what)?;
-    let rows: Vec<(String, String)> = st
-        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
-        .and_then(|rows| rows.collect())
-        .ctx(path, what)?;
-    rows.into_iter()
-        .map(|(eval, json)| {
-            let config: RunConfig = serde_json::from_str(&json).ctx(path, || {
-                format!("parsing the config of eval {eval} in run {run}")
-            })?;
-            Ok((eval, config))
-        })
-        .collect()
+    Ok(stored_configs(conn, path, run)?
+        .into_iter()
+        .map(|(eval, stored)| (eval, stored.config))
+        .collect())
 }
 
 /// One results document per eval of `run` that has recorded cells.
