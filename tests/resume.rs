@@ -865,6 +865,50 @@ fn trials_variants_output_and_snapshot_settings() {
     assert!(legacy.is_file(), "{}", text(&out));
 }
 
+/// Under `OnError::Exclude` a cell whose run errored passes its test with
+/// a loud line, is listed, and is left out of the gate; by default it fails.
+#[test]
+fn an_errored_cell_is_excluded_loudly_or_counts_as_zero() {
+    let dir = TempDir::new("resume-excluded");
+    let failing = [("RESUME_FIXTURE_ERROR", "beta::c2")];
+    let out = run(&dir, &["--test-threads", "1"], &failing);
+    let all = text(&out);
+    assert!(
+        all.contains("test [eval] resume-fixture::beta::c2  ... FAILED"),
+        "{all}"
+    );
+
+    let excluded = [failing[0], ("RESUME_FIXTURE_ON_ERROR", "exclude")];
+    let out = run(&dir, &["--test-threads", "1"], &excluded);
+    let all = text(&out);
+    assert!(
+        all.contains("test [eval] resume-fixture::beta::c2  ... ok"),
+        "{all}"
+    );
+    assert!(
+        all.contains("EXCLUDED resume-fixture::beta::c2 errored; left out of the statistics"),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "Excluded: 1 errored cell left out of the statistics and the gate: beta::c2 ("
+        ),
+        "{all}"
+    );
+    assert!(
+        all.contains("7 cells)"),
+        "the gate counted the excluded cell: {all}"
+    );
+    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
+    let cell = json
+        .results
+        .iter()
+        .find(|c| c.case == "c2" && c.variant == "beta")
+        .unwrap();
+    assert!(cell.excluded && !cell.passed);
+    assert_eq!(json.summary["beta"].cells, 3);
+}
+
 #[test]
 fn a_quarantined_cell_fails_loudly_without_failing_its_test_or_the_gate() {
     let dir = TempDir::new("resume-quarantine");
