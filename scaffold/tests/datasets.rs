@@ -331,6 +331,19 @@ fn bad_regexes() {
             "10:22: error: invalid regex `[z-a]`: invalid character class range, the start must be <= the end"
         ]
     );
+    // A regex met again is checked once but reported at each place; the
+    // same text with other flags is another regex.
+    let src = format!(
+        "{CASE_HEAD}      - {{type: output.matches, regex: \"a(b\"}}\n      - {{type: output.matches, regex: \"x\"}}\n      - {{type: output.matches, regex: \"a(b\"}}\n      - {{type: output.matches, regex: \"x\", flags: q}}\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "6:39: error: invalid regex `a(b`: unclosed group",
+            "8:39: error: invalid regex `a(b`: unclosed group",
+            "9:51: error: unknown regex flag `q` (known: i, m, s, x, U; g, u, y, d are ignored)",
+        ]
+    );
 }
 
 #[test]
