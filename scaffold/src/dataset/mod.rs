@@ -27,9 +27,9 @@
 //! ```
 //! use scaffold::dataset::{Format, validate_str};
 //! let deep = |n: usize| format!("name: x\ncases: {}{}\n", "[".repeat(n), "]".repeat(n));
-//! // The root mapping and `cases` are two levels.
-//! assert!(!validate_str(&deep(30), Format::Yaml, "x.yaml").to_string().contains("nesting"));
-//! assert!(validate_str(&deep(31), Format::Yaml, "x.yaml").to_string().contains("nesting deeper than 32 levels"));
+//! // The root mapping is one level, each `[` one more.
+//! assert!(!validate_str(&deep(31), Format::Yaml, "x.yaml").to_string().contains("nesting"));
+//! assert!(validate_str(&deep(32), Format::Yaml, "x.yaml").to_string().contains("nesting deeper than 32 levels"));
 //! ```
 //!
 //! ```
