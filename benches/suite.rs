@@ -40,6 +40,10 @@
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
 //!   concurrency⌉ × latency. Baseline: the same 200 calls made by the
 //!   provider alone, as many at a time, in this process.
+//! - **datasets**: a generated 5 MB dataset (6,000 cases × 4 assertions) as
+//!   YAML and as JSON, each loaded from its file (the median of 3 loads),
+//!   and at a quarter and half that size: milliseconds per MB at each size (flat when
+//!   loading is linear) and the YAML / JSON ratio.
 //! - **store**, **assertions**: `cargo bench -p scaffold --bench store` and
 //!   `--bench assertions`, run as they are, their figures checked here.
 //! - **promptfoo** (when `PROMPTFOO_CLI` and `PROMPTFOO_NODE` name its
@@ -48,7 +52,7 @@
 //!   `icontains`, `regex` and a `javascript` check, the same fake server),
 //!   alternating with ours, and the ratios.
 //!
-//! Environment: `SCAFFOLD_BENCH_PARTS` (default `playback,live,store,assertions`),
+//! Environment: `SCAFFOLD_BENCH_PARTS` (default `playback,live,datasets,store,assertions`),
 //! `SCAFFOLD_BENCH_SIZES` (cells, default `200,2000,10000`),
 //! `SCAFFOLD_BENCH_REPS` (timed runs of each configuration, default 3, 2
 //! from 5,000 cells; the median is reported), `SCAFFOLD_BENCH_KEEP=1` (keep the temporary packages,
@@ -715,7 +719,10 @@ fn per_cell_ms(d: Duration, cells: usize) -> f64 {
 type Side = Vec<(String, f64, f64, &'static str)>;
 
 fn parent() -> Res<()> {
-    let parts = env_list("SCAFFOLD_BENCH_PARTS", "playback,live,store,assertions");
+    let parts = env_list(
+        "SCAFFOLD_BENCH_PARTS",
+        "playback,live,datasets,store,assertions",
+    );
     let sizes: Vec<usize> = env_list("SCAFFOLD_BENCH_SIZES", "200,2000,10000")
         .iter()
         .map(|s| s.parse::<usize>())
@@ -769,6 +776,9 @@ fn parent() -> Res<()> {
             &mut side,
             &mut verdicts,
         )?;
+    }
+    if parts.iter().any(|p| p == "datasets") {
+        datasets(&root, &mut verdicts)?;
     }
     for part in ["store", "assertions"] {
         if parts.iter().any(|p| p == part) {
@@ -1247,6 +1257,120 @@ fn keep() -> bool {
 }
 
 /// Run `cargo bench -p scaffold --bench {name}`, show its output, check its `figures:` line.
+/// Case `i` of the generated dataset as YAML and as JSON (about 1 kB each):
+/// a name, a description, tags, an input with a code snippet, and four
+/// assertions, one a case-insensitive regex.
+fn generated_case(i: usize) -> (String, String) {
+    let name = format!("Case number {i}");
+    let description = format!(
+        "Checks that the reviewer flags the SQL injection planted in snippet {i}, says why it \
+         matters and proposes a parameterised query instead of string formatting"
+    );
+    let task = "Review this change and list every problem you find in it, most severe first";
+    let code = format!(
+        "fn handler_{i}(db: &Db, id: &str) -> Result<Rows> {{ let q = format!(\\\"SELECT * FROM \
+         users WHERE id = {{}}\\\", id); db.query(&q) }}"
+    );
+    let regex = "(?i)sql.{0,40}injection";
+    let yaml = format!(
+        "  - id: case-{i:05}\n    name: {name}\n    description: {description}\n    tags: \
+         [generated, review, security, batch-{b}]\n    input:\n      task: {task}\n      \
+         language: rust\n      code: \"{code}\"\n    assertions:\n      - type: \
+         output.contains\n        text: injection\n        caseSensitive: false\n      - \
+         type: output.matches\n        regex: \"{regex}\"\n      - type: signal.contains\n  \
+         \x20     pattern: \"review:finding:*\"\n      - type: output.notContains\n        \
+         text: looks good to me\n",
+        b = i % 7
+    );
+    let json = format!(
+        "    {{\n      \"id\": \"case-{i:05}\",\n      \"name\": \"{name}\",\n      \
+         \"description\": \"{description}\",\n      \"tags\": [\"generated\", \"review\", \
+         \"security\", \"batch-{b}\"],\n      \"input\": {{\"task\": \"{task}\", \
+         \"language\": \"rust\", \"code\": \"{code}\"}},\n      \"assertions\": [\n        \
+         {{\"type\": \"output.contains\", \"text\": \"injection\", \"caseSensitive\": \
+         false}},\n        {{\"type\": \"output.matches\", \"regex\": \"{regex}\"}},\n        \
+         {{\"type\": \"signal.contains\", \"pattern\": \"review:finding:*\"}},\n        \
+         {{\"type\": \"output.notContains\", \"text\": \"looks good to me\"}}\n      ]\n    }}",
+        b = i % 7
+    );
+    (yaml, json)
+}
+
+/// The generated dataset of `cases` cases, as YAML and as JSON text.
+fn generated_dataset(cases: usize) -> (String, String) {
+    let mut yaml =
+        String::from("name: generated\ndescription: a generated review dataset\ncases:\n");
+    let mut json = String::from(
+        "{\n  \"name\": \"generated\",\n  \"description\": \"a generated review dataset\",\n  \"cases\": [\n",
+    );
+    for i in 0..cases {
+        let (y, j) = generated_case(i);
+        yaml.push_str(&y);
+        if i > 0 {
+            json.push_str(",\n");
+        }
+        json.push_str(&j);
+    }
+    json.push_str("\n  ]\n}\n");
+    (yaml, json)
+}
+
+/// The median time of 3 loads of `path`, which must hold `cases` cases.
+fn load_time(path: &Path, cases: usize) -> Res<Duration> {
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let ds = scaffold::dataset::load(path)?;
+        times.push(started.elapsed());
+        if ds.cases.len() != cases {
+            return Err(
+                format!("{}: {} cases, not {cases}", path.display(), ds.cases.len()).into(),
+            );
+        }
+    }
+    times.sort();
+    Ok(common::median(&times))
+}
+
+/// Loading YAML and JSON datasets of 1.25, 2.5 and 5 MB.
+fn datasets(root: &Path, verdicts: &mut Vec<String>) -> Res<()> {
+    println!("\ndatasets (6,000 cases × 4 assertions at 5 MB; median of 3 loads):");
+    println!(
+        "  {:>6} {:>9} {:>10} {:>9} {:>10} {:>10}",
+        "cases", "YAML MB", "YAML ms/MB", "JSON MB", "JSON ms/MB", "YAML/JSON"
+    );
+    let mut per_mb = Vec::new();
+    let mut last = None;
+    for cases in [1_500, 3_000, 6_000] {
+        let (yaml, json) = generated_dataset(cases);
+        let (ypath, jpath) = (root.join("generated.yaml"), root.join("generated.json"));
+        std::fs::write(&ypath, &yaml)?;
+        std::fs::write(&jpath, &json)?;
+        let (ymb, jmb) = (yaml.len() as f64 / 1e6, json.len() as f64 / 1e6);
+        let (y, j) = (load_time(&ypath, cases)?, load_time(&jpath, cases)?);
+        println!(
+            "  {cases:>6} {ymb:>9.2} {:>10.1} {jmb:>9.2} {:>10.1} {:>9.2}×",
+            ms(y) / ymb,
+            ms(j) / jmb,
+            ms(y) / ms(j)
+        );
+        per_mb.push(ms(y) / ymb);
+        last = Some((ymb, y, jmb, j));
+    }
+    if let (Some((ymb, y, jmb, j)), Some(first), Some(end)) = (last, per_mb.first(), per_mb.last())
+    {
+        verdicts.push(format!(
+            "datasets: {ymb:.1} MB of YAML loads in {:.0} ms, {jmb:.1} MB of JSON in {:.0} ms \
+             ({:.2}×); YAML time per MB from 1.5k to 6k cases: {:.2}× (1.00× is linear)",
+            ms(y),
+            ms(j),
+            ms(y) / ms(j),
+            end / first
+        ));
+    }
+    Ok(())
+}
+
 fn scaffold_bench(name: &str, verdicts: &mut Vec<String>) -> Res<()> {
     println!("\n{name} (cargo bench -p scaffold --bench {name}):");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

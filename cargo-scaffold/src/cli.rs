@@ -128,6 +128,18 @@ pub enum Command {
             cargo scaffold score --dataset evals/code-review.yaml --sessions 3f2a9c1e --case sql-injection"
     )]
     Score(ScoreArgs),
+    /// Check dataset files: every error and warning, with file, line and column.
+    #[command(
+        long_about = "Check dataset files (YAML or JSON, by extension) as the eval harness loads\n\
+            them: every error and warning of each file, as `file:line:column: error: …`\n\
+            with a did-you-mean where one fits, on stdout; a count on stderr. Exits\n\
+            with 1 when any file has an error (warnings alone pass), 2 when a file\n\
+            cannot be read.",
+        after_help = "Examples:\n  \
+            cargo scaffold validate evals/code-review.yaml\n  \
+            cargo scaffold validate evals/*.yaml evals/*.json"
+    )]
+    Validate(ValidateArgs),
     /// Merge the results of shards (e.g. nextest partitions) into one run.
     #[command(
         long_about = "Merge the results of shards of one run (e.g. `cargo nextest run --partition\n\
@@ -447,4 +459,12 @@ pub struct MergeArgs {
     /// Formats: table (printed), json (always written), markdown, junit, html
     #[arg(long, value_name = "LIST", default_value = "table,json")]
     pub format: String,
+}
+
+/// `cargo scaffold validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Dataset files (YAML or JSON)
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
 }

@@ -136,6 +136,7 @@ fn every_subcommand_has_help() {
     assert_eq!(top.code, 0, "{}", top.all());
     for sub in [
         "run", "report", "compare", "gate", "sessions", "runs", "fork", "score", "merge",
+        "validate",
     ] {
         assert!(
             top.stdout.contains(&format!("\n  {sub} ")),
@@ -160,6 +161,7 @@ fn every_subcommand_has_help() {
         &["fork"],
         &["score"],
         &["merge"],
+        &["validate"],
     ] {
         let mut args = vec!["scaffold"];
         args.extend_from_slice(sub);
@@ -346,10 +348,6 @@ fn bad_input_is_one_line_with_exit_2() {
         "name: x\ncases:\n  - id: a\n    input: 1\n    assertions:\n      - type: signal.contans\n        pattern: x\n",
     )
     .expect("write");
-    assert_input_error(
-        &["score", "--dataset", s(&bad_dataset)],
-        "1 error(s) in the dataset; the first: ",
-    );
     assert_input_error(
         &["sessions", "import", s(&not_json)],
         "not a JSON session export",
@@ -914,7 +912,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     ]);
     assert_eq!(out.code, 1, "{}", out.all());
     assert!(
-        out.stdout.contains("sql-injection  FAIL    7/9 assertions"),
+        out.stdout.contains("sql-injection  FAIL    8/10 assertions"),
         "{}",
         out.stdout
     );
@@ -1464,4 +1462,124 @@ fn merged_shards_keep_the_runs_gate_options_and_gate_whole() {
         "30%",
     ]);
     assert_eq!(out.code, 0, "{}", out.all());
+}
+
+/// A dataset with two errors and two warnings.
+const FLAWED: &str = "name: x
+cases:
+  - id: a
+    input: 1
+    assertions:
+      - type: signal.contans
+        pattern: x
+  - id: a
+    input: 2
+    only: true
+    assertions: []
+";
+
+/// A dataset with one warning and no error.
+const WARNED: &str = "name: y\ncases:\n  - id: a\n    input: 1\n    assertions: []\n";
+
+#[test]
+fn validate_prints_every_error_and_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flawed = dir.path().join("flawed.yaml");
+    let warned = dir.path().join("warned.yaml");
+    let latin1 = dir.path().join("latin1.yaml");
+    std::fs::write(&flawed, FLAWED).expect("write");
+    std::fs::write(&warned, WARNED).expect("write");
+    std::fs::write(&latin1, b"name: caf\xe9\ncases: []\n").expect("write");
+    let library = |p: &Path| {
+        scaffold::dataset::validate(p)
+            .expect("readable")
+            .to_string()
+    };
+    let out = cli(&["validate", s(&flawed), s(&warned), s(&latin1)]);
+    assert_eq!(out.code, 1, "{}", out.all());
+    assert_eq!(
+        out.stdout,
+        format!(
+            "{}{}{}",
+            library(&flawed),
+            library(&warned),
+            library(&latin1)
+        )
+    );
+    assert_eq!(out.stdout.matches(": error: ").count(), 3, "{}", out.stdout);
+    assert_eq!(
+        out.stdout.matches(": warning: ").count(),
+        3,
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("latin1.yaml:1:10: error: byte 0xE9 is not UTF-8"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        out.stderr,
+        "3 dataset(s) validated: 3 errors, 3 warnings (2 with errors)\n"
+    );
+    // Warnings alone pass.
+    let out = cli(&["validate", s(&warned)]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert_eq!(out.stdout, library(&warned));
+    assert_eq!(out.stderr, "1 dataset(s) validated: 0 errors, 1 warning\n");
+    // The seeds' examples are clean.
+    let out = cli(&["validate", "evals/code-review.yaml"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{}", out.all());
+    // A file that cannot be read is an input error, after the others.
+    let missing = dir.path().join("missing.yaml");
+    let out = cli(&["validate", s(&missing), s(&warned)]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    assert_eq!(out.stdout, library(&warned));
+    assert!(
+        out.stderr.starts_with(&format!(
+            "error: cannot read dataset {}: ",
+            missing.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.lines().count(), 2, "{}", out.stderr);
+    // No file: clap says so.
+    assert_eq!(cli(&["validate"]).code, 2);
+}
+
+#[test]
+fn score_prints_every_error_and_warning_of_its_dataset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flawed = dir.path().join("flawed.yaml");
+    std::fs::write(&flawed, FLAWED).expect("write");
+    let out = cli(&["score", "--dataset", s(&flawed)]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    let library = scaffold::dataset::validate(&flawed)
+        .expect("readable")
+        .to_string();
+    assert_eq!(
+        out.stderr,
+        format!(
+            "{library}error: --dataset {}: 2 errors in the dataset (listed above)\n",
+            flawed.display()
+        )
+    );
+    // Warnings are shown too, and scoring goes on.
+    let warned = dir.path().join("warned.yaml");
+    std::fs::write(&warned, WARNED).expect("write");
+    let db = dir.path().join("none.db");
+    let out = cli(&["score", "--dataset", s(&warned), "--database", s(&db)]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    let warning = scaffold::dataset::validate(&warned)
+        .expect("readable")
+        .to_string();
+    assert!(out.stderr.starts_with(&warning), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no session database at"),
+        "{}",
+        out.stderr
+    );
 }

@@ -331,6 +331,19 @@ fn bad_regexes() {
             "10:22: error: invalid regex `[z-a]`: invalid character class range, the start must be <= the end"
         ]
     );
+    // A regex met again is checked once but reported at each place; the
+    // same text with other flags is another regex.
+    let src = format!(
+        "{CASE_HEAD}      - {{type: output.matches, regex: \"a(b\"}}\n      - {{type: output.matches, regex: \"x\"}}\n      - {{type: output.matches, regex: \"a(b\"}}\n      - {{type: output.matches, regex: \"x\", flags: q}}\n"
+    );
+    assert_eq!(
+        diagnostics(&src, Format::Yaml),
+        [
+            "6:39: error: invalid regex `a(b`: unclosed group",
+            "8:39: error: invalid regex `a(b`: unclosed group",
+            "9:51: error: unknown regex flag `q` (known: i, m, s, x, U; g, u, y, d are ignored)",
+        ]
+    );
 }
 
 #[test]
@@ -627,4 +640,132 @@ proptest! {
         let mangled = format!("{}{}{}", &src[..cut], junk, &src[cut..]);
         let _ = load_str(&mangled, Format::Yaml, "m.yaml");
     }
+}
+
+// ------------------------------------------------------- size and encoding
+
+/// A fresh directory of this test process, `name` telling the tests apart.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("scaffold-datasets-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A generated YAML dataset of `cases` cases × 4 assertions (about 730
+/// bytes a case).
+fn big_yaml(cases: usize) -> String {
+    use std::fmt::Write;
+    let mut y = String::from("name: big\ndescription: a generated dataset\ncases:\n");
+    for i in 0..cases {
+        let _ = write!(
+            y,
+            "  - id: case-{i:05}\n    name: Case number {i}\n    description: Checks that \
+             the reviewer flags the problem planted in snippet {i}\n    tags: [generated, \
+             review]\n    input:\n      task: Review this change and list every problem in \
+             it\n      code: \"fn handler_{i}(id: &str) {{ db.query(format!(\\\"SELECT * \
+             FROM t WHERE id = {{id}}\\\")) }}\"\n    assertions:\n      - type: \
+             output.contains\n        text: injection\n        caseSensitive: false\n      - \
+             type: output.matches\n        regex: \"sql injection\"\n      - type: \
+             signal.contains\n        pattern: \"review:finding:*\"\n      - type: \
+             output.notContains\n        text: looks good to me\n"
+        );
+    }
+    y
+}
+
+#[test]
+fn a_10_mb_yaml_dataset_loads() {
+    let cases = 17_000;
+    let src = big_yaml(cases);
+    assert!(src.len() >= 10_000_000, "{} bytes", src.len());
+    let started = std::time::Instant::now();
+    let ds = load_str(&src, Format::Yaml, "big.yaml").unwrap_or_else(|e| {
+        panic!("{}", e.to_string().chars().take(500).collect::<String>());
+    });
+    println!("{} bytes loaded in {:?}", src.len(), started.elapsed());
+    assert_eq!(ds.cases.len(), cases);
+    assert_eq!(ds.cases[cases - 1].id, format!("case-{:05}", cases - 1));
+    assert!(ds.cases.iter().all(|c| c.assertions().len() == 4));
+}
+
+/// Nine levels of ten aliases: 10⁹ values from 400 bytes.
+const BILLION_LAUGHS: &str = "\
+name: lol
+a: &a [x, x, x, x, x, x, x, x, x, x]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]
+i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]
+cases: []
+";
+
+#[test]
+fn a_billion_laughs_is_refused_at_once_and_in_words() {
+    let path = temp_dir("lol").join("lol.yaml");
+    std::fs::write(&path, BILLION_LAUGHS).expect("write");
+    let started = std::time::Instant::now();
+    let err = load(&path).unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed < std::time::Duration::from_millis(500),
+        "{elapsed:?}"
+    );
+    let f = path.display().to_string();
+    let bytes = BILLION_LAUGHS.len();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "invalid dataset {f}: 1 error\n{f}:5:44: error: more than {n} values once aliases \
+             (`*name`) are expanded: expected at most {n} in a file of {bytes} bytes (an alias \
+             counts the values of its anchor each time it is used)",
+            n = 10_000 + 4 * bytes
+        )
+    );
+    assert!(!err.to_string().contains("Nodes {"), "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_placed_at_its_first_bad_byte() {
+    let dir = temp_dir("utf8");
+    let path = dir.join("latin1.yaml");
+    std::fs::write(&path, b"name: t\ncases:\n  - id: caf\xe9\n    input: {}\n").expect("write");
+    let f = path.display().to_string();
+    let expected = format!(
+        "{f}:3:12: error: byte 0xE9 is not UTF-8: expected UTF-8 text\n  = help: save the file as UTF-8"
+    );
+    let v = validate(&path).expect("readable");
+    assert_eq!(v.to_string(), format!("{expected}\n"));
+    assert_eq!(v.diagnostics[0].kind, DiagnosticKind::Syntax);
+    let err = load(&path).unwrap_err();
+    assert!(matches!(err, DatasetError::Invalid { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("invalid dataset {f}: 1 error\n{expected}")
+    );
+    // Characters, not bytes, before the bad one: `é` is one column.
+    let path = dir.join("mixed.json");
+    let mut bytes = b"{\"name\": \"\xc3\xa9".to_vec();
+    bytes.extend_from_slice(b"\xff\"}");
+    std::fs::write(&path, bytes).expect("write");
+    let v = validate(&path).expect("readable");
+    assert_eq!((v.diagnostics[0].line, v.diagnostics[0].column), (1, 12));
+}
+
+#[test]
+fn a_tab_error_points_at_the_tab() {
+    assert_eq!(
+        diagnostics("name: t\ncases:\n\t- id: a\n", Format::Yaml),
+        ["3:1: error: tabs disallowed within this context (block indentation)"]
+    );
+    assert_eq!(
+        diagnostics(
+            "name: t\ncases:\n  - id: a\n    input:\n  \tx: 1\n",
+            Format::Yaml
+        ),
+        ["5:3: error: tabs disallowed within this context (block indentation)"]
+    );
 }

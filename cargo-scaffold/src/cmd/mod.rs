@@ -9,6 +9,7 @@ pub mod run;
 pub mod runs;
 pub mod score;
 pub mod sessions;
+pub mod validate;
 
 use scaffold::report::Format;
 

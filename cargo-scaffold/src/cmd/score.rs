@@ -64,22 +64,22 @@ fn scorers(specs: &[String]) -> Result<ScoreOptions<Value>, CliError> {
     Ok(options)
 }
 
-/// A dataset that does not load, as one line.
+/// A dataset that does not load: its diagnostics go to stderr as the
+/// library writes them, every one; the error says how many.
 fn dataset_error(path: &Path, e: DatasetError) -> CliError {
     match e {
         DatasetError::Invalid { diagnostics, .. } => {
-            let errors: Vec<_> = diagnostics
+            for d in &diagnostics {
+                eprintln!("{d}");
+            }
+            let errors = diagnostics
                 .iter()
                 .filter(|d| d.severity == Severity::Error)
-                .collect();
-            let first = errors
-                .first()
-                .map(|d| d.to_string().replace("\n  = ", "; "))
-                .unwrap_or_default();
+                .count();
             CliError::input(format!(
-                "--dataset {}: {} error(s) in the dataset; the first: {first}",
+                "--dataset {}: {errors} error{} in the dataset (listed above)",
                 path.display(),
-                errors.len()
+                if errors == 1 { "" } else { "s" }
             ))
         }
         other => CliError::input(format!("--dataset: {other}")),
@@ -156,6 +156,9 @@ pub fn run(args: &ScoreArgs) -> CmdResult {
     scorers(&args.scorer)?; // Checked before anything is read.
     let dataset =
         scaffold::dataset::load(&args.dataset).map_err(|e| dataset_error(&args.dataset, e))?;
+    for w in &dataset.warnings {
+        eprintln!("{w}");
+    }
     let forced = match &args.case {
         Some(id) => Some(dataset.case(id).ok_or_else(|| {
             let ids: Vec<&str> = dataset.cases.iter().map(|c| c.id.as_str()).collect();

@@ -6,16 +6,47 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::cache;
-use super::node::{self, Kind, Node};
+use super::node::{self, Kind, Node, Pos, SyntaxError};
 use super::validate::Validator;
 use super::{Case, Dataset, DatasetError, DiagnosticKind, Format, Severity, Validation};
 use crate::assert::Assertion;
 
-fn read(path: &Path) -> Result<String, DatasetError> {
-    std::fs::read_to_string(path).map_err(|source| DatasetError::Io {
+/// A file's text, or where it stops being UTF-8.
+fn read(path: &Path) -> Result<Result<String, SyntaxError>, DatasetError> {
+    let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
         path: path.to_path_buf(),
         source,
-    })
+    })?;
+    Ok(String::from_utf8(bytes).map_err(|e| not_utf8(e.as_bytes(), e.utf8_error().valid_up_to())))
+}
+
+/// The syntax error of bytes that are UTF-8 up to `valid` only: the line and
+/// column (in characters) of the first bad byte.
+fn not_utf8(bytes: &[u8], valid: usize) -> SyntaxError {
+    let text = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+    let line = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    let column = text.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let byte = bytes.get(valid).copied().unwrap_or_default();
+    SyntaxError {
+        pos: Pos::new(
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
+        ),
+        message: format!("byte 0x{byte:02X} is not UTF-8: expected UTF-8 text"),
+    }
+}
+
+/// The one diagnostic of a file that is not UTF-8.
+fn not_text(file: &str, e: SyntaxError) -> Vec<super::Diagnostic> {
+    let mut v = Validator::new(file);
+    v.push(
+        Severity::Error,
+        DiagnosticKind::Syntax,
+        e.pos,
+        e.message,
+        Some("save the file as UTF-8".into()),
+    );
+    v.diagnostics
 }
 
 /// Parse and validate; the tree is returned when the syntax was fine.
@@ -65,12 +96,13 @@ pub fn validate_str(src: &str, format: Format, file: &str) -> Validation {
 /// Validate a dataset file (format from its extension).
 pub fn validate(path: impl AsRef<Path>) -> Result<Validation, DatasetError> {
     let path = path.as_ref();
-    let src = read(path)?;
-    Ok(validate_str(
-        &src,
-        Format::from_path(path),
-        &path.display().to_string(),
-    ))
+    let file = path.display().to_string();
+    Ok(match read(path)? {
+        Ok(src) => validate_str(&src, Format::from_path(path), &file),
+        Err(e) => Validation {
+            diagnostics: not_text(&file, e),
+        },
+    })
 }
 
 /// Load a dataset file (format from its extension). Fails with every error
@@ -89,8 +121,11 @@ pub(super) fn load_with(
     path: &Path,
     cache: Option<&cache::DatasetCache>,
 ) -> Result<Dataset, DatasetError> {
-    let src = read(path)?;
     let file = path.display().to_string();
+    let src = read(path)?.map_err(|e| DatasetError::Invalid {
+        diagnostics: not_text(&file, e),
+        file: file.clone(),
+    })?;
     let format = Format::from_path(path);
     let entry = cache.map(|c| c.entry(&src, format, &file));
     if let Some(dataset) = entry.as_ref().and_then(cache::Entry::read) {

@@ -19,7 +19,18 @@
 //!
 //! YAML is parsed with `serde-saphyr` (maintained, pure Rust, keeps spans;
 //! `serde_yaml` is archived and `serde_yml` unsound), with YAML 1.2 booleans
-//! only (`yes` stays a string) and nesting capped at 64 levels.
+//! only (`yes` stays a string) and nesting capped at 32 levels (JSON too).
+//! A YAML file may hold four values per byte of its text, plus 10,000 (at
+//! most 20 million): aliases (`*name`) that repeat anchors past that, as a
+//! "billion laughs" file does, are refused at once.
+//!
+//! ```
+//! use scaffold::dataset::{Format, validate_str};
+//! let deep = |n: usize| format!("name: x\ncases: {}{}\n", "[".repeat(n), "]".repeat(n));
+//! // The root mapping is one level, each `[` one more.
+//! assert!(!validate_str(&deep(31), Format::Yaml, "x.yaml").to_string().contains("nesting"));
+//! assert!(validate_str(&deep(32), Format::Yaml, "x.yaml").to_string().contains("nesting deeper than 32 levels"));
+//! ```
 //!
 //! ```
 //! use scaffold::dataset::{Format, load_str};

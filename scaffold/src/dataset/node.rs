@@ -11,6 +11,7 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use serde_saphyr::Spanned;
+use serde_saphyr::budget::BudgetBreach;
 
 /// Nesting deeper than this is refused (both formats), so hostile input
 /// cannot exhaust the stack: the YAML deserializer's frames are large enough
@@ -277,31 +278,122 @@ fn plain_message(message: &str) -> String {
     m.replace(", set DuplicateKeyPolicy in Options if acceptable", "")
 }
 
-/// Parse YAML into a node tree.
-pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
+/// The node budget of every YAML file, however small: room for a small
+/// file's anchors, and what a billion-laughs file breaches in milliseconds.
+const MIN_NODES: usize = 10_000;
+/// Nodes a YAML file may hold per byte of its text, aliases expanded.
+const NODES_PER_BYTE: usize = 4;
+/// The node budget of any YAML file, however large: it bounds the memory
+/// and time of a load.
+const MAX_NODES: usize = 20_000_000;
+
+/// The most nodes (scalars, lists, mappings) a YAML text of `len` bytes may
+/// hold once its aliases are expanded. Written out, a node takes a byte at
+/// least (`{a,b}`: two keys, two nulls), so a file without aliases never
+/// reaches it; aliases that repeat anchors past it are refused.
+pub(crate) fn node_budget(len: usize) -> usize {
+    len.saturating_mul(NODES_PER_BYTE)
+        .saturating_add(MIN_NODES)
+        .min(MAX_NODES)
+}
+
+/// The reader's options for a YAML text of `len` bytes.
+fn yaml_options(len: usize) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.strict_booleans = true;
     options.with_snippet = false;
     if let Some(budget) = options.budget.as_mut() {
         budget.max_depth = MAX_DEPTH;
+        budget.max_nodes = node_budget(len);
+        // Each node is one event, each list or mapping one more to close it.
+        budget.max_events = budget.max_nodes.saturating_mul(2).saturating_add(1_024);
     }
-    match serde_saphyr::from_str_with_options::<Spanned<YamlKind>>(src, options) {
+    options
+}
+
+/// The position of a saphyr location.
+fn location_pos(l: serde_saphyr::Location) -> Pos {
+    Pos::new(
+        u32::try_from(l.line()).unwrap_or(u32::MAX),
+        u32::try_from(l.column()).unwrap_or(u32::MAX),
+    )
+}
+
+/// The budget breach behind a saphyr error, if that is what it is.
+fn breach(e: &serde_saphyr::Error) -> Option<&BudgetBreach> {
+    match e {
+        serde_saphyr::Error::Budget { breach, .. } => Some(breach),
+        serde_saphyr::Error::AliasError { error, .. }
+        | serde_saphyr::Error::WithSnippet { error, .. } => breach(error),
+        _ => None,
+    }
+}
+
+/// A budget breach in words: what was found and what was expected.
+fn breach_message(b: &BudgetBreach, len: usize) -> String {
+    let budget = node_budget(len);
+    match b {
+        BudgetBreach::Depth { .. } => format!("nesting deeper than {MAX_DEPTH} levels"),
+        BudgetBreach::Nodes { .. } | BudgetBreach::Events { .. } => format!(
+            "more than {budget} values once aliases (`*name`) are expanded: expected at most \
+             {budget} in a file of {len} bytes (an alias counts the values of its anchor each \
+             time it is used)"
+        ),
+        BudgetBreach::Aliases { aliases } => format!(
+            "{aliases} aliases (`*name`): expected far fewer (each repeats its anchor's values)"
+        ),
+        BudgetBreach::AliasAnchorRatio { aliases, anchors } => format!(
+            "{aliases} aliases (`*name`) for {anchors} anchor(s) (`&name`): expected at most \
+             10 uses of each anchor"
+        ),
+        BudgetBreach::Anchors { anchors } => {
+            format!("{anchors} anchors (`&name`): expected far fewer")
+        }
+        BudgetBreach::RecordedAnchorEvents { .. } | BudgetBreach::RecordedAnchorBytes { .. } => {
+            "anchors (`&name`) nested in anchors hold too much to repeat: expected small \
+             anchors"
+                .into()
+        }
+        BudgetBreach::ScalarBytes { .. } => {
+            "more than 64 MiB of text in values: expected a smaller dataset".into()
+        }
+        BudgetBreach::Documents { .. } => "too many YAML documents (`---`): expected one".into(),
+        _ => "the file is beyond what the YAML reader takes: expected a smaller, plainer \
+              document"
+            .into(),
+    }
+}
+
+/// The first tab on `pos`'s line at or before `pos`, where a tab error is:
+/// the reader reports the character after it.
+fn tab_pos(src: &str, pos: Pos) -> Pos {
+    let Some(line) = src.lines().nth(pos.line.saturating_sub(1) as usize) else {
+        return pos;
+    };
+    let upto = usize::try_from(pos.column).unwrap_or(usize::MAX);
+    match line.chars().take(upto).position(|c| c == '\t') {
+        Some(i) => Pos::new(pos.line, u32::try_from(i + 1).unwrap_or(u32::MAX)),
+        None => pos,
+    }
+}
+
+/// Parse YAML into a node tree.
+pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
+    match serde_saphyr::from_str_with_options::<Spanned<YamlKind>>(src, yaml_options(src.len())) {
         Ok(root) => Ok(to_node(root)),
         Err(e) => {
-            let pos = e
-                .location()
-                .map(|l| {
-                    Pos::new(
-                        u32::try_from(l.line()).unwrap_or(u32::MAX),
-                        u32::try_from(l.column()).unwrap_or(u32::MAX),
-                    )
-                })
-                .unwrap_or(Pos::new(1, 1));
+            let pos = e.location().map(location_pos).unwrap_or(Pos::new(1, 1));
+            if let Some(b) = breach(&e) {
+                return Err(SyntaxError {
+                    pos,
+                    message: breach_message(b, src.len()),
+                });
+            }
             let message = plain_message(&e.without_snippet().to_string());
-            let message = if message.contains("budget breached: Depth") {
-                format!("nesting deeper than {MAX_DEPTH} levels")
+            let pos = if message.contains("tab") {
+                tab_pos(src, pos)
             } else {
-                message
+                pos
             };
             Err(SyntaxError { pos, message })
         }

@@ -19,6 +19,9 @@ use crate::util::file_safe;
 pub(crate) struct Validator<'f> {
     file: &'f str,
     pub(crate) diagnostics: Vec<Diagnostic>,
+    /// Each regex (and flags) checked so far, and why it is bad if it is:
+    /// a large dataset repeats its regexes, and compiling one is costly.
+    regexes: HashMap<(Box<str>, Box<str>), Result<(), String>>,
 }
 
 /// Levenshtein distance (by characters).
@@ -91,6 +94,7 @@ impl<'f> Validator<'f> {
         Validator {
             file,
             diagnostics: Vec::new(),
+            regexes: HashMap::new(),
         }
     }
 
@@ -241,9 +245,16 @@ impl<'f> Validator<'f> {
     }
 
     fn regex(&mut self, node: &Node, field: &str, flags: Option<&str>) {
-        if let Some(s) = self.string(node, field)
-            && let Err(e) = build_regex(s, flags)
-        {
+        let Some(s) = self.string(node, field) else {
+            return;
+        };
+        let key: (Box<str>, Box<str>) = (s.into(), flags.unwrap_or("").into());
+        let checked = self
+            .regexes
+            .entry(key)
+            .or_insert_with(|| build_regex(s, flags).map(|_| ()))
+            .clone();
+        if let Err(e) = checked {
             self.error(
                 DiagnosticKind::BadRegex,
                 node.pos,

@@ -129,6 +129,9 @@ pub trait ErasedEval: Send + Sync {
     fn gate_options(&self) -> GateOptions;
 }
 
+/// What [`ErasedEval::check`] says of an eval without cases.
+pub(crate) const NO_CASES: &str = "it has no cases (add `.dataset(..)` or a `#[dataset]` function)";
+
 /// Erase an eval's state type (the `#[eval]` macro calls this).
 pub fn erase<S: State>(eval: Eval<S>) -> Box<dyn ErasedEval> {
     Box::new(eval)
@@ -179,7 +182,7 @@ impl<S: State> ErasedEval for Eval<S> {
             );
         }
         if self.datasets.iter().all(|d| d.cases.is_empty()) {
-            return Err("it has no cases (add `.dataset(..)` or a `#[dataset]` function)".into());
+            return Err(NO_CASES.into());
         }
         for (name, wf) in &self.variants {
             if let Err(errors) = wf.validate() {

@@ -241,34 +241,13 @@ fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<Stri
     let mut evals = Vec::new();
     let mut wheres = Vec::new();
     for reg in regs {
-        let mut eval = (reg.build)();
-        eval.set_default_name(reg.name);
-        for v in variants.iter().filter(|v| v.eval == reg.name) {
-            if let Err(e) = eval.add_variant(v.name, (v.build)()) {
-                errors.push(format!("{}:{}: variant `{}`: {e}", v.file, v.line, v.name));
-            }
-        }
-        for d in datasets.iter().filter(|d| d.eval == reg.name) {
-            // Dataset paths are relative to the package, whatever the working directory.
-            let loaded = with_current_dir(manifest_dir, || (d.build)());
-            match loaded {
-                Ok(list) => list.into_iter().for_each(|ds| eval.add_dataset(ds)),
-                Err(e) => errors.push(format!("{}:{}: dataset `{}`: {e}", d.file, d.line, d.name)),
-            }
-        }
-        for s in scorers.iter().filter(|s| s.eval == reg.name) {
-            if let Err(e) = eval.add_scorer((s.build)()) {
-                errors.push(format!("{}:{}: scorer `{}`: {e}", s.file, s.line, s.name));
-            }
-        }
-        if let Err(e) = eval.check() {
-            errors.push(format!(
-                "{}:{}: eval `{}`: {e}",
-                reg.file, reg.line, reg.name
-            ));
-        }
+        let parts = Parts {
+            variants: &variants,
+            datasets: &datasets,
+            scorers: &scorers,
+        };
+        evals.push(build_eval(reg, &parts, manifest_dir, &mut errors));
         wheres.push((reg.name, reg.file, reg.line));
-        evals.push(eval);
     }
     let named: Vec<(&str, EvalSource)> = evals
         .iter()
@@ -281,6 +260,56 @@ fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<Stri
     } else {
         Err(errors)
     }
+}
+
+/// The registered parts of the evals, sorted.
+struct Parts<'r> {
+    variants: &'r [&'r VariantRegistration],
+    datasets: &'r [&'r DatasetRegistration],
+    scorers: &'r [&'r ScorerRegistration],
+}
+
+/// One registered eval with its variants, datasets and scorers; what is
+/// wrong goes to `errors`. An eval whose `#[dataset]` function failed is not
+/// also said to have no cases: the failure is why.
+fn build_eval(
+    reg: &EvalRegistration,
+    parts: &Parts<'_>,
+    manifest_dir: &Path,
+    errors: &mut Vec<String>,
+) -> Box<dyn ErasedEval> {
+    let mut eval = (reg.build)();
+    eval.set_default_name(reg.name);
+    for v in parts.variants.iter().filter(|v| v.eval == reg.name) {
+        if let Err(e) = eval.add_variant(v.name, (v.build)()) {
+            errors.push(format!("{}:{}: variant `{}`: {e}", v.file, v.line, v.name));
+        }
+    }
+    let mut dataset_failed = false;
+    for d in parts.datasets.iter().filter(|d| d.eval == reg.name) {
+        // Dataset paths are relative to the package, whatever the working directory.
+        match with_current_dir(manifest_dir, || (d.build)()) {
+            Ok(list) => list.into_iter().for_each(|ds| eval.add_dataset(ds)),
+            Err(e) => {
+                dataset_failed = true;
+                errors.push(format!("{}:{}: dataset `{}`: {e}", d.file, d.line, d.name));
+            }
+        }
+    }
+    for s in parts.scorers.iter().filter(|s| s.eval == reg.name) {
+        if let Err(e) = eval.add_scorer((s.build)()) {
+            errors.push(format!("{}:{}: scorer `{}`: {e}", s.file, s.line, s.name));
+        }
+    }
+    match eval.check() {
+        Err(e) if dataset_failed && e == erased::NO_CASES => {}
+        Err(e) => errors.push(format!(
+            "{}:{}: eval `{}`: {e}",
+            reg.file, reg.line, reg.name
+        )),
+        Ok(()) => {}
+    }
+    eval
 }
 
 /// Where an eval was registered: its registered name, file and line.
@@ -1718,6 +1747,67 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn workflow() -> Built {
+        use crate::provider::{ScriptedProvider, ScriptedReply};
+        use crate::workflow::{Agent, Phase, Workflow};
+        let agent = Agent::<String>::new("a")
+            .provider(ScriptedProvider::new("m").reply(ScriptedReply::text("x")))
+            .prompt(|s| s.clone())
+            .update(|t, s| *s = t);
+        Box::new(Workflow::new("w", String::new()).phase("p", Phase::run(agent)))
+    }
+
+    fn no_dataset() -> Result<Vec<crate::dataset::Dataset>, String> {
+        Err("invalid dataset evals/review.yaml: 1 error".into())
+    }
+
+    fn build(datasets: &[&DatasetRegistration]) -> Vec<String> {
+        let reg = EvalRegistration {
+            name: "review",
+            file: "evals/suite.rs",
+            line: 3,
+            build: || erase(crate::eval::Eval::<String>::new()),
+        };
+        let variant = VariantRegistration {
+            eval: "review",
+            name: "v",
+            file: "evals/suite.rs",
+            line: 5,
+            build: workflow,
+        };
+        let parts = Parts {
+            variants: &[&variant],
+            datasets,
+            scorers: &[],
+        };
+        let mut errors = Vec::new();
+        build_eval(&reg, &parts, Path::new("."), &mut errors);
+        errors
+    }
+
+    #[test]
+    fn a_dataset_that_fails_is_the_only_word_on_it() {
+        let failing = DatasetRegistration {
+            eval: "review",
+            name: "cases",
+            file: "evals/suite.rs",
+            line: 9,
+            build: no_dataset,
+        };
+        assert_eq!(
+            build(&[&failing]),
+            ["evals/suite.rs:9: dataset `cases`: invalid dataset evals/review.yaml: 1 error"]
+        );
+        // With no dataset at all, the eval has no cases: that is said.
+        assert_eq!(
+            build(&[]),
+            [format!(
+                "evals/suite.rs:3: eval `review`: {}",
+                erased::NO_CASES
+            )]
+        );
+    }
 
     #[test]
     fn evals_whose_names_share_files_or_results_are_refused() {
