@@ -912,7 +912,8 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     ]);
     assert_eq!(out.code, 1, "{}", out.all());
     assert!(
-        out.stdout.contains("sql-injection  FAIL    8/10 assertions"),
+        out.stdout
+            .contains("sql-injection  FAIL    8/10 assertions"),
         "{}",
         out.stdout
     );
