@@ -241,4 +241,27 @@ async fn an_errored_cell_can_be_excluded_from_the_statistics() {
     let back = EvalResults::from_json(&results.to_json()).unwrap();
     assert!(back.results[1].excluded);
     assert_eq!(back.summary["flaky"].cells, 1);
+
+    // Nor does it count against a baseline, or fail JUnit.
+    assert_eq!((results.pass_rate(), results.passed_count()), (1.0, 1));
+    let mut baseline = results.clone();
+    baseline.results[1].excluded = false;
+    baseline.results[1].passed = true;
+    baseline.results[1].error = None;
+    let strict = scaffold::eval::CompareOptions {
+        block_on_metric_regressions: true,
+        ..Default::default()
+    };
+    let cmp = scaffold::eval::compare(&baseline, &results, &strict);
+    assert!(!cmp.summary.should_block, "{cmp:?}");
+    assert_ne!(cmp.summary.verdict, scaffold::eval::Verdict::Worse);
+    let junit = scaffold::report::render(scaffold::report::Format::Junit, &results, None);
+    assert!(
+        junit.contains("<skipped message=\"excluded: run failed:"),
+        "{junit}"
+    );
+    assert!(
+        junit.contains("errors=\"0\"") && junit.contains("skipped=\"1\""),
+        "{junit}"
+    );
 }

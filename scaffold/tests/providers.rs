@@ -1303,8 +1303,8 @@ async fn unbounded_limits_do_not_overflow() {
 }
 
 /// A base URL's query (a key a proxy wants, an `api-version`) stays at the
-/// end of the URL, and a 404 names the URL it called, so a doubled `/v1`
-/// is seen at once; a key in that URL is not.
+/// end of the URL, and a 404 names the URL it called (without its query,
+/// so no key in it), so a doubled `/v1` is seen at once.
 #[tokio::test]
 async fn base_url_queries_stay_at_the_end_and_a_404_names_the_url() {
     let server = server().await;
@@ -1322,10 +1322,7 @@ async fn base_url_queries_stay_at_the_end_and_a_404_names_the_url() {
     let (result, _) = call(&doubled, &ask("hi")).await;
     let error = result.expect_err("no such route").to_string();
     assert!(error.contains("HTTP 404"), "{error}");
-    assert!(
-        error.contains("/v1/v1/chat/completions?key=[REDACTED])"),
-        "{error}"
-    );
+    assert!(error.contains("/v1/v1/chat/completions)"), "{error}");
     assert!(!error.contains("proxy-secret"), "{error}");
     let doubled = anthropic(&server).base_url(format!("{}/v1", server.anthropic_base_url()));
     let (result, _) = call(&doubled, &ask("hi")).await;

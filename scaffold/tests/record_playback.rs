@@ -280,6 +280,22 @@ async fn a_recorded_429_then_200_plays_back_with_its_recorded_time_and_no_sleep(
     assert_eq!(ms(&end.payload["durationMs"]), recorded_ms);
     assert_eq!(replayed.metrics.latency_ms, recorded_ms);
 
+    // Whatever the clock (a judge's or an embedding's call has none of the
+    // run's), a played-back failure is retried at once: never slept.
+    let started = std::time::Instant::now();
+    let real_clock = options.clone().virtual_time(false);
+    let replayed = with_transport(
+        playback.transport(),
+        run_with(&wf, json!("rust"), &real_clock),
+    )
+    .await;
+    assert_eq!(replayed.error, None);
+    assert!(
+        started.elapsed() < wait,
+        "playback slept: {:?}",
+        started.elapsed()
+    );
+
     // A time limit shorter than the recorded call fails the played-back
     // run as it failed live, whatever the machine's speed.
     let limited = options

@@ -546,7 +546,8 @@ pub(crate) fn trajectory(a: &SignalTrajectory, ctx: &EvalContext<'_>) -> Outcome
         }
         Err(StrictMiss { matched, stuck }) => {
             let relevant: Vec<usize> = index.positions(&relevant_set).collect();
-            let window = trajectory_window(ctx, &relevant, stuck.unwrap_or(0), &keys);
+            let window =
+                trajectory_window(ctx, &relevant, stuck.unwrap_or(ctx.signals().len()), &keys);
             let what = match (matched, stuck) {
                 (0, _) | (_, None) => format!(
                     "expected {} (step {} of {n})",

@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::{Cell, Eval, OnError};
 use crate::assert::{AssertionResult, EvalContext, Judge};
 use crate::metrics::Metrics;
-use crate::provider::RecordingId;
 use crate::provider::transport::{Transport, with_transport};
+use crate::provider::{ProviderError, RecordingId};
 use crate::scorer::{Score, ScorerContext};
 use crate::session::{ForkFrom, Grader, SessionError, fork_at, scope_tags};
 use crate::store::Store;
@@ -247,7 +247,17 @@ impl<S: State> Eval<S> {
             retries += 1;
         };
         graded.retries = retries;
-        graded.excluded = self.on_error == OnError::Exclude && graded.error.is_some();
+        // A recording that no longer fits is the suite's fault, not the
+        // provider's: it is never excluded.
+        let unplayable = matches!(
+            &run.error,
+            Some(RunError::Provider {
+                source: ProviderError::Playback { .. },
+                ..
+            })
+        );
+        graded.excluded =
+            self.on_error == OnError::Exclude && graded.error.is_some() && !unplayable;
         if graded.error.is_some() {
             count_as_zero(&mut graded.scores);
         }

@@ -914,17 +914,22 @@ impl EvalResults {
         self.results.len()
     }
 
-    /// Cells passed.
-    pub fn passed_count(&self) -> usize {
-        self.results.iter().filter(|c| c.passed).count()
+    /// The cells the statistics count: all but the excluded ones
+    /// ([`OnError::Exclude`](super::OnError::Exclude)).
+    pub fn counted(&self) -> impl Iterator<Item = &CellRecord> {
+        self.results.iter().filter(|c| !c.excluded)
     }
 
-    /// `passed / cells` over every variant (0 for no cells).
+    /// Counted cells ([`EvalResults::counted`]) that passed.
+    pub fn passed_count(&self) -> usize {
+        self.counted().filter(|c| c.passed).count()
+    }
+
+    /// `passed / cells` over every variant and the counted cells (0 for none).
     pub fn pass_rate(&self) -> f64 {
-        if self.results.is_empty() {
-            0.0
-        } else {
-            self.passed_count() as f64 / self.results.len() as f64
+        match self.counted().count() {
+            0 => 0.0,
+            n => self.passed_count() as f64 / n as f64,
         }
     }
 
@@ -1149,8 +1154,6 @@ fn parse(text: &str, path: &Path) -> Result<EvalResults, ResultsError> {
     Ok(results)
 }
 
-/// A score that is not a finite number fails with value 0 (JSON has no NaN,
-/// and statistics over it mean nothing).
 /// The cells the statistics count: all but the excluded ones (copied only
 /// when there are some).
 fn counted_cells(cells: &[CellRecord]) -> std::borrow::Cow<'_, [CellRecord]> {
@@ -1161,6 +1164,8 @@ fn counted_cells(cells: &[CellRecord]) -> std::borrow::Cow<'_, [CellRecord]> {
     }
 }
 
+/// A score that is not a finite number fails with value 0 (JSON has no NaN,
+/// and statistics over it mean nothing).
 fn sanitize(cell: &mut CellRecord) {
     for s in cell.scores.values_mut() {
         if !s.value.is_finite() {

@@ -893,6 +893,7 @@ fn run_harness(
     // kept (of 10,000 cells, 4 ms of a 23 ms process), as libtest's own
     // filter decides.
     let one_cell = args.exact && args.filter.is_some() && !args.list;
+    let nextest = under_nextest();
     let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
     // Per eval, how many cells this process runs, and how many the whole
     // run would without a test-name filter (what each process of a nextest
@@ -930,7 +931,14 @@ fn run_harness(
             .with_kind("eval")
             .with_ignored_flag(ignored);
             let filtered_out = args.is_filtered_out(&trial);
-            selected[e] += usize::from(!args.is_ignored(&trial));
+            // Under nextest every process counts the same cells, whatever
+            // its own `--ignored` flag (with `--run-ignored`, some have it).
+            let counts = if nextest {
+                !ignored
+            } else {
+                !args.is_ignored(&trial)
+            };
+            selected[e] += usize::from(counts);
             if filtered_out && one_cell {
                 return;
             }
@@ -1388,7 +1396,12 @@ impl Harness {
             if cells.is_empty() {
                 continue;
             }
-            explained += cells.iter().filter(|c| !c.passed).count();
+            // The cells whose tests failed on their checks: a quarantined or
+            // excluded cell's test passed, so it explains no failed test.
+            explained += cells
+                .iter()
+                .filter(|c| !c.passed && !c.quarantined && !c.excluded)
+                .count();
             let config = RunConfig {
                 trials: eval.trials(),
                 inputs: distinct_inputs(&cells),

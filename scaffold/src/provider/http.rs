@@ -27,11 +27,11 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::recorder::PLAYED_BACK_HEADER;
 use super::transport::{
     ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
 };
 use super::{CallContext, ProviderError};
-use crate::clock::Clock;
 
 /// Default time allowed to establish a TCP (and TLS) connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -758,6 +758,9 @@ struct Failure {
     kind: FailureKind,
     retriable: bool,
     hint: Option<Duration>,
+    /// Answered from a recording: its retry wait was recorded, and is
+    /// counted by the playback transport rather than slept.
+    played_back: bool,
 }
 
 impl Failure {
@@ -766,6 +769,7 @@ impl Failure {
             kind: FailureKind::Final(error),
             retriable: false,
             hint: None,
+            played_back: false,
         }
     }
 }
@@ -858,6 +862,13 @@ impl HttpClient<'_> {
             if !failure.retriable || attempt >= max_attempts {
                 return Err(self.finish(failure.kind, attempt, None));
             }
+            // A played-back failure was retried when it was recorded (its
+            // next attempt is recorded too): retry at once, the recorded
+            // wait counted by the playback transport, with no real time and
+            // no random jitter in the decision.
+            if failure.played_back {
+                continue;
+            }
             let delay = policy.delay(attempt, failure.hint);
             if later(Instant::now(), delay) >= deadline {
                 let note = format!(
@@ -867,11 +878,7 @@ impl HttpClient<'_> {
                 );
                 return Err(self.finish(failure.kind, attempt, Some(note)));
             }
-            // Played back, the wait is the recorded one, which the playback
-            // transport counts on the virtual clock: nothing to sleep.
-            if !context.clock.as_ref().is_some_and(Clock::is_virtual) {
-                tokio::time::sleep(delay).await;
-            }
+            tokio::time::sleep(delay).await;
         }
     }
 
@@ -963,12 +970,17 @@ impl HttpClient<'_> {
             };
             let mut message = error_message(&body, &headers);
             if status == 404 {
-                message.push_str(&format!(" (the URL called: {url})"));
+                // Without its query: a key there must not reach the message.
+                let called = url.split('?').next().unwrap_or_default();
+                message.push_str(&format!(" (the URL called: {called})"));
             }
             return Err(Failure {
                 kind: FailureKind::Status { status, message },
                 retriable: retriable_status(status, &headers),
                 hint: parse_retry_after(&headers, SystemTime::now()),
+                played_back: headers
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case(PLAYED_BACK_HEADER)),
             });
         }
 
@@ -1022,12 +1034,14 @@ impl HttpClient<'_> {
                 kind: FailureKind::ConnectTimeout(ms),
                 retriable: true,
                 hint: None,
+                played_back: false,
             },
             TransportError::Timeout(_) => Failure::fatal(self.timeout(start, "total")),
             TransportError::Connection(message) => Failure {
                 kind: FailureKind::Connection(message),
                 retriable: true,
                 hint: None,
+                played_back: false,
             },
             TransportError::Playback(message) => {
                 Failure::fatal(ProviderError::Playback { message })

@@ -148,7 +148,7 @@ fn header(out: &mut String, results: &EvalResults, notable: &[CaseTrials]) {
         if gate { "pass" } else { "fail" },
         if gate { "Passed" } else { "Failed" },
         results.passed_count(),
-        results.cell_count(),
+        results.counted().count(),
         pct(results.pass_rate()),
         xml(&gate_rule(results))
     );

@@ -80,12 +80,14 @@ pub fn write_streamed<W: Write>(
     let gate_failed = gate_case(&mut verdicts, results, &gate);
     let blocked = comparison.is_some_and(|cmp| baseline_case(&mut verdicts, results, cmp));
     let tests = cells.len() + 1 + usize::from(comparison.is_some());
-    let counted = || cells.iter().filter(|c| !c.passed && !c.quarantined);
+    // Quarantined and excluded cells pass their tests: skipped here.
+    let skipped_cell = |c: &&CellRecord| !c.passed && (c.quarantined || c.excluded);
+    let counted = || cells.iter().filter(|c| !c.passed && !skipped_cell(c));
     let errors = counted().filter(|c| c.error.is_some()).count();
     let failures = counted().filter(|c| c.error.is_none()).count()
         + usize::from(gate_failed)
         + usize::from(blocked);
-    let skipped = cells.iter().filter(|c| !c.passed && c.quarantined).count();
+    let skipped = cells.iter().filter(skipped_cell).count();
     let time = seconds(cells.iter().map(|c| c.metrics.latency_ms).sum());
     let name = xml(&results.eval);
     let stamp = xml(&results.timestamp);
@@ -233,11 +235,16 @@ fn testcase(
         seconds(cell.metrics.latency_ms)
     );
     let failures = cell.failures();
-    if !cell.passed && cell.quarantined {
+    let skipped_as = match (cell.quarantined, cell.excluded) {
+        (true, _) => Some("quarantined"),
+        (false, true) => Some("excluded"),
+        (false, false) => None,
+    };
+    if let (false, Some(why)) = (cell.passed, skipped_as) {
         let first = failures.first().cloned().unwrap_or_else(|| "failed".into());
         let _ = writeln!(
             out,
-            "      <skipped message=\"quarantined: {}\">{}</skipped>",
+            "      <skipped message=\"{why}: {}\">{}</skipped>",
             xml(&first),
             xml(&failures.join("\n"))
         );

@@ -34,7 +34,7 @@ const MAX_CHANGES: usize = 20;
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     let mut out = String::new();
     let passed = results.passed_count();
-    let total = results.cell_count();
+    let total = results.counted().count();
     let verdict = results.gate_verdict();
     // A run that is not finished is not passed, whatever its cells say.
     let gate = verdict.passed && results.complete;

@@ -241,12 +241,12 @@ pub struct ComparedRun {
 
 impl ComparedRun {
     fn of(r: &EvalResults) -> Self {
-        let n = r.results.len();
+        let n = r.counted().count();
         let avg = |f: fn(&CellRecord) -> f64| {
             if n == 0 {
                 0.0
             } else {
-                r.results.iter().map(f).sum::<f64>() / n as f64
+                r.counted().map(f).sum::<f64>() / n as f64
             }
         };
         ComparedRun {

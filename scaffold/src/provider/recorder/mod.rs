@@ -34,6 +34,7 @@ mod redact;
 pub use cassette::{
     CASSETTE_VERSION, Cassette, RecordedAttempt, RecordedRequest, RecordedResponse, Timing,
 };
+pub(crate) use playback::PLAYED_BACK_HEADER;
 pub use playback::RECORDING_ID_HEADER;
 pub(crate) use playback::release_idle as release_idle_playback;
 pub use redact::{REDACTED, RedactPattern};

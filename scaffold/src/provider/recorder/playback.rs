@@ -50,6 +50,9 @@ use crate::provider::transport::{
 
 /// The header carrying the recording id to the playback server.
 pub const RECORDING_ID_HEADER: &str = "x-scaffold-recording-id";
+/// Marks an answer that came from a recording (for the HTTP client: its
+/// retry waits are recorded, never slept).
+pub(crate) const PLAYED_BACK_HEADER: &str = "x-scaffold-played-back";
 /// The header carrying the recorder scope (recordings folder and redaction rules).
 const SCOPE_HEADER: &str = "x-scaffold-recorder";
 /// The header carrying the token of the staged cassette.
@@ -622,9 +625,12 @@ impl Transport for PlaybackTransport {
             Some(failure) => break_off(response.body, failure),
             None => response.body,
         };
+        let mut headers = response.headers;
+        headers.push((PLAYED_BACK_HEADER.to_string(), "1".to_string()));
         Ok(HttpResponse {
+            status: response.status,
+            headers,
             body: on_clock(body, context.clock.as_ref(), wait, timing),
-            ..response
         })
     }
 }

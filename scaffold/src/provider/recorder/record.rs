@@ -156,6 +156,11 @@ impl Pending {
         failure: Option<String>,
     ) -> Result<(), TransportError> {
         if !self.may_write(failure.as_ref()) {
+            // A 429 or a 5xx is retried, and its retry may replace the
+            // recording: only a failure that stands is worth a line.
+            if failure.is_none() && (self.status == 429 || self.status >= 500) {
+                return Ok(());
+            }
             let why = failure.unwrap_or_else(|| format!("HTTP {}", self.status));
             eprintln!(
                 "scaffold: record mode kept recording {} as it was: this call failed ({why}), \
