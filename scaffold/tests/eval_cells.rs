@@ -265,3 +265,22 @@ async fn an_errored_cell_can_be_excluded_from_the_statistics() {
         "{junit}"
     );
 }
+
+/// A confidence that is no probability stops the suite at set-up, saying
+/// what to write; it is never clamped into another one silently.
+#[test]
+fn a_confidence_that_is_no_probability_is_a_set_up_error() {
+    let with = |confidence: f64| scaffold::harness::erase(eval().confidence(confidence)).check();
+    assert_eq!(with(0.9), Ok(()));
+    assert_eq!(
+        with(95.0),
+        Err("confidence 95 is not a probability between 0 and 1 (write 0.95 for 95%)".into())
+    );
+    for bad in [f64::NAN, 0.0, 1.0, -0.5] {
+        let e = with(bad).unwrap_err();
+        assert!(
+            e.starts_with("confidence ") && e.contains("between 0 and 1"),
+            "{e}"
+        );
+    }
+}

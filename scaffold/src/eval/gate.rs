@@ -69,6 +69,39 @@ impl Default for GateOptions {
     }
 }
 
+impl GateOptions {
+    /// Whether the options can be used: the confidence is a probability
+    /// strictly between 0 and 1 (`0.95`, not `95`). The harness checks this
+    /// at set-up, naming the eval.
+    ///
+    /// ```
+    /// use scaffold::eval::GateOptions;
+    /// let mut options = GateOptions::default();
+    /// assert!(options.check().is_ok());
+    /// options.confidence = 95.0;
+    /// assert_eq!(
+    ///     options.check().unwrap_err(),
+    ///     "confidence 95 is not a probability between 0 and 1 (write 0.95 for 95%)"
+    /// );
+    /// options.confidence = f64::NAN;
+    /// assert!(options.check().unwrap_err().starts_with("confidence NaN"));
+    /// ```
+    pub fn check(&self) -> Result<(), String> {
+        let c = self.confidence;
+        if c.is_finite() && c > 0.0 && c < 1.0 {
+            return Ok(());
+        }
+        let hint = if c.is_finite() && c > 1.0 && c < 100.0 {
+            format!(" (write {} for {c}%)", c / 100.0)
+        } else {
+            String::new()
+        };
+        Err(format!(
+            "confidence {c} is not a probability between 0 and 1{hint}"
+        ))
+    }
+}
+
 /// What the gate compared with `min_pass_rate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -184,6 +184,7 @@ impl<S: State> ErasedEval for Eval<S> {
         if self.datasets.iter().all(|d| d.cases.is_empty()) {
             return Err(NO_CASES.into());
         }
+        self.gate.check()?;
         for (name, wf) in &self.variants {
             if let Err(errors) = wf.validate() {
                 return Err(format!("variant `{name}`: {}", errors.join("; ")));

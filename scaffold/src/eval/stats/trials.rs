@@ -63,6 +63,11 @@ fn z_two_sided(confidence: f64) -> f64 {
 /// assert!((i.lower - 0.490).abs() < 5e-4 && (i.upper - 0.943).abs() < 5e-4);
 /// assert_eq!(wilson_interval(10, 10, 0.95).upper, 1.0);
 /// assert_eq!(wilson_interval(0, 0, 0.95).lower, 0.0);
+/// // A confidence that is no probability claims nothing, and never panics.
+/// for bad in [f64::NAN, 95.0, 0.0, -1.0] {
+///     let i = wilson_interval(5, 10, bad);
+///     assert_eq!((i.lower, i.upper), (0.0, 1.0));
+/// }
 /// ```
 pub fn wilson_interval(successes: usize, trials: usize, confidence: f64) -> Interval {
     let mut interval = Interval {
@@ -70,7 +75,9 @@ pub fn wilson_interval(successes: usize, trials: usize, confidence: f64) -> Inte
         upper: 1.0,
         confidence,
     };
-    if trials == 0 {
+    // No cells, or a confidence that is no probability (see
+    // `GateOptions::check`): the interval that claims nothing, no panic.
+    if trials == 0 || !(confidence > 0.0 && confidence < 1.0) {
         return interval;
     }
     let successes = successes.min(trials);
