@@ -504,30 +504,69 @@ fn the_results_document_carries_the_comparison() {
     assert_eq!(primary_scorer(["output-valid", "latency"]), None);
 }
 
-#[test]
-fn identical_pass_fail_differences_have_an_infinite_t_that_survives_json() {
+/// Pass/fail cells of `a` and `b` over `cases` × `trials`: `a` passes
+/// every cell, `b` passes those `b_passes` says yes to.
+fn pass_fail(cases: usize, trials: u32, b_passes: impl Fn(usize) -> bool) -> EvalResults {
     let mut cells = Vec::new();
-    for i in 0..8 {
-        let case = format!("c{i}");
-        let mut a = CellRecord::new("a", &case);
-        a.passed = true;
-        cells.push(a);
-        cells.push(CellRecord::new("b", &case));
+    for i in 0..cases {
+        for t in 0..trials {
+            let case = format!("c{i}");
+            let mut a = CellRecord::new("a", &case);
+            (a.passed, a.trial) = (true, t);
+            let mut b = CellRecord::new("b", &case);
+            (b.passed, b.trial) = (b_passes(i), t);
+            cells.extend([a, b]);
+        }
     }
-    let r = EvalResults::new("e", "2026-01-28T12:00:00Z", config(&["a", "b"], &[]), cells);
-    let t = r.comparison.as_ref().unwrap().significance[0]
-        .t_test
-        .unwrap();
-    assert_eq!((t.statistic, t.p_value), (f64::INFINITY, 0.0));
-    let json = r.to_json();
-    assert!(json.contains("\"statistic\": \"Infinity\""));
-    let back = EvalResults::from_json(&json).unwrap();
-    assert_eq!(
-        back.comparison.unwrap().significance[0]
-            .t_test
-            .unwrap()
-            .statistic,
-        f64::INFINITY
+    let mut cfg = config(&["a", "b"], &[]);
+    cfg.trials = trials;
+    EvalResults::new("e", "2026-01-28T12:00:00Z", cfg, cells)
+}
+
+/// Every difference the same: no t-test (it would say t = ∞, p = 0); the
+/// exact sign-flip test decides: 2 of 2⁸ assignments are as extreme.
+#[test]
+fn identical_pass_fail_differences_are_decided_by_the_exact_sign_flip() {
+    let r = pass_fail(8, 1, |_| false);
+    let c = r.comparison.as_ref().unwrap();
+    let t = &c.significance[0];
+    assert_eq!(t.t_test, None);
+    let s = t.sign_flip.unwrap();
+    assert_eq!((s.n, s.method.as_str()), (8, "exact"));
+    assert!((s.p_value - 2.0 / 256.0).abs() < 1e-12);
+    assert!(t.significant);
+    let back = EvalResults::from_json(&r.to_json()).unwrap();
+    assert_eq!(back.comparison.unwrap().significance[0].sign_flip, Some(s));
+}
+
+/// The case is the unit of analysis: one discriminating case repeated over
+/// five trials is one case of evidence, not five.
+#[test]
+fn one_case_repeated_over_trials_is_not_a_clear_winner() {
+    let r = pass_fail(2, 5, |case| case == 0);
+    let c = r.comparison.as_ref().unwrap();
+    let t = &c.significance[0];
+    assert_eq!(t.pairs, 2, "pairs are cases");
+    assert!((t.mean_difference - 0.5).abs() < 1e-12);
+    assert_eq!(t.sign_flip.map(|s| (s.n, s.p_value)), Some((1, 1.0)));
+    assert!(!t.significant);
+    assert_ne!(c.verdict, WinnerVerdict::ClearWinner);
+}
+
+/// 5/5 against 0/5: the exact p is 0.0625, so no test at α = 0.05 calls
+/// it, and the recommendation says so.
+#[test]
+fn five_of_five_against_none_is_p_0_0625_and_no_clear_winner() {
+    let r = pass_fail(5, 1, |_| false);
+    let c = r.comparison.as_ref().unwrap();
+    let t = &c.significance[0];
+    assert!((t.sign_flip.unwrap().p_value - 0.0625).abs() < 1e-12);
+    assert!(!t.significant);
+    assert_ne!(c.verdict, WinnerVerdict::ClearWinner);
+    let reason = &c.recommendation.as_ref().unwrap().reason;
+    assert!(
+        reason.contains("sign-flip p = 0.062") && reason.contains("5 cases"),
+        "{reason}"
     );
 }
 

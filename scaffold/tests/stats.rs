@@ -253,3 +253,52 @@ fn summaries_use_the_same_definitions() {
     );
     assert!((q.pass_rate - 2.0 / 3.0).abs() < 1e-15);
 }
+
+/// The sign-flip test on pass/fail differences is the exact McNemar test
+/// (a two-sided binomial test on the discordant cases, computed here from
+/// the binomial formula), zeros dropped; beyond 20 non-zero differences it
+/// samples with a fixed seed, so its p is the same every run.
+#[test]
+fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
+    use scaffold::eval::stats::sign_flip_test;
+    fn binomial_two_sided(wins: u64, n: u64) -> f64 {
+        let choose = |k: u64| (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64);
+        let tail = (0..=wins.min(n - wins)).map(choose).sum::<f64>() / 2f64.powi(n as i32);
+        (2.0 * tail).min(1.0)
+    }
+    for (wins, losses, zeros) in [(5, 0, 0), (5, 1, 3), (7, 2, 1), (4, 4, 2), (12, 3, 0)] {
+        let d: Vec<f64> = std::iter::repeat_n(1.0, wins)
+            .chain(std::iter::repeat_n(-1.0, losses))
+            .chain(std::iter::repeat_n(0.0, zeros))
+            .collect();
+        let t = sign_flip_test(&d);
+        let n = (wins + losses) as u64;
+        let expected = binomial_two_sided(wins.min(losses) as u64, n);
+        assert!(
+            (t.p_value - expected).abs() < 1e-12,
+            "{wins}/{losses}: {} vs {expected}",
+            t.p_value
+        );
+        assert_eq!((t.n, t.method.as_str()), (wins + losses, "exact"));
+    }
+    // Beyond 20: sampled, the same p twice, close to the exact binomial.
+    let d: Vec<f64> = std::iter::repeat_n(1.0, 22)
+        .chain(std::iter::repeat_n(-1.0, 8))
+        .collect();
+    let (first, second) = (sign_flip_test(&d), sign_flip_test(&d));
+    assert_eq!(first.method.as_str(), "sampled");
+    assert_eq!(first.p_value, second.p_value);
+    let exact = binomial_two_sided(8, 30);
+    assert!(
+        (first.p_value - exact).abs() < 0.005,
+        "{} vs {exact}",
+        first.p_value
+    );
+    // Beyond 200: the normal approximation (n = 300, 170 wins: z = 2.31).
+    let d: Vec<f64> = std::iter::repeat_n(1.0, 170)
+        .chain(std::iter::repeat_n(-1.0, 130))
+        .collect();
+    let t = sign_flip_test(&d);
+    assert_eq!(t.method.as_str(), "normal");
+    assert!((t.p_value - 0.0209).abs() < 0.001, "{}", t.p_value);
+}

@@ -18,8 +18,8 @@ pub mod significance;
 pub mod trials;
 
 pub use significance::{
-    Alternative, StatsError, TTest, Wilcoxon, WilcoxonMethod, WilcoxonOptions, paired_t_test,
-    wilcoxon_signed_rank,
+    Alternative, SignFlip, SignFlipMethod, StatsError, TTest, Wilcoxon, WilcoxonMethod,
+    WilcoxonOptions, paired_t_test, sign_flip_test, wilcoxon_signed_rank,
 };
 pub use trials::{
     CaseTrials, DEFAULT_CONFIDENCE, Interval, TrialStats, case_trials, mean_interval, pass_at_k,

@@ -133,6 +133,20 @@ pub(crate) fn wilcoxon_cell(t: &crate::eval::compare::PairwiseTest) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
+/// A pairwise test's sign-flip permutation test, for a table cell.
+pub(crate) fn sign_flip_cell(t: &crate::eval::compare::PairwiseTest) -> String {
+    t.sign_flip
+        .map(|s| {
+            format!(
+                "{} ({}, {} non-zero)",
+                p_value(s.p_value),
+                s.method.as_str(),
+                s.n
+            )
+        })
+        .unwrap_or_else(|| "–".into())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -18,7 +18,7 @@ use std::io::{self, Write};
 use super::escape::xml;
 use super::fmt::{
     ci_heading, duration, gate_rule, interval, num, pass_k, pct, points, scorer_heading,
-    t_test_cell, usd, wilcoxon_cell,
+    sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
@@ -367,24 +367,25 @@ fn significance(out: &mut String, results: &EvalResults) {
     };
     let _ = writeln!(
         out,
-        "<section id=\"significance\">\n<h2>Significance</h2>\n<p><strong>{}</strong> (α = {}, quality = {}; paired by dataset, case and trial).</p>",
+        "<section id=\"significance\">\n<h2>Significance</h2>\n<p><strong>{}</strong> (α = {}, quality = {}; paired by case, each case's trials averaged).</p>",
         xml(&cmp.verdict_message()),
         cmp.alpha,
         xml(&cmp.quality)
     );
-    out.push_str("<table>\n<thead><tr><th>Comparison</th><th class=\"num\">Pairs</th><th class=\"num\">Mean Δ</th><th>Paired t-test</th><th>Wilcoxon signed-rank</th><th>Significant</th></tr></thead>\n<tbody>\n");
+    out.push_str("<table>\n<thead><tr><th>Comparison</th><th class=\"num\">Cases</th><th class=\"num\">Mean Δ</th><th>Sign-flip (decides)</th><th>Paired t-test</th><th>Wilcoxon signed-rank</th><th>Significant</th></tr></thead>\n<tbody>\n");
     for t in &cmp.significance {
         let tt = t_test_cell(t);
         let w = wilcoxon_cell(t);
         let _ = writeln!(
             out,
-            "<tr><td>{}{} vs {}{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.3}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}{} vs {}{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(results, &t.variant),
             xml(&t.variant),
             swatch(results, &t.other),
             xml(&t.other),
             t.pairs,
             t.mean_difference,
+            xml(&sign_flip_cell(t)),
             xml(&tt),
             xml(&w),
             if t.significant { "yes" } else { "no" }

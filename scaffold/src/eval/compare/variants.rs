@@ -8,14 +8,19 @@
 //! at least as good on every objective — higher pass rate, higher quality,
 //! lower mean cost, lower mean latency — and better on one.
 //!
-//! **Significance**: the recommended variant is tested against each other
-//! variant on the cells they share (same dataset, case and trial), pairing
-//! their per-cell quality (the primary scorer's value, else 1/0 for
-//! pass/fail), with the paired t-test and the Wilcoxon signed-rank test. It
-//! is a *clear winner* when it is ahead of every other variant and both
-//! tests give `p < alpha` each time; otherwise there is *no clear winner,
-//! run more trials*. When no variant passed a cell, none is recommended
-//! and none tested.
+//! **Significance**: the case is the unit of analysis. The recommended
+//! variant is tested against each other variant on the cases they share
+//! (same dataset and case), pairing each case's quality averaged over its
+//! trials (the primary scorer's value, else 1/0 for pass/fail): trials
+//! reduce the noise within a case, they are not new evidence. The test that
+//! decides is the paired sign-flip permutation test on those differences
+//! (exact up to 20 non-zero differences, then sampled with a fixed seed;
+//! on pass/fail with one trial it is the exact McNemar test); the paired
+//! t-test (only when the differences vary) and the Wilcoxon signed-rank
+//! test are reported beside it. It is a *clear winner* when it is ahead of
+//! every other variant with a sign-flip `p < alpha` each time; otherwise
+//! there is *no clear winner, run more trials*. When no variant passed a
+//! cell, none is recommended and none tested.
 //!
 //! **Trials for a winner**: with
 //! [`VariantCompareOptions::min_trials_for_winner`] `m`, a comparison whose
@@ -32,8 +37,8 @@ use serde::{Deserialize, Serialize};
 use super::primary_scorer;
 use crate::eval::results::CellRecord;
 use crate::eval::stats::{
-    Alternative, DEFAULT_CONFIDENCE, TTest, VariantSummary, Wilcoxon, WilcoxonOptions,
-    paired_t_test, trial_stats, wilcoxon_signed_rank,
+    Alternative, DEFAULT_CONFIDENCE, SignFlip, TTest, VariantSummary, Wilcoxon, WilcoxonOptions,
+    paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
 };
 use crate::report::fmt::{duration as ms, p_value as p_text, pct, usd};
 
@@ -131,17 +136,23 @@ pub struct PairwiseTest {
     pub variant: String,
     /// The variant compared with (`b`).
     pub other: String,
-    /// Cells both ran (and both have the quality value of).
+    /// Cases both ran (with the quality value), each its trials' mean: the
+    /// unit of analysis.
     pub pairs: usize,
-    /// Mean of `variant - other` per pair.
+    /// Mean of `variant - other` per case.
     pub mean_difference: f64,
-    /// The paired t-test (absent with fewer than two pairs).
+    /// The sign-flip permutation test over the cases' differences: the
+    /// test that decides (absent without pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_flip: Option<SignFlip>,
+    /// The paired t-test (absent with fewer than two pairs, or when every
+    /// difference is the same: it would say t = ±∞).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_test: Option<TTest>,
     /// The Wilcoxon signed-rank test (absent without pairs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wilcoxon: Option<Wilcoxon>,
-    /// Ahead, with both p-values under alpha.
+    /// Ahead, with the sign-flip p-value under alpha.
     pub significant: bool,
 }
 
@@ -399,6 +410,29 @@ fn cell_quality(cell: &CellRecord, scorer: Option<&str>) -> Option<f64> {
     }
 }
 
+/// Each case's quality for `variant`: the mean over its trials (trials
+/// reduce the noise within a case; they are not new evidence).
+fn per_case<'c>(
+    cells: &'c [CellRecord],
+    variant: &str,
+    scorer: Option<&str>,
+) -> BTreeMap<(&'c str, &'c str), f64> {
+    let mut sums: BTreeMap<(&str, &str), (f64, u32)> = BTreeMap::new();
+    for c in cells.iter().filter(|c| c.variant == variant) {
+        if let Some(q) = cell_quality(c, scorer) {
+            let entry = sums.entry((&c.dataset, &c.case)).or_insert((0.0, 0));
+            *entry = (entry.0 + q, entry.1 + 1);
+        }
+    }
+    sums.into_iter()
+        .map(|(case, (sum, n))| (case, sum / f64::from(n)))
+        .collect()
+}
+
+/// `variant` against `other`, paired by case (each case's trials
+/// averaged): decided by the sign-flip permutation test (exact McNemar on
+/// pass/fail), with the t-test (only when the differences vary: never on
+/// t = ∞) and Wilcoxon reported beside it.
 fn pairwise(
     variant: &str,
     other: &str,
@@ -406,38 +440,34 @@ fn pairwise(
     scorer: Option<&str>,
     alpha: f64,
 ) -> PairwiseTest {
-    // Keyed by the cells' own names: no copy of them per cell.
-    fn key(c: &CellRecord) -> (&str, &str, u32) {
-        (&c.dataset, &c.case, c.trial)
-    }
-    let index: BTreeMap<(&str, &str, u32), f64> = cells
-        .iter()
-        .filter(|c| c.variant == other)
-        .filter_map(|c| Some((key(c), cell_quality(c, scorer)?)))
-        .collect();
+    let theirs = per_case(cells, other, scorer);
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    for c in cells.iter().filter(|c| c.variant == variant) {
-        if let (Some(q), Some(o)) = (cell_quality(c, scorer), index.get(&key(c))) {
+    for (case, q) in per_case(cells, variant, scorer) {
+        if let Some(o) = theirs.get(&case) {
             a.push(q);
             b.push(*o);
         }
     }
     let pairs = a.len();
+    let differences: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
     let mean_difference = if pairs == 0 {
         0.0
     } else {
-        a.iter().zip(&b).map(|(x, y)| x - y).sum::<f64>() / pairs as f64
+        differences.iter().sum::<f64>() / pairs as f64
     };
-    let t_test = paired_t_test(&a, &b, Alternative::TwoSided).ok();
+    let varies = differences.windows(2).any(|w| w[0] != w[1]);
+    let t_test = varies
+        .then(|| paired_t_test(&a, &b, Alternative::TwoSided).ok())
+        .flatten();
     let wilcoxon = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).ok();
-    let significant = mean_difference > 0.0
-        && t_test.is_some_and(|t| t.p_value < alpha)
-        && wilcoxon.is_some_and(|w| w.p_value < alpha);
+    let sign_flip = (pairs > 0).then(|| sign_flip_test(&differences));
+    let significant = mean_difference > 0.0 && sign_flip.is_some_and(|s| s.p_value < alpha);
     PairwiseTest {
         variant: variant.to_string(),
         other: other.to_string(),
         pairs,
         mean_difference,
+        sign_flip,
         t_test,
         wilcoxon,
         significant,
@@ -476,7 +506,7 @@ fn recommend(
         reason.push_str("; the only variant");
     } else if tests.iter().all(|t| t.significant) {
         reason.push_str(&format!(
-            "; significantly better than {} (paired t-test and Wilcoxon, p < {})",
+            "; significantly better than {} (sign-flip permutation test over the cases, p < {})",
             if others == 1 {
                 tests[0].other.clone()
             } else {
@@ -490,10 +520,10 @@ fn recommend(
             .filter(|t| !t.significant)
             .map(|t| {
                 let p = t
-                    .wilcoxon
-                    .map(|w| format!("Wilcoxon {}", p_text(w.p_value)))
-                    .unwrap_or_else(|| "no paired cells".into());
-                format!("{} ({p}, {} pairs)", t.other, t.pairs)
+                    .sign_flip
+                    .map(|s| format!("sign-flip {}", p_text(s.p_value)))
+                    .unwrap_or_else(|| "no paired cases".into());
+                format!("{} ({p}, {} cases)", t.other, t.pairs)
             })
             .collect();
         reason.push_str(&format!(

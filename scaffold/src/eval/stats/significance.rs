@@ -479,3 +479,143 @@ mod tests {
         ));
     }
 }
+
+/// Differences beyond which [`sign_flip_test`] samples sign assignments
+/// instead of enumerating all 2ⁿ of them.
+pub const SIGN_FLIP_EXACT_MAX_N: usize = 20;
+/// Non-zero differences beyond which [`sign_flip_test`] takes the normal
+/// approximation of its statistic (sampling would cost samples × n).
+pub const SIGN_FLIP_SAMPLED_MAX_N: usize = 200;
+/// Random sign assignments a sampled [`sign_flip_test`] draws.
+const SIGN_FLIP_SAMPLES: u64 = 100_000;
+
+/// The paired sign-flip permutation test: under "no difference", each
+/// paired difference is as likely positive as negative, so the two-sided
+/// p-value is the share of the 2ⁿ sign assignments whose sum is at least
+/// as far from 0 as the observed one. Exact by enumeration up to
+/// [`SIGN_FLIP_EXACT_MAX_N`] non-zero differences (zeros stay zero; ties
+/// need no correction), then sampled with a fixed seed (the same p every
+/// run), `p = (hits + 1) / (samples + 1)`, up to
+/// [`SIGN_FLIP_SAMPLED_MAX_N`]; beyond, the sum is normal with variance
+/// `Σ d²` (its exact variance under the null). On pass/fail differences
+/// (±1 and 0) it is the exact McNemar test on the discordant pairs.
+///
+/// ```
+/// use scaffold::eval::stats::sign_flip_test;
+/// // 5 cases, A passes all, B none: 2 of 32 assignments are as extreme.
+/// let t = sign_flip_test(&[1.0; 5]);
+/// assert_eq!((t.n, t.method), (5, scaffold::eval::stats::SignFlipMethod::Exact));
+/// assert!((t.p_value - 0.0625).abs() < 1e-12);
+/// // Zeros carry no evidence either way; no difference at all: p = 1.
+/// assert_eq!(sign_flip_test(&[0.0, 1.0, 0.0]).p_value, 1.0);
+/// assert_eq!(sign_flip_test(&[]).p_value, 1.0);
+/// ```
+pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
+    let d: Vec<f64> = differences
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite() && *x != 0.0)
+        .collect();
+    let n = d.len();
+    let observed = d.iter().sum::<f64>().abs();
+    // Sums equal up to float noise count as equal.
+    let extreme = |sum: f64| sum.abs() >= observed - 1e-9 * observed.max(1.0);
+    if n == 0 {
+        return SignFlip {
+            n,
+            p_value: 1.0,
+            method: SignFlipMethod::Exact,
+        };
+    }
+    if n > SIGN_FLIP_SAMPLED_MAX_N {
+        let sd = d.iter().map(|x| x * x).sum::<f64>().sqrt();
+        // Normal::standard() cannot fail.
+        let tail = 1.0 - Normal::standard().cdf(observed / sd);
+        return SignFlip {
+            n,
+            p_value: (2.0 * tail).clamp(0.0, 1.0),
+            method: SignFlipMethod::Normal,
+        };
+    }
+    if n <= SIGN_FLIP_EXACT_MAX_N {
+        let total = 1u64 << n;
+        let hits = (0..total)
+            .filter(|signs| {
+                let sum: f64 = (0..n)
+                    .map(|i| if signs >> i & 1 == 1 { -d[i] } else { d[i] })
+                    .sum();
+                extreme(sum)
+            })
+            .count();
+        return SignFlip {
+            n,
+            p_value: hits as f64 / total as f64,
+            method: SignFlipMethod::Exact,
+        };
+    }
+    // SplitMix64 with a fixed seed: the same draws, so the same p, every run.
+    let mut state: u64 = 0x5ca1_ab1e_d00d_f00d;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut hits = 0u64;
+    for _ in 0..SIGN_FLIP_SAMPLES {
+        let mut sum = 0.0;
+        let mut bits = 0;
+        let mut word = 0;
+        for x in &d {
+            if bits == 0 {
+                word = next();
+                bits = 64;
+            }
+            sum += if word & 1 == 1 { -x } else { *x };
+            word >>= 1;
+            bits -= 1;
+        }
+        hits += u64::from(extreme(sum));
+    }
+    SignFlip {
+        n,
+        p_value: (hits + 1) as f64 / (SIGN_FLIP_SAMPLES + 1) as f64,
+        method: SignFlipMethod::Sampled,
+    }
+}
+
+/// The result of [`sign_flip_test`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignFlip {
+    /// Non-zero differences (the zeros carry no evidence).
+    pub n: usize,
+    /// Two-sided p-value.
+    pub p_value: f64,
+    /// How the p-value was found.
+    pub method: SignFlipMethod,
+}
+
+/// How [`sign_flip_test`] found its p-value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignFlipMethod {
+    /// Every sign assignment enumerated.
+    Exact,
+    /// Sign assignments sampled with a fixed seed.
+    Sampled,
+    /// The normal approximation of the sum.
+    Normal,
+}
+
+impl SignFlipMethod {
+    /// `exact`, `sampled` or `normal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignFlipMethod::Exact => "exact",
+            SignFlipMethod::Sampled => "sampled",
+            SignFlipMethod::Normal => "normal",
+        }
+    }
+}
