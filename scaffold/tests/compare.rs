@@ -565,8 +565,39 @@ fn five_of_five_against_none_is_p_0_0625_and_no_clear_winner() {
     assert_ne!(c.verdict, WinnerVerdict::ClearWinner);
     let reason = &c.recommendation.as_ref().unwrap().reason;
     assert!(
-        reason.contains("sign-flip p = 0.062") && reason.contains("5 cases"),
+        reason.contains("sign-flip p = 0.062") && reason.contains("5 cases, on pass/fail"),
         "{reason}"
+    );
+}
+
+/// A scorer that is the same for every cell of both variants never
+/// decides (more trials could not change its answer): the pass rate does.
+#[test]
+fn a_constant_scorer_is_never_the_deciding_test() {
+    let mut cells = Vec::new();
+    for i in 0..10 {
+        let case = format!("c{i}");
+        // `a` passes all, `b` only the first 2; both score 1.0 on `quality`.
+        cells.push(cell("a", &case, true, 1000, 0.01, 1.0));
+        cells.push(cell("b", &case, i < 2, 1000, 0.01, 1.0));
+    }
+    let r = results(cells);
+    let c = r.comparison.as_ref().unwrap();
+    let t = &c.significance[0];
+    assert_eq!(t.metric, "pass");
+    assert!((t.mean_difference - 0.8).abs() < 1e-12);
+    assert!(t.significant, "{t:?}");
+    // A scorer that does vary decides.
+    let mut cells = Vec::new();
+    for i in 0..10 {
+        let case = format!("c{i}");
+        cells.push(cell("a", &case, true, 1000, 0.01, 0.9));
+        cells.push(cell("b", &case, true, 1000, 0.01, 0.5));
+    }
+    let r = results(cells);
+    assert_eq!(
+        r.comparison.as_ref().unwrap().significance[0].metric,
+        "quality"
     );
 }
 

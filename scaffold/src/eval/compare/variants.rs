@@ -136,6 +136,10 @@ pub struct PairwiseTest {
     pub variant: String,
     /// The variant compared with (`b`).
     pub other: String,
+    /// What was tested: the quality scorer's name, or `pass` (pass/fail)
+    /// when there is none or it gave both variants one value everywhere.
+    #[serde(default)]
+    pub metric: String,
     /// Cases both ran (with the quality value), each its trials' mean: the
     /// unit of analysis.
     pub pairs: usize,
@@ -429,6 +433,18 @@ fn per_case<'c>(
         .collect()
 }
 
+/// Whether scorer `name` gave every cell of `variants` the same value.
+fn constant(cells: &[CellRecord], variants: [&str; 2], name: &str) -> bool {
+    let mut values = cells
+        .iter()
+        .filter(|c| variants.contains(&c.variant.as_str()))
+        .filter_map(|c| c.scores.get(name).map(|s| s.value));
+    match values.next() {
+        Some(first) => values.all(|v| v == first),
+        None => true,
+    }
+}
+
 /// `variant` against `other`, paired by case (each case's trials
 /// averaged): decided by the sign-flip permutation test (exact McNemar on
 /// pass/fail), with the t-test (only when the differences vary: never on
@@ -440,6 +456,9 @@ fn pairwise(
     scorer: Option<&str>,
     alpha: f64,
 ) -> PairwiseTest {
+    // A scorer that gives both variants one value everywhere can never
+    // tell them apart, however many trials: the pass rate decides then.
+    let scorer = scorer.filter(|s| !constant(cells, [variant, other], s));
     let theirs = per_case(cells, other, scorer);
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for (case, q) in per_case(cells, variant, scorer) {
@@ -465,6 +484,7 @@ fn pairwise(
     PairwiseTest {
         variant: variant.to_string(),
         other: other.to_string(),
+        metric: scorer.unwrap_or("pass").to_string(),
         pairs,
         mean_difference,
         sign_flip,
@@ -523,7 +543,12 @@ fn recommend(
                     .sign_flip
                     .map(|s| format!("sign-flip {}", p_text(s.p_value)))
                     .unwrap_or_else(|| "no paired cases".into());
-                format!("{} ({p}, {} cases)", t.other, t.pairs)
+                let on = if t.metric == "pass" {
+                    "pass/fail"
+                } else {
+                    &t.metric
+                };
+                format!("{} ({p}, {} cases, on {on})", t.other, t.pairs)
             })
             .collect();
         reason.push_str(&format!(
