@@ -132,19 +132,10 @@ fn scenario() -> Result<(), Failed> {
 
 /// Every `.snap` file under `dir`, canonical.
 fn snap_files(dir: &Path) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "snap") {
-                out.insert(path.canonicalize().unwrap_or(path));
-            }
-        }
-    }
-    out
+    files_ending(dir, ".snap")
+        .into_iter()
+        .map(|path| path.canonicalize().unwrap_or(path))
+        .collect()
 }
 
 /// The files with `extension` under `dir`.
