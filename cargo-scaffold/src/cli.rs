@@ -140,6 +140,19 @@ pub enum Command {
             cargo scaffold validate evals/*.yaml evals/*.json"
     )]
     Validate(ValidateArgs),
+    /// How many cases a target difference between variants needs.
+    #[command(
+        long_about = "Plan the size of a comparison: for each pair of variants the stored results\n\
+            compared (the recommended one against each other), the number of cases\n\
+            needed to detect a difference of --effect in the deciding metric (pass\n\
+            rate or the primary scorer) at the results' α with the given power,\n\
+            from the spread of the per-case differences (0.5 assumed when the\n\
+            results cannot estimate it). Trials do not count: cases are the unit.",
+        after_help = "Examples:\n  \
+            cargo scaffold plan --effect 0.05\n  \
+            cargo scaffold plan --effect 10% --run latest --power 0.9"
+    )]
+    Plan(PlanArgs),
     /// Merge the results of shards (e.g. nextest partitions) into one run.
     #[command(
         long_about = "Merge the results of shards of one run (e.g. `cargo nextest run --partition\n\
@@ -227,6 +240,19 @@ pub struct ReportArgs {
     /// Baseline results to compare with, shown in the Markdown and HTML reports
     #[arg(long, value_name = "FILE|DIR")]
     pub baseline: Option<PathBuf>,
+}
+
+/// `cargo scaffold plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub source: ResultsArg,
+    /// The difference to detect, a fraction (0.05) or percentage points (5%)
+    #[arg(long, value_name = "EFFECT")]
+    pub effect: String,
+    /// The chance of detecting it [default: 0.8]
+    #[arg(long, value_name = "POWER", default_value = "0.8")]
+    pub power: String,
 }
 
 /// `cargo scaffold compare`.

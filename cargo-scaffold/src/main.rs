@@ -53,6 +53,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Fork(args) => cmd::fork::run(&args),
         Command::Score(args) => cmd::score::run(&args),
         Command::Merge(args) => cmd::merge::run(&args),
+        Command::Plan(args) => cmd::plan::run(&args),
         Command::Validate(args) => cmd::validate::run(&args),
     }
 }

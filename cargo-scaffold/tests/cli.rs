@@ -136,7 +136,7 @@ fn every_subcommand_has_help() {
     assert_eq!(top.code, 0, "{}", top.all());
     for sub in [
         "run", "report", "compare", "gate", "sessions", "runs", "fork", "score", "merge",
-        "validate",
+        "validate", "plan",
     ] {
         assert!(
             top.stdout.contains(&format!("\n  {sub} ")),
@@ -171,7 +171,7 @@ fn every_subcommand_has_help() {
         let usage = format!("Usage: cargo scaffold {}", sub.join(" "));
         assert!(out.stdout.contains(&usage), "{sub:?}: {}", out.stdout);
     }
-    let documented: [(&str, &[&str]); 6] = [
+    let documented: [(&str, &[&str]); 7] = [
         (
             "run",
             &[
@@ -216,6 +216,10 @@ fn every_subcommand_has_help() {
         ),
         ("report", &["--run <RUN_ID>"]),
         ("gate", &["--min-pass-rate <RATE>"]),
+        (
+            "plan",
+            &["--effect <EFFECT>", "--power <POWER>", "--run <RUN_ID>"],
+        ),
     ];
     for (sub, parts) in documented {
         let help = cli(&[sub, "--help"]).stdout;
@@ -1583,4 +1587,50 @@ fn score_prints_every_error_and_warning_of_its_dataset() {
         "{}",
         out.stderr
     );
+}
+
+/// `plan` turns stored results into the number of cases a target
+/// difference needs, from the spread of their per-case differences.
+#[test]
+fn plan_says_how_many_cases_an_effect_needs() {
+    use scaffold::eval::stats::cases_for_effect;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write(dir.path(), "qa.json", &results(&["fast::add"], 100));
+    let out = cli(&["plan", "--results", s(&file), "--effect", "5%"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    // smart vs fast per case: add +1, sub 0: spread √0.5.
+    let needed = cases_for_effect(0.05, 0.5f64.sqrt(), 0.05, 0.8);
+    assert!(
+        out.stdout.contains("qa: to detect 5 points at α = 0.05 with 80% power")
+            && out.stdout.contains(&format!(
+                "smart vs fast on pass/fail: about {needed} cases (with 2 detects none; spread 0.707"
+            )),
+        "{}",
+        out.stdout
+    );
+    // Every difference alike: the spread is assumed, and says so.
+    let file = write(
+        dir.path(),
+        "qa.json",
+        &results(&["fast::add", "fast::sub"], 100),
+    );
+    let out = cli(&["plan", "--results", s(&file), "--effect", "0.1"]);
+    assert!(
+        out.stdout.contains("about 197 cases") && out.stdout.contains("spread 0.5 assumed"),
+        "{}",
+        out.all()
+    );
+    for (flag, value, expected) in [
+        ("--effect", "0", "--effect `0`"),
+        ("--effect", "2", "--effect `2`: expected a fraction"),
+        ("--power", "1", "--power `1`: expected a probability"),
+    ] {
+        let mut args = vec!["plan", "--results", s(&file), "--effect", "0.1"];
+        if flag == "--effect" {
+            args[4] = value;
+        } else {
+            args.extend([flag, value]);
+        }
+        assert_input_error(&args, expected);
+    }
 }

@@ -456,10 +456,15 @@ fn few_trials_give_no_clear_winner() {
         &VariantCompareOptions::default(),
     );
     assert_eq!(c.verdict, WinnerVerdict::NoClearWinner);
-    assert_eq!(c.verdict.message(), "no clear winner, run more trials");
+    assert_eq!(c.verdict.message(), "no clear winner");
     let rec = c.recommendation.unwrap();
     assert_eq!(rec.variant, "strong");
-    assert!(rec.reason.contains("run more trials"), "{}", rec.reason);
+    assert!(
+        rec.reason
+            .contains("more cases, not more trials, would tell"),
+        "{}",
+        rec.reason
+    );
     assert_ne!(rec.confidence, Confidence::High);
 }
 
@@ -635,4 +640,52 @@ fn when_every_variant_fails_none_is_named_best() {
     cells[0].passed = true;
     let r = results(cells);
     assert!(r.comparison.unwrap().recommendation.is_some());
+}
+
+/// "No clear winner" becomes advice: what these cases could detect and
+/// how many cases 10 points would need; the verdict names its metric.
+#[test]
+fn no_clear_winner_says_what_more_cases_would_detect() {
+    let r = pass_fail(5, 1, |_| false);
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(
+        c.verdict_message(),
+        "no clear winner on pass/fail: with 5 cases no difference can reach α = 0.05 \
+         (an exact test needs 6 that differ); about 197 cases would detect 10 points, \
+         assuming a spread of 0.5"
+    );
+    let p = c.significance[0].power.unwrap();
+    assert_eq!(
+        (p.cases, p.min_detectable_effect, p.sd_assumed),
+        (5, None, true)
+    );
+    // Twelve cases with varied per-case differences (three trials each):
+    // an MDE from their own spread, in the JSON too.
+    let r = pass_fail(12, 3, |case| case < 8);
+    let c = r.comparison.as_ref().unwrap();
+    let p = c.significance[0].power.unwrap();
+    assert!(!p.sd_assumed && p.cases == 12);
+    let mde = p.min_detectable_effect.unwrap();
+    assert!(
+        c.verdict_message().contains(&format!(
+            "only differences above ~{:.0} points",
+            mde * 100.0
+        )),
+        "{}",
+        c.verdict_message()
+    );
+    let back = EvalResults::from_json(&r.to_json()).unwrap();
+    assert_eq!(back.comparison.unwrap().significance[0].power, Some(p));
+}
+
+/// A clear winner's verdict names the metric, the cases and the p-value.
+#[test]
+fn a_clear_winner_names_its_metric_and_evidence() {
+    let r = pass_fail(8, 1, |_| false);
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.verdict, WinnerVerdict::ClearWinner);
+    assert_eq!(
+        c.verdict_message(),
+        "clear winner on pass/fail (8 cases, sign-flip p = 0.008)"
+    );
 }

@@ -16,6 +16,53 @@ struct Vectors {
     descriptive: Vec<Descriptive>,
     ttest_rel: Vec<TCase>,
     wilcoxon: Vec<WCase>,
+    mcnemar: Vec<McNemarCase>,
+    sign_flip: Vec<SignFlipCase>,
+    clustered_se: Vec<ClusteredCase>,
+    power: Vec<PowerCase>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McNemarCase {
+    wins: usize,
+    losses: usize,
+    both_pass: usize,
+    both_fail: usize,
+    pvalue: f64,
+}
+
+#[derive(Deserialize)]
+struct SignFlipCase {
+    name: String,
+    a: Vec<f64>,
+    b: Vec<f64>,
+    pvalue: f64,
+}
+
+#[derive(Deserialize)]
+struct ClusteredCase {
+    name: String,
+    values: Vec<f64>,
+    clusters: Vec<i64>,
+    se: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum PowerCase {
+    Mde {
+        cases: usize,
+        sd: f64,
+        alpha: f64,
+        effect: f64,
+    },
+    Cases {
+        effect: f64,
+        sd: f64,
+        alpha: f64,
+        cases: usize,
+    },
 }
 
 #[derive(Deserialize)]
@@ -48,6 +95,7 @@ struct WCase {
     alternative: String,
     correction: bool,
     method: String,
+    force: Option<String>,
     n: usize,
     zeros: usize,
     ties: bool,
@@ -157,9 +205,10 @@ fn wilcoxon_matches_scipy_wilcoxon() {
     let mut normal = 0;
     for case in vectors().wilcoxon {
         let name = &case.name;
-        let force = name
-            .starts_with("forced-exact")
-            .then_some(WilcoxonMethod::Exact);
+        let force = case.force.as_deref().map(|f| match f {
+            "exact" => WilcoxonMethod::Exact,
+            _ => WilcoxonMethod::Normal,
+        });
         let options = WilcoxonOptions {
             alternative: alternative(&case.alternative),
             correction: case.correction,
@@ -301,4 +350,82 @@ fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
     let t = sign_flip_test(&d);
     assert_eq!(t.method.as_str(), "normal");
     assert!((t.p_value - 0.0209).abs() < 0.001, "{}", t.p_value);
+}
+
+/// Exact McNemar (statsmodels) is the sign-flip test on pass/fail
+/// differences: wins +1, losses -1, agreements 0.
+#[test]
+fn sign_flip_matches_statsmodels_exact_mcnemar() {
+    use scaffold::eval::stats::sign_flip_test;
+    for c in vectors().mcnemar {
+        let d: Vec<f64> = std::iter::repeat_n(1.0, c.wins)
+            .chain(std::iter::repeat_n(-1.0, c.losses))
+            .chain(std::iter::repeat_n(0.0, c.both_pass + c.both_fail))
+            .collect();
+        let name = format!(
+            "{}/{} (+{} agreeing)",
+            c.wins,
+            c.losses,
+            c.both_pass + c.both_fail
+        );
+        close(sign_flip_test(&d).p_value, c.pvalue, &name);
+    }
+}
+
+/// The sign-flip test against SciPy's exact paired permutation test, with
+/// ties, zeros and trial means.
+#[test]
+fn sign_flip_matches_scipy_permutation_test() {
+    use scaffold::eval::stats::sign_flip_test;
+    let cases = vectors().sign_flip;
+    assert!(cases.len() >= 5);
+    for c in cases {
+        let d: Vec<f64> = c.a.iter().zip(&c.b).map(|(x, y)| x - y).collect();
+        close(sign_flip_test(&d).p_value, c.pvalue, &c.name);
+    }
+}
+
+#[test]
+fn clustered_standard_error_matches_statsmodels() {
+    use scaffold::eval::stats::clustered_standard_error;
+    for c in vectors().clustered_se {
+        let se = clustered_standard_error(&c.values, &c.clusters)
+            .unwrap_or_else(|| panic!("{}: no standard error", c.name));
+        close(se, c.se, &c.name);
+    }
+    assert_eq!(clustered_standard_error(&[1.0, 0.0], &[1, 1]), None);
+    assert_eq!(clustered_standard_error(&[f64::NAN, 0.0], &[1, 2]), None);
+    assert_eq!(clustered_standard_error(&[1.0], &[1, 2]), None);
+}
+
+#[test]
+fn power_matches_statsmodels_normal_power() {
+    use scaffold::eval::stats::{cases_for_effect, min_detectable_effect};
+    for c in vectors().power {
+        match c {
+            PowerCase::Mde {
+                cases,
+                sd,
+                alpha,
+                effect,
+            } => {
+                let mde = min_detectable_effect(cases, sd, alpha, 0.8)
+                    .unwrap_or_else(|| panic!("no MDE for {cases} cases"));
+                assert!(
+                    (mde - effect).abs() < 1e-6,
+                    "MDE of {cases} cases, sd {sd}, α {alpha}: {mde} vs statsmodels {effect}"
+                );
+            }
+            PowerCase::Cases {
+                effect,
+                sd,
+                alpha,
+                cases,
+            } => assert_eq!(
+                cases_for_effect(effect, sd, alpha, 0.8),
+                cases,
+                "cases for {effect} with sd {sd} at α {alpha}"
+            ),
+        }
+    }
 }

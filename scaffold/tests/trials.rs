@@ -196,6 +196,42 @@ fn the_gate_can_use_the_wilson_lower_bound() {
     assert!(close(at(0.8).value, 0.8467799153536959));
 }
 
+/// Trials of a case are not independent: 4 cases × 5 trials that agree
+/// within each case (3 always pass, 1 always fails) are 4 cases of
+/// evidence. Counted as 20 independent cells, the Wilson lower bound
+/// (53%) would clear a 50% gate; clustered by case it does not.
+#[test]
+fn the_lower_bound_gate_clusters_trials_by_case() {
+    let cells: Vec<CellRecord> = (0..4)
+        .flat_map(|case| (0..5).map(move |t| cell("v", &format!("c{case}"), t, case != 3)))
+        .collect();
+    let r = EvalResults::new("e", "2026-01-28T12:00:00Z", config(5, &["v"], 0.5), cells)
+        .with_gate_options(GateOptions {
+            on_lower_bound: true,
+            ..GateOptions::default()
+        });
+    let g = r.gate_verdict();
+    assert!(close(g.pass_rate, 0.75));
+    let independent = scaffold::eval::stats::wilson_interval(15, 20, 0.95);
+    assert!(independent.lower > 0.5, "{}", independent.lower);
+    let four = scaffold::eval::stats::wilson_interval(3, 4, 0.95);
+    assert!(close(g.value, four.lower), "{} vs {}", g.value, four.lower);
+    assert!(!g.passed, "{}", g.describe());
+    // The summary's interval is the same clustered one.
+    assert_eq!(r.summary["v"].pass_rate_interval, Some(four));
+    // Trials that disagree within cases (as independent as cells get)
+    // keep the plain interval.
+    let cells: Vec<CellRecord> = (0..4)
+        .flat_map(|case| {
+            (0..5).map(move |t| cell("v", &format!("c{case}"), t, (case + t) % 4 != 0))
+        })
+        .collect();
+    let r = EvalResults::new("e", "2026-01-28T12:00:00Z", config(5, &["v"], 0.5), cells);
+    let g = r.gate_verdict();
+    assert_eq!(g.passes, 15);
+    assert!(g.interval.lower >= four.lower);
+}
+
 #[test]
 fn no_winner_is_called_on_too_few_trials() {
     // "strong" passes all 12 cases, "weak" none: a clear winner on 24 pairs...

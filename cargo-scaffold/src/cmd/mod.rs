@@ -4,6 +4,7 @@ pub mod compare;
 pub mod fork;
 pub mod gate;
 pub mod merge;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod runs;

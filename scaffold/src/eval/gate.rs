@@ -24,16 +24,18 @@
 //! compares the Wilson lower bound of the pass rate (at
 //! [`GateOptions::confidence`]) with `min_pass_rate`, so "95% of 20 cells"
 //! passes only when the data make a rate of at least `min_pass_rate`
-//! plausible at that confidence. The cells are treated as independent
-//! Bernoulli trials (trials of one case are not, quite: read the bound as
-//! optimistic when cases differ a lot in difficulty).
+//! plausible at that confidence. Trials of one case are not independent:
+//! with several trials per case the interval is taken at the effective
+//! sample size of the cells clustered by variant × case
+//! ([`crate::eval::stats::cluster`]), so ten agreeing trials of one case
+//! weigh as one case, not ten.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::{CaseTrials, DEFAULT_CONFIDENCE, Interval, wilson_interval};
+use super::stats::{CaseTrials, DEFAULT_CONFIDENCE, Interval, clustered_pass_interval};
 
 /// The package's quarantine file, relative to its directory: eval name →
 /// cell patterns.
@@ -341,7 +343,8 @@ pub(crate) fn judge<'a>(
     min_pass_rate: f64,
     options: &GateOptions,
 ) -> Gate {
-    let mut counted = (0usize, 0usize);
+    // The counted cells' outcomes, clustered by variant × case (trials).
+    let mut counted: Vec<((&str, &str), bool)> = Vec::new();
     let mut quarantined_cells = 0;
     // Per quarantined variant::case: (trials, passes), in first-seen order.
     let mut quarantined: Vec<(String, usize, usize)> = Vec::new();
@@ -361,13 +364,12 @@ pub(crate) fn judge<'a>(
                 None => quarantined.push((label, 1, usize::from(passed))),
             }
         } else {
-            counted.0 += 1;
-            counted.1 += usize::from(passed);
+            counted.push(((variant, case), passed));
         }
     }
-    let (n, c) = counted;
+    let (n, c) = (counted.len(), counted.iter().filter(|(_, p)| *p).count());
     let pass_rate = if n == 0 { 0.0 } else { c as f64 / n as f64 };
-    let interval = wilson_interval(c, n, options.confidence);
+    let interval = clustered_pass_interval(&counted, options.confidence);
     let (statistic, value) = if options.on_lower_bound {
         (GateStatistic::WilsonLowerBound, interval.lower)
     } else {

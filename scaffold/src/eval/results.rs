@@ -21,7 +21,7 @@ use super::compare::{VariantCompareOptions, VariantComparison, compare_variants}
 use super::gate::{self, Gate, GateOptions, quarantine_matches};
 use super::small_map::SmallMap;
 use super::stats::{
-    CaseTrials, TrialStats, VariantSummary, summarize, trial_stats, wilson_interval,
+    CaseTrials, TrialStats, VariantSummary, pass_rate_interval, summarize, trial_stats,
 };
 use super::{CellId, CellResult};
 use crate::assert::AssertionResult;
@@ -804,8 +804,12 @@ impl EvalResults {
                 .iter()
                 .any(|p| quarantine_matches(p, &c.variant, &c.case));
         }
-        for s in self.summary.values_mut() {
-            s.pass_rate_interval = Some(wilson_interval(s.passed, s.cells, options.confidence));
+        for (variant, s) in &mut self.summary {
+            let cells = self
+                .results
+                .iter()
+                .filter(|c| !c.excluded && &c.variant == variant);
+            s.pass_rate_interval = Some(pass_rate_interval(cells, options.confidence));
         }
         self.gate = Some(self.gate_verdict());
     }

@@ -12,11 +12,23 @@
 //! * **per case** — totals divided by the number of cells (a cell is one
 //!   case run once: variant × case × trial).
 //! * **pass rate interval** — the Wilson score interval; see [`trials`] for
-//!   it, pass@k, pass^k and flakiness across trials.
+//!   it, pass@k, pass^k and flakiness across trials. With several trials
+//!   per case it is taken at the effective sample size of the cells
+//!   clustered by case ([`cluster`]): trials of a case are not independent.
+//! * **standard error** of a scorer's mean — clustered by case ([`cluster`]).
+//! * **power** — the minimum detectable effect of a comparison and the
+//!   cases a target difference needs ([`power`]).
 
+pub mod cluster;
+pub mod power;
 pub mod significance;
 pub mod trials;
 
+pub use cluster::{clustered_pass_interval, clustered_standard_error, effective_sample_size};
+pub use power::{
+    ADVICE_EFFECT, ASSUMED_SD, DEFAULT_POWER, Power, cases_for_effect, min_cases_for,
+    min_detectable_effect, power_of,
+};
 pub use significance::{
     Alternative, SignFlip, SignFlipMethod, StatsError, TTest, Wilcoxon, WilcoxonMethod,
     WilcoxonOptions, paired_t_test, sign_flip_test, wilcoxon_signed_rank,
@@ -115,6 +127,10 @@ pub struct ScoreStats {
     /// How many cells it scored.
     #[serde(default)]
     pub count: usize,
+    /// The standard error of `mean`, clustered by case (trials of a case
+    /// are not independent; see [`cluster`]); absent with fewer than two cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard_error: Option<f64>,
 }
 
 impl ScoreStats {
@@ -134,6 +150,7 @@ impl ScoreStats {
                 max: 0.0,
                 pass_rate: 0.0,
                 count: 0,
+                standard_error: None,
             };
         }
         ScoreStats {
@@ -143,6 +160,7 @@ impl ScoreStats {
             max: max_of(values),
             pass_rate: passes as f64 / n as f64,
             count: n,
+            standard_error: None,
         }
     }
 }
@@ -241,7 +259,8 @@ pub struct VariantSummary {
     /// Per scorer, by name.
     pub scores: BTreeMap<String, ScoreStats>,
     /// The Wilson interval of `passRate` (95% unless the eval's gate
-    /// options say otherwise).
+    /// options say otherwise), at the effective sample size of the cells
+    /// clustered by case ([`pass_rate_interval`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_rate_interval: Option<Interval>,
 }
@@ -284,12 +303,15 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
     let input: u64 = cells.iter().map(|c| c.metrics.input_tokens).sum();
     let output: u64 = cells.iter().map(|c| c.metrics.output_tokens).sum();
     let total: u64 = cells.iter().map(|c| c.metrics.total_tokens).sum();
-    let mut by_scorer: BTreeMap<String, (Vec<f64>, usize)> = BTreeMap::new();
+    // Per scorer: its values, the cases they belong to, and its passes.
+    type Scored<'c> = (Vec<f64>, Vec<(&'c str, &'c str)>, usize);
+    let mut by_scorer: BTreeMap<String, Scored> = BTreeMap::new();
     for c in cells {
         for (name, s) in &c.scores {
             let e = by_scorer.entry(name.clone()).or_default();
             e.0.push(s.value);
-            e.1 += usize::from(s.pass);
+            e.1.push((&c.dataset, &c.case));
+            e.2 += usize::from(s.pass);
         }
     }
     VariantSummary {
@@ -312,10 +334,46 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
         },
         scores: by_scorer
             .into_iter()
-            .map(|(k, (values, passes))| (k, ScoreStats::of(&values, passes)))
+            .map(|(k, (values, cases, passes))| {
+                let mut stats = ScoreStats::of(&values, passes);
+                stats.standard_error = clustered_standard_error(&values, &cases);
+                (k, stats)
+            })
             .collect(),
-        pass_rate_interval: Some(wilson_interval(passed, n, DEFAULT_CONFIDENCE)),
+        pass_rate_interval: Some(pass_rate_interval(
+            cells.iter().copied(),
+            DEFAULT_CONFIDENCE,
+        )),
     }
+}
+
+/// The Wilson interval of the pass rate of `cells`, clustered by case: the
+/// plain Wilson interval with one trial per case, and with several, the
+/// interval at the effective sample size (see [`cluster`]): five agreeing
+/// trials of a case are not five cases of evidence.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, stats::{pass_rate_interval, wilson_interval}};
+/// let cells: Vec<CellRecord> = (0..10)
+///     .map(|i| {
+///         let mut c = CellRecord::new("v", if i < 5 { "a" } else { "b" });
+///         c.passed = i < 5;
+///         c
+///     })
+///     .collect();
+/// let clustered = pass_rate_interval(&cells, 0.95);
+/// assert_eq!(clustered.lower, wilson_interval(1, 2, 0.95).lower);
+/// assert!(clustered.lower < wilson_interval(5, 10, 0.95).lower);
+/// ```
+pub fn pass_rate_interval<'a>(
+    cells: impl IntoIterator<Item = &'a CellRecord>,
+    confidence: f64,
+) -> Interval {
+    let outcomes: Vec<((&str, &str), bool)> = cells
+        .into_iter()
+        .map(|c| ((c.dataset.as_str(), c.case.as_str()), c.passed))
+        .collect();
+    clustered_pass_interval(&outcomes, confidence)
 }
 
 #[cfg(test)]

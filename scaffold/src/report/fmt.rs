@@ -134,6 +134,22 @@ pub(crate) fn wilcoxon_cell(t: &crate::eval::compare::PairwiseTest) -> String {
 }
 
 /// A pairwise test's sign-flip permutation test, for a table cell.
+/// What the comparison's cases could detect: `≥ 57 points` (the minimum
+/// detectable effect at 80% power) or `none (5 < 6 cases)`.
+pub(crate) fn detectable_cell(t: &crate::eval::compare::PairwiseTest) -> String {
+    match t.power {
+        Some(p) => match p.min_detectable_effect {
+            Some(mde) => format!("≥ {:.0} points", mde * 100.0),
+            None => format!(
+                "none ({} < {} cases)",
+                p.cases,
+                crate::eval::stats::min_cases_for(p.alpha)
+            ),
+        },
+        None => "–".into(),
+    }
+}
+
 pub(crate) fn sign_flip_cell(t: &crate::eval::compare::PairwiseTest) -> String {
     t.sign_flip
         .map(|s| {

@@ -17,8 +17,8 @@ use std::io::{self, Write};
 
 use super::escape::xml;
 use super::fmt::{
-    ci_heading, duration, gate_rule, interval, num, pass_k, pct, points, scorer_heading,
-    sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, detectable_cell, duration, gate_rule, interval, num, pass_k, pct, points,
+    scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
@@ -372,13 +372,13 @@ fn significance(out: &mut String, results: &EvalResults) {
         cmp.alpha,
         xml(&cmp.quality)
     );
-    out.push_str("<table>\n<thead><tr><th>Comparison</th><th class=\"num\">Cases</th><th class=\"num\">Mean Δ</th><th>Sign-flip (decides)</th><th>Paired t-test</th><th>Wilcoxon signed-rank</th><th>Significant</th></tr></thead>\n<tbody>\n");
+    out.push_str("<table>\n<thead><tr><th>Comparison</th><th class=\"num\">Cases</th><th class=\"num\">Mean Δ</th><th>Sign-flip (decides)</th><th>Paired t-test</th><th>Wilcoxon signed-rank</th><th>Significant</th><th>Detectable (80% power)</th></tr></thead>\n<tbody>\n");
     for t in &cmp.significance {
         let tt = t_test_cell(t);
         let w = wilcoxon_cell(t);
         let _ = writeln!(
             out,
-            "<tr><td>{}{} vs {}{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}{} vs {}{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             swatch(results, &t.variant),
             xml(&t.variant),
             swatch(results, &t.other),
@@ -388,7 +388,8 @@ fn significance(out: &mut String, results: &EvalResults) {
             xml(&sign_flip_cell(t)),
             xml(&tt),
             xml(&w),
-            if t.significant { "yes" } else { "no" }
+            if t.significant { "yes" } else { "no" },
+            xml(&detectable_cell(t))
         );
     }
     out.push_str("</tbody>\n</table>\n</section>\n");

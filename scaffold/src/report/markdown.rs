@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use super::escape::{md_cell, md_code, md_code_cell, md_text};
 use super::fmt::{
-    ci_heading, duration, gate_rule, interval, markers, num, pass_k, pct, points, scorer_heading,
-    sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, detectable_cell, duration, gate_rule, interval, markers, num, pass_k, pct, points,
+    scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
 use crate::eval::compare::{Regression, Severity};
 use crate::eval::{CaseTrials, Comparison, EvalResults, VariantSummary};
@@ -187,20 +187,21 @@ fn highlights(out: &mut String, results: &EvalResults) {
         }
     );
     if !cmp.significance.is_empty() {
-        out.push_str("| Comparison | Cases | Mean Δ | Sign-flip (decides) | Paired t-test | Wilcoxon signed-rank | Significant |\n");
-        out.push_str("|:--|--:|--:|:--|:--|:--|:-:|\n");
+        out.push_str("| Comparison | Cases | Mean Δ | Sign-flip (decides) | Paired t-test | Wilcoxon signed-rank | Significant | Detectable (80% power) |\n");
+        out.push_str("|:--|--:|--:|:--|:--|:--|:-:|:--|\n");
         for t in &cmp.significance {
             let tt = t_test_cell(t);
             let w = wilcoxon_cell(t);
             let sf = sign_flip_cell(t);
             let _ = writeln!(
                 out,
-                "| {} vs {} | {} | {:+.3} | {sf} | {tt} | {w} | {} |",
+                "| {} vs {} | {} | {:+.3} | {sf} | {tt} | {w} | {} | {} |",
                 md_code_cell(&t.variant),
                 md_code_cell(&t.other),
                 t.pairs,
                 t.mean_difference,
-                if t.significant { "yes" } else { "no" }
+                if t.significant { "yes" } else { "no" },
+                detectable_cell(t)
             );
         }
         out.push('\n');

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference vectors for scaffold's statistics, computed with NumPy and SciPy.
 
-Run from anywhere (needs `pip install scipy`); writes `stats.json` beside
+Run from anywhere (needs `pip install scipy statsmodels`); writes `stats.json` beside
 this script. The Rust tests in `scaffold/tests/stats.rs` read that file, so
 the JSON is committed and this script is only re-run to add cases.
 
@@ -13,8 +13,14 @@ Conventions matched (see `scaffold/src/eval/stats.rs` and
 * paired t-test `scipy.stats.ttest_rel(a, b, alternative=...)`;
 * Wilcoxon signed-rank `scipy.stats.wilcoxon(a, b, zero_method="wilcox",
   correction=..., alternative=..., method=...)` with `method="exact"` where
-  scaffold uses the exact distribution (n <= 25, no ties, no zeros) and
-  `method="asymptotic"` (the normal approximation) everywhere else.
+  scaffold uses the exact distribution (n <= 50, no ties, no zeros) and
+  `method="asymptotic"` (the normal approximation) everywhere else;
+* exact McNemar `statsmodels.stats.contingency_tables.mcnemar(exact=True)`
+  and the exact paired permutation test `scipy.stats.permutation_test(
+  permutation_type="samples")` for the sign-flip test;
+* the clustered standard error of a mean: statsmodels `OLS` on a constant
+  with `cov_type="cluster"` (CR1);
+* power: statsmodels `NormalIndPower(ratio=0)` (one-sample normal test).
 """
 
 import json
@@ -23,6 +29,7 @@ import sys
 
 import numpy as np
 import scipy
+import statsmodels
 from scipy import stats
 
 rng = np.random.default_rng(20260128)
@@ -103,7 +110,7 @@ def has_ties(d):
 def wilcoxon_cases():
     cases = []
 
-    def add(name, a, b, method, correction=True):
+    def add(name, a, b, method, correction=True, force=None):
         a = np.asarray(a, dtype=float)
         b = np.asarray(b, dtype=float)
         d = a - b
@@ -117,6 +124,7 @@ def wilcoxon_cases():
                 "alternative": alt,
                 "correction": correction,
                 "method": "exact" if method == "exact" else "normal",
+                "force": force,
                 "n": int(np.count_nonzero(d)),
                 "zeros": int(np.count_nonzero(d == 0)),
                 "ties": bool(has_ties(d)),
@@ -124,7 +132,7 @@ def wilcoxon_cases():
                 "pvalue": float(r.pvalue),
             })
 
-    # Exact: no ties, no zeros, n <= 25.
+    # Exact: no ties, no zeros, n <= 50 (SciPy's own rule since 1.9).
     add("scipy-doc-9", [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30],
         [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29], "exact")
     add("exact-1", [2.0], [1.0], "exact")
@@ -134,14 +142,14 @@ def wilcoxon_cases():
         b = rng.normal(0.5, 0.15, n)
         assert not has_ties(a - b) and np.all(a - b != 0)
         add(f"exact-{n}", a, b, "exact")
-    # Normal approximation: n > 25 without ties or zeros.
+    # 26..50 untied: exact (as SciPy); beyond, the normal approximation.
     for n in (26, 40, 120):
         a = rng.normal(0.52, 0.2, n)
         b = rng.normal(0.5, 0.2, n)
         assert not has_ties(a - b)
-        add(f"normal-{n}", a, b, "asymptotic")
-    add("normal-40-uncorrected", rng.normal(0.5, 0.2, 40), rng.normal(0.45, 0.2, 40),
-        "asymptotic", correction=False)
+        add(f"{'normal' if n > 50 else 'exact'}-{n}", a, b, "asymptotic" if n > 50 else "exact")
+    add("forced-normal-40-uncorrected", rng.normal(0.5, 0.2, 40), rng.normal(0.45, 0.2, 40),
+        "asymptotic", correction=False, force="normal")
     # Ties (rounded scores) and zeros: normal approximation with corrections.
     a = np.round(rng.uniform(0, 1, 18), 1)
     b = np.round(rng.uniform(0, 1, 18), 1)
@@ -158,8 +166,101 @@ def wilcoxon_cases():
     add("zeros-small-uncorrected", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         [1.0, 1.5, 3.0, 2.5, 6.5, 9.0], "asymptotic", correction=False)
     # Forced exact with ties: SciPy rounds W+ conservatively.
-    add("forced-exact-ties", [1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 1.0, 4.0, 2.0, 6.0], "exact")
+    add("forced-exact-ties", [1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 1.0, 4.0, 2.0, 6.0], "exact",
+        force="exact")
+    # The edge of the exact range.
+    for n in (33, 50):
+        a = rng.normal(0.55, 0.15, n)
+        b = rng.normal(0.5, 0.15, n)
+        assert not has_ties(a - b) and np.all(a - b != 0)
+        add(f"exact-{n}", a, b, "exact")
+    a = rng.normal(0.55, 0.15, 51)
+    b = rng.normal(0.5, 0.15, 51)
+    add("normal-51", a, b, "asymptotic")
     return cases
+
+
+def mcnemar_cases():
+    """Exact McNemar (statsmodels) on pass/fail pairs: the sign-flip test
+    on ±1/0 differences must give the same p."""
+    from statsmodels.stats.contingency_tables import mcnemar
+    out = []
+    for wins, losses, both_pass, both_fail in [(5, 0, 0, 0), (5, 1, 2, 1), (7, 2, 0, 1),
+                                               (4, 4, 1, 1), (12, 3, 5, 0), (1, 0, 3, 3),
+                                               (9, 1, 10, 10), (0, 6, 2, 0)]:
+        table = [[both_pass, wins], [losses, both_fail]]
+        r = mcnemar(table, exact=True)
+        out.append({"wins": wins, "losses": losses, "bothPass": both_pass,
+                    "bothFail": both_fail, "pvalue": float(r.pvalue)})
+    return out
+
+
+def sign_flip_cases():
+    """SciPy's exact paired permutation test (`permutation_test`, sample
+    swaps within pairs, mean difference), with ties and zeros."""
+    out = []
+
+    def add(name, a, b):
+        a = np.asarray(a, dtype=float)
+        b = np.asarray(b, dtype=float)
+        r = stats.permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis),
+                                   permutation_type="samples", n_resamples=np.inf,
+                                   alternative="two-sided", vectorized=True)
+        out.append({"name": name, "a": floats(a), "b": floats(b), "pvalue": float(r.pvalue)})
+
+    add("pass-rates-ties-zeros-8", [1.0, 0.6, 0.8, 1.0, 0.4, 1.0, 0.2, 0.8],
+        [0.6, 0.6, 0.4, 1.0, 0.4, 0.8, 0.2, 0.4])
+    add("scores-12", np.round(rng.uniform(0.3, 1, 12), 2), np.round(rng.uniform(0.2, 0.9, 12), 2))
+    add("ties-10", [1.0, 1.0, 0.5, 0.5, 1.0, 0.0, 1.0, 0.5, 0.5, 1.0],
+        [0.5, 0.5, 0.0, 0.5, 0.0, 0.0, 0.5, 1.0, 0.0, 0.5])
+    add("two-pairs", [0.9, 0.4], [0.1, 0.4])
+    add("all-zero", [0.5, 0.7], [0.5, 0.7])
+    add("trial-means-16", np.round(rng.integers(0, 6, 16) / 5, 1), np.round(rng.integers(0, 6, 16) / 5, 1))
+    return out
+
+
+def clustered_se_cases():
+    """Cluster-robust (CR1) standard error of a mean: statsmodels OLS on a
+    constant with `cov_type="cluster"`."""
+    import statsmodels.api as sm
+    out = []
+
+    def add(name, x, groups):
+        x = np.asarray(x, dtype=float)
+        fit = sm.OLS(x, np.ones(len(x))).fit(cov_type="cluster",
+                                             cov_kwds={"groups": np.asarray(groups)})
+        out.append({"name": name, "values": floats(x), "clusters": [int(g) for g in groups],
+                    "se": float(fit.bse[0])})
+
+    add("agreeing-trials-2x5", [1.0] * 5 + [0.0] * 5, [1] * 5 + [2] * 5)
+    add("singletons", [1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [1, 2, 3, 4, 5, 6])
+    groups = np.repeat(np.arange(12), 3)
+    add("pass-fail-12x3", floats(rng.integers(0, 2, 36)), groups)
+    groups = np.concatenate([np.repeat(i, k) for i, k in enumerate([1, 4, 2, 5, 3, 1, 2])])
+    add("scores-unequal", floats(np.round(rng.uniform(0, 1, len(groups)), 3)), groups)
+    groups = np.repeat(np.arange(25), 5)
+    case_effect = np.repeat(rng.uniform(0.1, 0.9, 25), 5)
+    add("correlated-25x5", floats((rng.uniform(0, 1, 125) < case_effect).astype(float)), groups)
+    return out
+
+
+def power_cases():
+    """Minimum detectable effect and cases needed at 80% power:
+    statsmodels `NormalIndPower(ratio=0)` (the one-sample normal test)."""
+    from statsmodels.stats.power import NormalIndPower
+    p = NormalIndPower()
+    out = []
+    for cases, sd, alpha in [(6, 0.5, 0.05), (12, 0.3, 0.05), (25, 0.45, 0.05),
+                             (100, 0.5, 0.05), (40, 0.2, 0.01), (500, 0.5, 0.1)]:
+        es = p.solve_power(effect_size=None, nobs1=cases, alpha=alpha, power=0.8, ratio=0)
+        out.append({"kind": "mde", "cases": cases, "sd": sd, "alpha": alpha,
+                    "effect": float(es * sd)})
+    for effect, sd, alpha in [(0.1, 0.5, 0.05), (0.05, 0.5, 0.05), (0.2, 0.3, 0.05),
+                              (0.1, 0.45, 0.01), (0.3, 0.5, 0.1)]:
+        n = p.solve_power(effect_size=effect / sd, nobs1=None, alpha=alpha, power=0.8, ratio=0)
+        out.append({"kind": "cases", "effect": effect, "sd": sd, "alpha": alpha,
+                    "cases": int(np.ceil(n))})
+    return out
 
 
 def main():
@@ -168,16 +269,21 @@ def main():
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "scipy": scipy.__version__,
+        "statsmodels": statsmodels.__version__,
         "descriptive": descriptive_cases(),
         "ttest_rel": ttest_cases(),
         "wilcoxon": wilcoxon_cases(),
+        "mcnemar": mcnemar_cases(),
+        "sign_flip": sign_flip_cases(),
+        "clustered_se": clustered_se_cases(),
+        "power": power_cases(),
     }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stats.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    print(f"wrote {path}: {len(doc['descriptive'])} descriptive, "
-          f"{len(doc['ttest_rel'])} t-test, {len(doc['wilcoxon'])} Wilcoxon vectors")
+    print(f"wrote {path}: " + ", ".join(f"{len(v)} {k}" for k, v in doc.items()
+                                         if isinstance(v, list)))
 
 
 if __name__ == "__main__":

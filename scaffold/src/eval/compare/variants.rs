@@ -19,8 +19,11 @@
 //! t-test (only when the differences vary) and the Wilcoxon signed-rank
 //! test are reported beside it. It is a *clear winner* when it is ahead of
 //! every other variant with a sign-flip `p < alpha` each time; otherwise
-//! there is *no clear winner, run more trials*. When no variant passed a
-//! cell, none is recommended and none tested.
+//! there is *no clear winner*, and the verdict says what more cases would
+//! detect (each test's [`Power`]: the minimum detectable effect at 80%
+//! power over its cases, and the cases 10 points would need). The verdict
+//! names the metric that decided. When no variant passed a cell, none is
+//! recommended and none tested.
 //!
 //! **Trials for a winner**: with
 //! [`VariantCompareOptions::min_trials_for_winner`] `m`, a comparison whose
@@ -37,8 +40,8 @@ use serde::{Deserialize, Serialize};
 use super::primary_scorer;
 use crate::eval::results::CellRecord;
 use crate::eval::stats::{
-    Alternative, DEFAULT_CONFIDENCE, SignFlip, TTest, VariantSummary, Wilcoxon, WilcoxonOptions,
-    paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
+    Alternative, DEFAULT_CONFIDENCE, Power, SignFlip, TTest, VariantSummary, Wilcoxon,
+    WilcoxonOptions, paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
 };
 use crate::report::fmt::{duration as ms, p_value as p_text, pct, usd};
 
@@ -104,11 +107,11 @@ pub enum WinnerVerdict {
 }
 
 impl WinnerVerdict {
-    /// `clear winner` or `no clear winner, run more trials`.
+    /// `clear winner` or `no clear winner`.
     pub fn message(self) -> &'static str {
         match self {
             WinnerVerdict::ClearWinner => "clear winner",
-            WinnerVerdict::NoClearWinner => "no clear winner, run more trials",
+            WinnerVerdict::NoClearWinner => "no clear winner",
         }
     }
 }
@@ -158,6 +161,21 @@ pub struct PairwiseTest {
     pub wilcoxon: Option<Wilcoxon>,
     /// Ahead, with the sign-flip p-value under alpha.
     pub significant: bool,
+    /// What these cases could detect: the minimum detectable effect at 80%
+    /// power and the cases 10 points would need (absent without pairs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<Power>,
+}
+
+impl PairwiseTest {
+    /// The metric in words: `pass/fail` or the scorer's name.
+    pub fn metric_label(&self) -> &str {
+        if self.metric == "pass" || self.metric.is_empty() {
+            "pass/fail"
+        } else {
+            &self.metric
+        }
+    }
 }
 
 /// Seed 003's cross-variant comparison, with the significance tests.
@@ -204,16 +222,46 @@ impl VariantComparison {
         self.trials_per_case < self.min_trials_for_winner
     }
 
-    /// The verdict in words: `clear winner`, `no clear winner, run more
-    /// trials`, or `not enough trials (2 < 5) to call a winner`.
+    /// The verdict in words, naming the metric that decided and, without
+    /// a winner, what more cases would detect: `clear winner on pass/fail
+    /// (12 cases, sign-flip p = 0.0005)`, `no clear winner on pass/fail:
+    /// with 5 cases no difference can reach α = 0.05 (…); about 197 cases
+    /// would detect 10 points`, or `not enough trials (2 < 5) to call a
+    /// winner`.
     pub fn verdict_message(&self) -> String {
         if self.too_few_trials() {
-            format!(
+            return format!(
                 "not enough trials ({} < {}) to call a winner",
                 self.trials_per_case, self.min_trials_for_winner
-            )
-        } else {
-            self.verdict.message().to_string()
+            );
+        }
+        let verdict = self.verdict.message();
+        let deciding = match self.verdict {
+            WinnerVerdict::ClearWinner => self
+                .significance
+                .iter()
+                .max_by(|a, b| cmp_f(p_of(a), p_of(b))),
+            WinnerVerdict::NoClearWinner => self.significance.iter().find(|t| !t.significant),
+        };
+        let Some(t) = deciding else {
+            return verdict.to_string();
+        };
+        let on = t.metric_label();
+        match self.verdict {
+            WinnerVerdict::ClearWinner => format!(
+                "{verdict} on {on} ({} cases, sign-flip {}{})",
+                t.pairs,
+                p_text(p_of(t)),
+                if self.significance.len() > 1 {
+                    " at most"
+                } else {
+                    ""
+                }
+            ),
+            WinnerVerdict::NoClearWinner => match &t.power {
+                Some(power) => format!("{verdict} on {on}: {}", power.advice()),
+                None => format!("{verdict} on {on}"),
+            },
         }
     }
 }
@@ -248,6 +296,11 @@ impl Point {
             || self.latency < o.latency;
         ge && gt
     }
+}
+
+/// A test's sign-flip p-value (1 without one).
+fn p_of(t: &PairwiseTest) -> f64 {
+    t.sign_flip.map_or(1.0, |s| s.p_value)
 }
 
 fn cmp_f(a: f64, b: f64) -> Ordering {
@@ -481,6 +534,7 @@ fn pairwise(
     let wilcoxon = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).ok();
     let sign_flip = (pairs > 0).then(|| sign_flip_test(&differences));
     let significant = mean_difference > 0.0 && sign_flip.is_some_and(|s| s.p_value < alpha);
+    let power = (pairs > 0).then(|| Power::of(&differences, alpha));
     PairwiseTest {
         variant: variant.to_string(),
         other: other.to_string(),
@@ -491,6 +545,7 @@ fn pairwise(
         t_test,
         wilcoxon,
         significant,
+        power,
     }
 }
 
@@ -543,16 +598,16 @@ fn recommend(
                     .sign_flip
                     .map(|s| format!("sign-flip {}", p_text(s.p_value)))
                     .unwrap_or_else(|| "no paired cases".into());
-                let on = if t.metric == "pass" {
-                    "pass/fail"
-                } else {
-                    &t.metric
-                };
-                format!("{} ({p}, {} cases, on {on})", t.other, t.pairs)
+                format!(
+                    "{} ({p}, {} cases, on {})",
+                    t.other,
+                    t.pairs,
+                    t.metric_label()
+                )
             })
             .collect();
         reason.push_str(&format!(
-            "; not significantly better than {}: run more trials",
+            "; not significantly better than {}: more cases, not more trials, would tell",
             weak.join(", ")
         ));
     }

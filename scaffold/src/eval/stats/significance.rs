@@ -21,7 +21,8 @@
 //!   `W+`/`W-` are the rank sums of positive/negative differences; the
 //!   reported statistic is `min(W+, W-)` for two-sided tests and `W+` otherwise;
 //! * **exact** p-values (the distribution of `W+` over all 2ⁿ sign
-//!   assignments) when `n ≤ 25` and there are no ties and no zeros
+//!   assignments) when `n ≤ 50` and there are no ties and no zeros, as
+//!   SciPy (≥ 1.9) does
 //!   ([`WilcoxonOptions::exact_max_n`]); two-sided `p = min(1, 2 min(P(W+ ≤
 //!   w), P(W+ ≥ w)))`;
 //! * otherwise the **normal approximation**: mean `n(n+1)/4`, variance
@@ -120,7 +121,7 @@ pub struct WilcoxonOptions {
     /// Continuity correction in the normal approximation (default true).
     pub correction: bool,
     /// Use the exact distribution up to this many non-zero differences
-    /// when there are no ties and no zeros (default 25).
+    /// when there are no ties and no zeros (default 50, SciPy's limit).
     pub exact_max_n: usize,
     /// Force a method instead of choosing by the rule above. Forcing
     /// `Exact` with ties rounds `W+` conservatively as SciPy does (up for
@@ -133,7 +134,7 @@ impl Default for WilcoxonOptions {
         WilcoxonOptions {
             alternative: Alternative::TwoSided,
             correction: true,
-            exact_max_n: 25,
+            exact_max_n: 50,
             force: None,
         }
     }
@@ -439,7 +440,7 @@ mod tests {
 
     #[test]
     fn counts_sum_to_two_to_the_n() {
-        for n in 0..=25 {
+        for n in 0..=50 {
             let total: f64 = signed_rank_counts(n).iter().sum();
             assert_eq!(total, 2f64.powi(n as i32));
         }

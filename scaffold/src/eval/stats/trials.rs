@@ -70,6 +70,18 @@ fn z_two_sided(confidence: f64) -> f64 {
 /// }
 /// ```
 pub fn wilson_interval(successes: usize, trials: usize, confidence: f64) -> Interval {
+    let p = if trials == 0 {
+        0.0
+    } else {
+        successes.min(trials) as f64 / trials as f64
+    };
+    wilson_interval_of(p, trials as f64, confidence)
+}
+
+/// The Wilson interval of the proportion `p` over a (possibly effective,
+/// so fractional) sample size `n`; `[0, 1]` for `n ≤ 0` or a confidence
+/// that is no probability.
+pub(crate) fn wilson_interval_of(p: f64, n: f64, confidence: f64) -> Interval {
     let mut interval = Interval {
         lower: 0.0,
         upper: 1.0,
@@ -77,21 +89,18 @@ pub fn wilson_interval(successes: usize, trials: usize, confidence: f64) -> Inte
     };
     // No cells, or a confidence that is no probability (see
     // `GateOptions::check`): the interval that claims nothing, no panic.
-    if trials == 0 || !(confidence > 0.0 && confidence < 1.0) {
+    if !(n > 0.0 && confidence > 0.0 && confidence < 1.0 && (0.0..=1.0).contains(&p)) {
         return interval;
     }
-    let successes = successes.min(trials);
-    let n = trials as f64;
-    let p = successes as f64 / n;
     let z = z_two_sided(confidence);
     let z2 = z * z;
     let denom = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    if successes > 0 {
+    if p > 0.0 {
         interval.lower = (center - half).clamp(0.0, 1.0);
     }
-    if successes < trials {
+    if p < 1.0 {
         interval.upper = (center + half).clamp(0.0, 1.0);
     }
     interval

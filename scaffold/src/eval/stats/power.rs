@@ -1,0 +1,204 @@
+//! Power: what a comparison over `n` cases could have detected, and how
+//! many cases a target difference needs.
+//!
+//! Definitions, so numbers can be checked elsewhere:
+//!
+//! * The per-case differences have standard deviation `σ` (their sample
+//!   standard deviation; when it cannot be estimated — fewer than two
+//!   cases, or every difference alike — the planning value
+//!   [`ASSUMED_SD`] = 0.5, which the report marks as assumed).
+//! * **Power** of a two-sided test at level `α` to detect a mean difference
+//!   `δ` over `n` cases, normal approximation:
+//!   `Φ(δ√n/σ − z) + Φ(−δ√n/σ − z)` with `z` the `1 − α/2` normal quantile
+//!   (statsmodels' `NormalIndPower(ratio=0)`, the one-sample case).
+//! * **Minimum detectable effect** (MDE): the `δ` at which that power is
+//!   80% ([`DEFAULT_POWER`]). **Cases needed** for a target `δ`: the
+//!   fewest `n` reaching that power.
+//! * **Exact floor**: the deciding sign-flip test is exact, and with `k`
+//!   cases that differ its smallest two-sided p-value is `2 / 2ᵏ`; below
+//!   [`min_cases_for`]`(α)` cases (6 at α = 0.05) no difference of any
+//!   size can be significant, so there is no MDE and the cases needed are
+//!   at least that floor.
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal};
+
+use super::sample_stddev;
+
+/// The power the minimum detectable effect is computed at.
+pub const DEFAULT_POWER: f64 = 0.8;
+/// The standard deviation of per-case differences assumed when the data
+/// cannot estimate it.
+pub const ASSUMED_SD: f64 = 0.5;
+/// The difference the advice names a case count for (10 points).
+pub const ADVICE_EFFECT: f64 = 0.10;
+
+/// What a comparison over its cases could detect.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Power {
+    /// Cases compared.
+    pub cases: usize,
+    /// The significance level.
+    pub alpha: f64,
+    /// The power the effects are computed at (0.8).
+    pub power: f64,
+    /// The standard deviation of the per-case differences used.
+    pub sd: f64,
+    /// Whether `sd` is [`ASSUMED_SD`] rather than estimated.
+    pub sd_assumed: bool,
+    /// The smallest difference detectable with `power` (absent below the
+    /// exact floor: no difference could be significant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_detectable_effect: Option<f64>,
+    /// Cases needed to detect [`ADVICE_EFFECT`] (10 points).
+    pub cases_for_advice_effect: usize,
+}
+
+impl Power {
+    /// The power of comparing `cases` per-case `differences` at `alpha`.
+    ///
+    /// ```
+    /// use scaffold::eval::stats::Power;
+    /// // Five cases can never reach p < 0.05 with an exact test.
+    /// let p = Power::of(&[1.0; 5], 0.05);
+    /// assert_eq!((p.min_detectable_effect, p.sd_assumed), (None, true));
+    /// // Twelve varied differences: an MDE, from their own spread.
+    /// let d = [0.2, -0.1, 0.4, 0.0, 0.3, 0.1, -0.2, 0.5, 0.2, 0.0, 0.1, 0.3];
+    /// let p = Power::of(&d, 0.05);
+    /// assert!(!p.sd_assumed && p.min_detectable_effect.unwrap() < 0.3);
+    /// ```
+    pub fn of(differences: &[f64], alpha: f64) -> Power {
+        let estimated = sample_stddev(differences).filter(|s| *s > 0.0 && s.is_finite());
+        let sd = estimated.unwrap_or(ASSUMED_SD);
+        let cases = differences.len();
+        Power {
+            cases,
+            alpha,
+            power: DEFAULT_POWER,
+            sd,
+            sd_assumed: estimated.is_none(),
+            min_detectable_effect: min_detectable_effect(cases, sd, alpha, DEFAULT_POWER),
+            cases_for_advice_effect: cases_for_effect(ADVICE_EFFECT, sd, alpha, DEFAULT_POWER),
+        }
+    }
+
+    /// Advice in words: `with 5 cases no difference can reach α = 0.05
+    /// (an exact test needs 6 that differ); about 197 cases would detect
+    /// 10 points`, or `with 12 cases only differences above ~31 points are
+    /// detectable (80% power, α = 0.05); about 114 cases would detect 10 points`.
+    pub fn advice(&self) -> String {
+        let floor = min_cases_for(self.alpha);
+        let first = match self.min_detectable_effect {
+            None => format!(
+                "with {} cases no difference can reach α = {} (an exact test needs {floor} that differ)",
+                self.cases, self.alpha
+            ),
+            Some(mde) => format!(
+                "with {} cases only differences above ~{:.0} points are detectable ({:.0}% power, α = {})",
+                self.cases,
+                mde * 100.0,
+                self.power * 100.0,
+                self.alpha
+            ),
+        };
+        let assumed = if self.sd_assumed {
+            format!(", assuming a spread of {ASSUMED_SD}")
+        } else {
+            String::new()
+        };
+        format!(
+            "{first}; about {} cases would detect {:.0} points{assumed}",
+            self.cases_for_advice_effect,
+            ADVICE_EFFECT * 100.0
+        )
+    }
+}
+
+/// The fewest cases that differ with which an exact two-sided sign-flip
+/// test can reach `p ≤ alpha` (`2 / 2ᵏ ≤ α`; 6 at α = 0.05).
+///
+/// ```
+/// assert_eq!(scaffold::eval::stats::min_cases_for(0.05), 6);
+/// assert_eq!(scaffold::eval::stats::min_cases_for(0.01), 8);
+/// ```
+pub fn min_cases_for(alpha: f64) -> usize {
+    (1..=64usize)
+        .find(|k| 2.0 / 2f64.powi(*k as i32) <= alpha)
+        .unwrap_or(64)
+}
+
+/// The power of a two-sided test at `alpha` to detect a mean difference
+/// `effect` over `cases` cases with differences of spread `sd`.
+pub fn power_of(effect: f64, cases: usize, sd: f64, alpha: f64) -> f64 {
+    let normal = Normal::standard();
+    let z = normal.inverse_cdf(1.0 - alpha / 2.0);
+    let shift = effect.abs() * (cases as f64).sqrt() / sd;
+    normal.cdf(shift - z) + normal.cdf(-shift - z)
+}
+
+fn usable(sd: f64, alpha: f64, power: f64) -> bool {
+    sd > 0.0 && sd.is_finite() && alpha > 0.0 && alpha < 1.0 && power > 0.0 && power < 1.0
+}
+
+/// The smallest difference detectable with `power` over `cases` cases
+/// (`None` below [`min_cases_for`]`(alpha)` or for unusable settings).
+///
+/// ```
+/// use scaffold::eval::stats::min_detectable_effect;
+/// // (z₀.₉₇₅ + z₀.₈) · 0.5 / √100 ≈ 0.14.
+/// let mde = min_detectable_effect(100, 0.5, 0.05, 0.8).unwrap();
+/// assert!((mde - 0.1401).abs() < 1e-3);
+/// assert_eq!(min_detectable_effect(5, 0.5, 0.05, 0.8), None);
+/// ```
+pub fn min_detectable_effect(cases: usize, sd: f64, alpha: f64, power: f64) -> Option<f64> {
+    if cases < min_cases_for(alpha) || !usable(sd, alpha, power) {
+        return None;
+    }
+    // Power grows with the effect: bisect in [0, hi].
+    let mut hi = sd;
+    while power_of(hi, cases, sd, alpha) < power {
+        hi *= 2.0;
+    }
+    let mut lo = 0.0;
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if power_of(mid, cases, sd, alpha) < power {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// The fewest cases that detect `effect` with `power` at `alpha` (at least
+/// [`min_cases_for`]`(alpha)`; `usize::MAX` for a zero effect or unusable
+/// settings).
+///
+/// ```
+/// use scaffold::eval::stats::cases_for_effect;
+/// // ((z₀.₉₇₅ + z₀.₈) · 0.5 / 0.1)² ≈ 196.2, so 197.
+/// assert_eq!(cases_for_effect(0.1, 0.5, 0.05, 0.8), 197);
+/// assert_eq!(cases_for_effect(0.9, 0.1, 0.05, 0.8), 6);
+/// ```
+pub fn cases_for_effect(effect: f64, sd: f64, alpha: f64, power: f64) -> usize {
+    if effect == 0.0 || !effect.is_finite() || !usable(sd, alpha, power) {
+        return usize::MAX;
+    }
+    let normal = Normal::standard();
+    let z = normal.inverse_cdf(1.0 - alpha / 2.0) + normal.inverse_cdf(power);
+    let guess = (z * sd / effect.abs()).powi(2);
+    if guess > 1e12 {
+        return usize::MAX;
+    }
+    // The closed form ignores the far tail, so it is at most one too many.
+    let mut n = (guess.ceil() as usize).max(1);
+    while n > 1 && power_of(effect, n - 1, sd, alpha) >= power {
+        n -= 1;
+    }
+    while power_of(effect, n, sd, alpha) < power {
+        n += 1;
+    }
+    n.max(min_cases_for(alpha))
+}
