@@ -76,6 +76,7 @@ fn main() {
             store: None,
             transport: Some(recorder.transport()),
             virtual_time: false,
+            tools: None,
         };
         let (_, failed) = time_cells(&recording, &env).await;
         assert_eq!(failed, 0, "recording run had failing cells");
@@ -87,6 +88,7 @@ fn main() {
             store: Some(store.clone()),
             transport: Some(playback.transport()),
             virtual_time: true,
+            tools: None,
         };
         let replay = eval(openai("http://unused.invalid/v1".into()), cases);
         let _ = time_cells(&replay, &env).await; // warm-up: connections, cassette cache
@@ -100,6 +102,7 @@ fn main() {
             store: Some(store.clone()),
             transport: None,
             virtual_time: false,
+            tools: None,
         };
         let _ = time_cells(&base, &env).await;
         let (baseline, _) = time_cells(&base, &env).await;

@@ -3,10 +3,10 @@
 //! A live or recording run measures real time. A played-back run keeps
 //! **virtual time**: it starts at zero and moves only by what the recordings
 //! say (each exchange's recorded duration and first byte, each recorded
-//! retry wait), so every figure it reports is the same run after run,
-//! whatever the machine's load, the thread count or the test runner. Work
-//! that is not a recorded exchange (tools, scoring, the harness itself)
-//! takes no virtual time.
+//! retry wait, each recorded tool call's duration), so every figure it
+//! reports is the same run after run, whatever the machine's load, the
+//! thread count or the test runner. Work that is not recorded (unrecorded
+//! tools, scoring, the harness itself) takes no virtual time.
 //!
 //! ```
 //! use std::time::Duration;

@@ -43,6 +43,6 @@ pub mod prelude {
     pub use crate::signal::Signal;
     pub use crate::store::Store;
     pub use crate::workflow::{
-        Agent, Phase, RunOptions, RunResult, RunStatus, Tool, Workflow, run, run_with,
+        Agent, Phase, RunOptions, RunResult, RunStatus, Tool, ToolContext, Workflow, run, run_with,
     };
 }

@@ -103,6 +103,7 @@ async fn cells_pass_or_fail_with_messages_and_are_stored() {
         store: Some(store.clone()),
         transport: None,
         virtual_time: false,
+        tools: None,
     };
     let mut verdicts = Vec::new();
     for cell in eval.cells().filter(|c| !c.case.skip) {

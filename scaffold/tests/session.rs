@@ -681,6 +681,7 @@ async fn eval_fork_from_gives_every_variant_the_same_state() {
         store: Some(store.clone()),
         transport: None,
         virtual_time: false,
+        tools: None,
     };
     let expected_state = store
         .state_at(
@@ -927,6 +928,7 @@ async fn replay_matches_through_recordings_and_lists_differences() {
         store: Some(store.clone()),
         transport: Some(ProviderRecorder::new(&dir, RecorderMode::Record).transport()),
         virtual_time: false,
+        tools: None,
     };
     let cell = eval.cells().next().unwrap();
     let (result, _) = eval.run_cell(&cell, &env).await;

@@ -584,6 +584,7 @@ fn three_trials_with_three_recorded_answers_give_three_scores() {
         store: Some(store.clone()),
         transport: None,
         virtual_time: false,
+        tools: None,
     };
     let eval = |judge: Arc<ScriptedProvider>| {
         Eval::new()

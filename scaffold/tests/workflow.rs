@@ -559,3 +559,353 @@ async fn runs_are_stored_and_failed_runs_keep_signals_and_error() {
         .unwrap();
     assert_eq!(tagged.len(), 2);
 }
+
+// ------------------------------------------------------------------ tools
+// Tools that act: async, stateful, recorded (issue 27).
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+struct Code {
+    task: String,
+    files: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct WriteFile {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Command {
+    command: String,
+}
+
+/// A fresh directory of this test process, `name` telling the tests apart.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("scaffold-workflow-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// `Write`: adds a file to the state.
+fn write_tool() -> Tool<Code> {
+    Tool::stateful(
+        "Write",
+        "Write a file",
+        |w: WriteFile, ctx: ToolContext<Code>| async move {
+            ctx.update(|s| {
+                s.files.insert(w.path.clone(), w.content);
+            });
+            Ok::<_, String>(format!("wrote {}", w.path))
+        },
+    )
+}
+
+/// `Bash`: writes the state's files into a fresh temporary directory and
+/// runs a shell command there, off the runtime's threads.
+fn bash_tool(root: std::path::PathBuf) -> Tool<Code> {
+    Tool::stateful(
+        "Bash",
+        "Run a shell command",
+        move |c: Command, ctx: ToolContext<Code>| {
+            let dir = root.join(ctx.call_id());
+            let files = ctx.read(|s| s.files.clone());
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                    for (path, content) in &files {
+                        std::fs::write(dir.join(path), content).map_err(|e| e.to_string())?;
+                    }
+                    let out = std::process::Command::new("sh")
+                        .arg("-c")
+                        .arg(&c.command)
+                        .current_dir(&dir)
+                        .output()
+                        .map_err(|e| e.to_string())?;
+                    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                    if out.status.success() {
+                        Ok(text)
+                    } else {
+                        Err(format!(
+                            "exit {}: {}",
+                            out.status,
+                            String::from_utf8_lossy(&out.stderr)
+                        ))
+                    }
+                })
+                .await
+                .map_err(|e| e.to_string())?
+            }
+        },
+    )
+    .timeout(std::time::Duration::from_secs(30))
+}
+
+fn coder(replies: Vec<ScriptedReply>, tools: Vec<Tool<Code>>) -> Workflow<Code> {
+    let mut provider = ScriptedProvider::new("claude-sonnet-4-5");
+    for r in replies {
+        provider = provider.reply(r);
+    }
+    let mut agent = Agent::<Code>::new("coder")
+        .provider(provider)
+        .prompt(|s| s.task.clone());
+    for t in tools {
+        agent = agent.tool(t);
+    }
+    Workflow::new("code", Code::default()).phase("code", Phase::run(agent))
+}
+
+/// A `Write` tool changes the state through its context: the change is a
+/// `state:files:changed` signal of the agent with the tool call's id,
+/// between the call and its result, and the store's `state_at` sees it.
+/// A `Bash` tool reads that state and runs a real command over it.
+#[tokio::test]
+async fn stateful_tools_change_the_state_and_say_which_call_did() {
+    let root = scratch("bash");
+    let wf = coder(
+        vec![
+            ScriptedReply::tool_call(
+                "call_write",
+                "Write",
+                json!({"path": "utils.ts", "content": "export const add = (a, b) => a + b;\n"}),
+            ),
+            ScriptedReply::tool_call(
+                "call_bash",
+                "Bash",
+                json!({"command": "ls && cat utils.ts"}),
+            ),
+            ScriptedReply::text("done"),
+        ],
+        vec![write_tool(), bash_tool(root.clone())],
+    );
+    let store = Store::in_memory().unwrap();
+    let result = run_with(&wf, Value::Null, &RunOptions::new().store(store.clone())).await;
+    assert_eq!(result.error, None);
+    assert!(result.state.files.contains_key("utils.ts"));
+    let order: Vec<&str> = names(&result.signals)
+        .into_iter()
+        .filter(|n| n.starts_with("tool:") || n.starts_with("state:files"))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "tool:call",
+            "state:files:changed",
+            "tool:result",
+            "tool:call",
+            "tool:result"
+        ]
+    );
+    let change = result
+        .signals
+        .iter()
+        .find(|s| s.name == "state:files:changed")
+        .unwrap();
+    assert_eq!(change.agent.as_deref(), Some("coder"));
+    assert_eq!(change.payload["toolCallId"], "call_write");
+    assert_eq!(change.payload["agent"], "coder");
+    let before = store
+        .state_at(&result.session_id, change.index - 1)
+        .unwrap();
+    let after = store.state_at(&result.session_id, change.index).unwrap();
+    assert_eq!(before["files"], json!({}));
+    assert!(after["files"]["utils.ts"].as_str().unwrap().contains("add"));
+    let bash = result
+        .signals
+        .iter()
+        .filter(|s| s.name == "tool:result")
+        .nth(1)
+        .unwrap();
+    assert_eq!(bash.payload["isError"], false, "{}", bash.payload);
+    let out = bash.payload["result"].as_str().unwrap();
+    assert!(
+        out.contains("utils.ts") && out.contains("export const add"),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// Async tools wait without holding the runtime's thread: on one thread,
+/// one run's tool waits for what another run's tool sends (a blocking tool
+/// would deadlock). A tool past its timeout is a tool error for the model.
+#[tokio::test]
+async fn async_tools_wait_without_blocking_and_time_out_as_tool_errors() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<String>();
+    let rx = std::sync::Arc::new(tokio::sync::Mutex::new(Some(rx)));
+    let tx = std::sync::Arc::new(std::sync::Mutex::new(Some(tx)));
+    let wait = Tool::new_async("wait", "Waits for a message", move |_: Nothing| {
+        let rx = rx.clone();
+        async move {
+            let rx = rx.lock().await.take().ok_or("no receiver")?;
+            rx.await.map_err(|e| e.to_string())
+        }
+    });
+    let send = Tool::new("send", "Sends a message", move |_: Nothing| {
+        let tx = tx.lock().unwrap().take().ok_or("no sender")?;
+        tx.send("hello from the other run".into())
+            .map_err(|_| "receiver gone".to_string())
+            .map(|()| "sent")
+    });
+    let hang = Tool::new_async("hang", "Never answers", |_: Nothing| {
+        std::future::pending::<Result<String, String>>()
+    })
+    .timeout(std::time::Duration::from_millis(50));
+    let waiter = coder(
+        vec![
+            ScriptedReply::tool_call("c1", "wait", json!({})),
+            ScriptedReply::tool_call("c2", "hang", json!({})),
+            ScriptedReply::text("done"),
+        ],
+        vec![wait, hang],
+    );
+    let sender = coder(
+        vec![
+            ScriptedReply::tool_call("c1", "send", json!({})),
+            ScriptedReply::text("done"),
+        ],
+        vec![send],
+    );
+    let both = async { tokio::join!(run(&waiter, Value::Null), run(&sender, Value::Null)) };
+    let (a, b) = tokio::time::timeout(std::time::Duration::from_secs(20), both)
+        .await
+        .expect("a tool blocked the runtime");
+    assert_eq!((a.error, b.error), (None, None));
+    let results: Vec<&Value> = a
+        .signals
+        .iter()
+        .filter(|s| s.name == "tool:result")
+        .map(|s| &s.payload)
+        .collect();
+    assert_eq!(results[0]["result"], "hello from the other run");
+    assert_eq!(results[1]["isError"], true);
+    assert_eq!(results[1]["result"], "tool `hang` timed out after 50ms");
+}
+
+/// A recorded tool: record mode runs it and keeps its result (scrubbed of
+/// keys); playback answers from the recording without running it, on the
+/// recorded time; other arguments or no recording fail the run saying how
+/// to re-record. Live mode runs it and keeps nothing.
+#[tokio::test]
+async fn recorded_tools_play_back_without_running() {
+    use scaffold::provider::RecordingId;
+    use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};
+    use scaffold::workflow::RecordingScope;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let dir = scratch("recorded-tools");
+    let runs = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let fetch = Tool::new_async("fetch", "Fetches a page", move |c: Command| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            Ok::<_, String>(format!(
+                "page for {} (token sk-proj-abcdefghijklmnop1234567890)",
+                c.command
+            ))
+        }
+    })
+    .recorded();
+    let wf = |arg: &str| {
+        coder(
+            vec![
+                ScriptedReply::tool_call("c1", "fetch", json!({"command": arg})),
+                ScriptedReply::text("done"),
+            ],
+            vec![fetch.clone()],
+        )
+    };
+    let options = |mode, case: &str| {
+        RunOptions::new()
+            .recording(RecordingScope {
+                dataset: "ds".into(),
+                case: case.into(),
+                variant: "v".into(),
+                trial: None,
+            })
+            .virtual_time(mode == RecorderMode::Playback)
+            .tool_recorder(ProviderRecorder::new(&dir, mode).tools())
+    };
+    let tool_result = |r: &RunResult<Code>| {
+        r.signals
+            .iter()
+            .find(|s| s.name == "tool:result")
+            .map(|s| (s.payload["result"].clone(), s.at_ms))
+            .unwrap()
+    };
+
+    let recorded = run_with(
+        &wf("docs"),
+        Value::Null,
+        &options(RecorderMode::Record, "c"),
+    )
+    .await;
+    assert_eq!(recorded.error, None);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let id = RecordingId::new("ds", "c", "v", "coder.tool.fetch", 0);
+    let file = dir.join(format!("{id}.json"));
+    let text = std::fs::read_to_string(&file).expect("the tool's recording");
+    assert!(!text.contains("sk-proj-abcdefghijklmnop"), "{text}");
+    let kept: Value = serde_json::from_str(&text).unwrap();
+    assert!(kept["durationMs"].as_u64().unwrap() >= 30);
+
+    let played = run_with(
+        &wf("docs"),
+        Value::Null,
+        &options(RecorderMode::Playback, "c"),
+    )
+    .await;
+    assert_eq!(played.error, None);
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "playback ran the tool");
+    let (result, at_ms) = tool_result(&played);
+    assert_eq!(result, kept["result"]);
+    assert_eq!(at_ms, kept["durationMs"].as_u64().unwrap(), "recorded time");
+
+    let stale = run_with(
+        &wf("api"),
+        Value::Null,
+        &options(RecorderMode::Playback, "c"),
+    )
+    .await;
+    let message = stale.error.expect("stale").to_string();
+    assert!(
+        message.contains(&format!("differs from recording `{id}`"))
+            && message.contains("docs")
+            && message.contains("api")
+            && message.contains("SCAFFOLD_MODE=record"),
+        "{message}"
+    );
+    let missing = run_with(
+        &wf("docs"),
+        Value::Null,
+        &options(RecorderMode::Playback, "other"),
+    )
+    .await;
+    let message = missing.error.expect("missing").to_string();
+    assert!(
+        message.contains("no recording") && message.contains("other"),
+        "{message}"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let live = run_with(
+        &wf("docs"),
+        Value::Null,
+        &options(RecorderMode::Live, "live"),
+    )
+    .await;
+    assert_eq!(live.error, None);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert!(
+        !dir.join(format!(
+            "{}.json",
+            RecordingId::new("ds", "live", "v", "coder.tool.fetch", 0)
+        ))
+        .exists()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{Cell, Eval, OnError};
 use crate::assert::{AssertionResult, EvalContext, Judge};
 use crate::metrics::Metrics;
+use crate::provider::recorder::ToolRecorder;
 use crate::provider::transport::{Transport, with_transport};
 use crate::provider::{ProviderError, RecordingId};
 use crate::scorer::{Score, ScorerContext};
@@ -92,6 +93,8 @@ pub struct CellEnv {
     /// Whether runs keep playback's virtual time ([`RunOptions::virtual_time`]):
     /// set when the transport plays recordings back.
     pub virtual_time: bool,
+    /// Where recorded tools keep their results ([`RunOptions::tool_recorder`]).
+    pub tools: Option<ToolRecorder>,
 }
 
 impl fmt::Debug for CellEnv {
@@ -100,6 +103,7 @@ impl fmt::Debug for CellEnv {
             .field("store", &self.store.is_some())
             .field("transport", &self.transport.is_some())
             .field("virtual_time", &self.virtual_time)
+            .field("tools", &self.tools)
             .finish()
     }
 }
@@ -216,6 +220,9 @@ impl<S: State> Eval<S> {
             options = options.tag(tag);
         }
         options = options.recording(scope);
+        if let Some(tools) = &env.tools {
+            options = options.tool_recorder(tools.clone());
+        }
         if let Some(store) = &env.store {
             options = options.store(store.clone());
         }

@@ -869,6 +869,7 @@ fn run_harness(
                 store: store.clone(),
                 transport: Some(recorder.transport()),
                 virtual_time: mode == RecorderMode::Playback,
+                tools: Some(recorder.tools()),
             }
         })
         .collect();

@@ -4,18 +4,17 @@ use std::fmt;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::provider::{OutputSchema, Provider, ProviderOptions, ToolSpec};
+use super::tool::Tool;
+use crate::provider::{OutputSchema, Provider, ProviderOptions};
 
 type PromptFn<S> = dyn Fn(&S) -> String + Send + Sync;
 type GuardFn<S> = dyn Fn(&S) -> bool + Send + Sync;
 type AttachFn<S> = dyn Fn(&S) -> Value + Send + Sync;
 type TextUpdateFn<S> = dyn Fn(String, &mut S) + Send + Sync;
 type ValueUpdateFn<S> = dyn Fn(Value, &mut S) -> Result<(), String> + Send + Sync;
-type ToolFn = dyn Fn(Value) -> Result<Value, String> + Send + Sync;
 
 /// How an agent's answer is read.
 pub(crate) enum OutputSpec<S> {
@@ -55,76 +54,6 @@ impl<S> Clone for Emit<S> {
     }
 }
 
-/// A Rust function the model can call, with JSON-schema arguments.
-///
-/// ```
-/// use scaffold::workflow::Tool;
-/// #[derive(serde::Deserialize, schemars::JsonSchema)]
-/// struct Add { a: i64, b: i64 }
-/// let add = Tool::new("add", "Adds two integers", |args: Add| Ok::<_, String>(args.a + args.b));
-/// assert_eq!(add.name(), "add");
-/// assert_eq!(add.call(serde_json::json!({"a": 2, "b": 3})), Ok(serde_json::json!(5)));
-/// assert!(add.call(serde_json::json!({"a": "x"})).is_err());
-/// ```
-#[derive(Clone)]
-pub struct Tool {
-    spec: ToolSpec,
-    call: Arc<ToolFn>,
-}
-
-impl fmt::Debug for Tool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tool")
-            .field("name", &self.spec.name)
-            .finish()
-    }
-}
-
-impl Tool {
-    /// A tool from a function of typed arguments. Arguments that do not
-    /// deserialize, and errors the function returns, go back to the model as
-    /// tool errors.
-    pub fn new<A, R, E, F>(name: impl Into<String>, description: impl Into<String>, f: F) -> Tool
-    where
-        A: DeserializeOwned + JsonSchema,
-        R: Serialize,
-        E: fmt::Display,
-        F: Fn(A) -> Result<R, E> + Send + Sync + 'static,
-    {
-        let name = name.into();
-        let spec = ToolSpec {
-            name: name.clone(),
-            description: description.into(),
-            parameters: schema_of::<A>(),
-        };
-        let call = move |args: Value| -> Result<Value, String> {
-            let args: A = serde_json::from_value(args)
-                .map_err(|e| format!("invalid arguments for tool `{name}`: {e}"))?;
-            let out = f(args).map_err(|e| e.to_string())?;
-            serde_json::to_value(out).map_err(|e| format!("tool `{name}` result: {e}"))
-        };
-        Tool {
-            spec,
-            call: Arc::new(call),
-        }
-    }
-
-    /// The tool's name.
-    pub fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    /// What the model is told about the tool.
-    pub fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    /// Run the tool on JSON arguments.
-    pub fn call(&self, args: Value) -> Result<Value, String> {
-        (self.call)(args)
-    }
-}
-
 /// The JSON schema of `T` as a plain JSON value.
 pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     let mut schema = schemars::schema_for!(T).to_value();
@@ -157,7 +86,7 @@ pub struct Agent<S> {
     pub(crate) prompt: Arc<PromptFn<S>>,
     pub(crate) output: OutputSpec<S>,
     pub(crate) when: Option<(Arc<GuardFn<S>>, String)>,
-    pub(crate) tools: Vec<Tool>,
+    pub(crate) tools: Vec<Tool<S>>,
     pub(crate) options: ProviderOptions,
     pub(crate) emits: Vec<Emit<S>>,
     pub(crate) max_tool_rounds: u32,
@@ -296,8 +225,8 @@ impl<S: 'static> Agent<S> {
         self
     }
 
-    /// Offer a tool to the model.
-    pub fn tool(mut self, tool: Tool) -> Self {
+    /// Offer a tool to the model (see [`Tool`]: async, stateful, recorded).
+    pub fn tool(mut self, tool: Tool<S>) -> Self {
         self.tools.push(tool);
         self
     }

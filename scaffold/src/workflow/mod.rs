@@ -28,10 +28,12 @@
 
 mod agent;
 mod run;
+mod tool;
 
-pub use agent::{Agent, DEFAULT_MAX_TOOL_ROUNDS, Tool};
+pub use agent::{Agent, DEFAULT_MAX_TOOL_ROUNDS};
 pub use run::{RecordingScope, RunError, RunOptions, RunResult, RunStatus, run, run_with};
 pub(crate) use run::{Resume, run_from};
+pub use tool::{Tool, ToolContext};
 
 use std::fmt;
 use std::sync::Arc;

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::agent::OutputSpec;
+use super::tool::ToolContext;
 use super::{Agent, Next, State, Workflow};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
+use crate::provider::recorder::{RecorderMode, ToolRecorder};
 use crate::provider::{
     CallContext, CompletionRequest, ContentPart, Message, Pricing, ProviderError, RecordingId,
     Role, StreamSink, ToolCall,
@@ -61,6 +63,7 @@ pub struct RunOptions {
     pub(crate) timeout: Option<Duration>,
     pub(crate) parent: Option<(String, Value)>,
     pub(crate) virtual_time: bool,
+    pub(crate) tools: Option<ToolRecorder>,
 }
 
 impl RunOptions {
@@ -120,6 +123,14 @@ impl RunOptions {
     /// would take no time at all.
     pub fn virtual_time(mut self, on: bool) -> Self {
         self.virtual_time = on;
+        self
+    }
+
+    /// Record [recorded tools](super::Tool::recorded)' results with
+    /// `recorder` (in its mode: record keeps them, playback answers from
+    /// them); without one, every tool runs. The eval harness sets it.
+    pub fn tool_recorder(mut self, recorder: ToolRecorder) -> Self {
+        self.tools = Some(recorder);
         self
     }
 
@@ -317,6 +328,7 @@ pub(crate) async fn run_from<S: State>(
         store: options.store.clone(),
         store_error: None,
         recording: options.recording.clone(),
+        tools: options.tools.clone(),
         pricing,
         invocations: HashMap::new(),
         last_state: Value::Null,
@@ -387,7 +399,10 @@ struct Execution {
     store: Option<Store>,
     store_error: Option<String>,
     recording: Option<RecordingScope>,
+    tools: Option<ToolRecorder>,
     pricing: Arc<Pricing>,
+    /// Calls so far per agent (provider calls) and per `agent.tool.name`
+    /// (recorded tools), for recording ids.
     invocations: HashMap<String, u32>,
     last_state: Value,
     last_output: Option<Value>,
@@ -507,8 +522,17 @@ impl Execution {
     }
 
     /// Emit `state:<key>:changed` for every top-level key that differs from
-    /// the last state seen.
+    /// the last state seen (with the tool call that changed it, if one did).
     fn diff_state<S: State>(&mut self, state: &S, agent: Option<&str>) -> Result<(), RunError> {
+        self.diff_state_by(state, agent, None)
+    }
+
+    fn diff_state_by<S: State>(
+        &mut self,
+        state: &S,
+        agent: Option<&str>,
+        tool_call: Option<&str>,
+    ) -> Result<(), RunError> {
         let new = serde_json::to_value(state)
             .map_err(|e| RunError::Workflow(format!("state does not serialize: {e}")))?;
         let (Value::Object(old_map), Value::Object(new_map)) = (&self.last_state, &new) else {
@@ -539,7 +563,10 @@ impl Execution {
                 ));
             }
         }
-        for (key, payload) in changes {
+        for (key, mut payload) in changes {
+            if let Some(id) = tool_call {
+                payload["toolCallId"] = Value::String(id.to_string());
+            }
             self.emit(&names::state_changed(&key), payload, agent);
         }
         self.last_state = new;
@@ -735,7 +762,7 @@ impl Execution {
     async fn converse<S: State>(
         &mut self,
         agent: &Agent<S>,
-        state: &S,
+        state: &mut S,
     ) -> Result<(String, crate::provider::Usage), RunError> {
         let Some(provider) = agent.provider.clone() else {
             return Err(RunError::Workflow(format!(
@@ -873,11 +900,10 @@ impl Execution {
                 role: Role::Assistant,
                 content: assistant,
             });
-            let results = response
-                .tool_calls
-                .iter()
-                .map(|call| self.call_tool(agent, call))
-                .collect();
+            let mut results = Vec::with_capacity(response.tool_calls.len());
+            for call in &response.tool_calls {
+                results.push(self.call_tool(agent, call, state).await?);
+            }
             request.messages.push(Message {
                 role: Role::User,
                 content: results,
@@ -893,14 +919,23 @@ impl Execution {
         })
     }
 
-    fn call_tool<S>(&mut self, agent: &Agent<S>, call: &ToolCall) -> ContentPart {
+    /// Answer one tool call: run the tool (a recorded one in playback:
+    /// answer from its recording), emit the state it changed, and return
+    /// the result for the model. A tool's failure goes back to the model;
+    /// the run fails only on a playback failure or its time limit.
+    async fn call_tool<S: State>(
+        &mut self,
+        agent: &Agent<S>,
+        call: &ToolCall,
+        state: &mut S,
+    ) -> Result<ContentPart, RunError> {
         self.emit(
             names::TOOL_CALL,
             json!({"id": call.id, "name": call.name, "input": call.arguments}),
             Some(&agent.name),
         );
         let result = match agent.tools.iter().find(|t| t.name() == call.name) {
-            Some(tool) => tool.call(call.arguments.clone()),
+            Some(tool) => self.run_tool(agent, tool, call, state).await?,
             None => Err(format!(
                 "unknown tool `{}` (tools: {})",
                 call.name,
@@ -925,11 +960,90 @@ impl Execution {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        ContentPart::ToolResult {
+        Ok(ContentPart::ToolResult {
             call_id: call.id.clone(),
             content,
             is_error,
+        })
+    }
+
+    /// Run `tool` for `call` (or play its recording back), within the run's
+    /// time limit; a stateful tool's changes land in `state` and are emitted.
+    async fn run_tool<S: State>(
+        &mut self,
+        agent: &Agent<S>,
+        tool: &super::Tool<S>,
+        call: &ToolCall,
+        state: &mut S,
+    ) -> Result<Result<Value, String>, RunError> {
+        let recording = self.tool_recording(agent, tool);
+        if let Some((recorder, id)) = &recording
+            && recorder.mode() == RecorderMode::Playback
+        {
+            let answer = recorder
+                .play(id, &call.arguments)
+                .map_err(|message| RunError::Tool {
+                    agent: agent.name.clone(),
+                    message,
+                })?;
+            self.clock.advance(answer.duration);
+            return Ok(answer.result);
         }
+        // The tool works on a copy, taken back when it returns (only a
+        // stateful tool can change it).
+        let ctx = ToolContext::new(state.clone(), &agent.name, &call.id);
+        let began = Instant::now();
+        let future = tool.call_with(call.arguments.clone(), ctx.clone());
+        let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
+        let result = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), future).await {
+                Ok(result) => result,
+                Err(_) => {
+                    return Err(RunError::Timeout {
+                        agent: agent.name.clone(),
+                        after_ms: self.clock.elapsed_ms(),
+                    });
+                }
+            },
+            None => future.await,
+        };
+        if let Some((recorder, id)) = &recording
+            && recorder.mode() == RecorderMode::Record
+        {
+            recorder
+                .record(id, tool.name(), &call.arguments, &result, began.elapsed())
+                .map_err(|message| RunError::Tool {
+                    agent: agent.name.clone(),
+                    message,
+                })?;
+        }
+        if tool.is_stateful() {
+            *state = ctx.into_state();
+            self.diff_state_by(state, Some(&agent.name), Some(&call.id))?;
+        }
+        Ok(result)
+    }
+
+    /// The recorder and recording id of this call of a recorded tool (none
+    /// for other tools, in live mode, or outside an eval).
+    fn tool_recording<S>(
+        &mut self,
+        agent: &Agent<S>,
+        tool: &super::Tool<S>,
+    ) -> Option<(ToolRecorder, RecordingId)> {
+        if !tool.is_recorded() {
+            return None;
+        }
+        let recorder = self
+            .tools
+            .clone()
+            .filter(|r| r.mode() != RecorderMode::Live)?;
+        let node = format!("{}.tool.{}", agent.name, tool.name());
+        let scope = self.recording.as_ref()?;
+        let n = self.invocations.entry(node.clone()).or_insert(0);
+        let invocation = *n;
+        *n += 1;
+        Some((recorder, scope.recording_id(&node, invocation)))
     }
 }
 

@@ -16,6 +16,10 @@
 //!   missing recording, fails with [`TransportError::Playback`] explaining
 //!   what changed and the command to re-record.
 //!
+//! [Recorded tools](crate::workflow::Tool::recorded) are kept the same way
+//! ([`ToolRecorder`], from [`ProviderRecorder::tools`]): their calls'
+//! arguments and results, beside the provider recordings.
+//!
 //! Credentials are never written: credential headers (`Authorization`,
 //! `x-api-key`, `api-key`, `openai-organization`, ...) are stored as
 //! `[REDACTED]`, credential query parameters (`key=`, `api_key=`, ...) too,
@@ -30,6 +34,7 @@ mod diff;
 mod playback;
 mod record;
 mod redact;
+mod tool;
 
 pub use cassette::{
     CASSETTE_VERSION, Cassette, RecordedAttempt, RecordedRequest, RecordedResponse, Timing,
@@ -39,6 +44,7 @@ pub use playback::RECORDING_ID_HEADER;
 pub(crate) use playback::release_idle as release_idle_playback;
 pub use redact::{REDACTED, RedactPattern};
 pub(crate) use redact::{Scrubber, builtin_scrubber, secrets_of};
+pub use tool::{TOOL_RECORDING_VERSION, ToolAnswer, ToolRecorder, ToolRecording};
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -420,6 +426,17 @@ impl ProviderRecorder {
     /// Where the cassette of `id` lives.
     pub fn recording_path(&self, id: &RecordingId) -> PathBuf {
         self.dir.join(format!("{id}.json"))
+    }
+
+    /// The recorder of [recorded tools](crate::workflow::Tool::recorded):
+    /// same folder, mode, redaction and re-record command.
+    pub fn tools(&self) -> ToolRecorder {
+        ToolRecorder {
+            dir: self.dir.clone(),
+            mode: self.mode,
+            redactor: Arc::new(redact::Redactor::new(self.patterns.clone())),
+            rerecord: self.rerecord.clone(),
+        }
     }
 
     /// The transport to hand to providers.
