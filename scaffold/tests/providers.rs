@@ -1332,3 +1332,92 @@ async fn base_url_queries_stay_at_the_end_and_a_404_names_the_url() {
         "{error}"
     );
 }
+
+/// The corners of streaming agree with the whole-answer path: a tool
+/// input that is not JSON goes to the tool layer as text (it tells the
+/// model), a stream with no choice at all is no answer, a 200 "stream" that
+/// is an HTML page shows the page, and "after 1 attempt" is English.
+#[tokio::test]
+async fn streaming_corners_agree_with_the_whole_answer_path() {
+    let events = |list: &[Value]| -> Vec<u8> {
+        list.iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect::<String>()
+            .into_bytes()
+    };
+    let bad_input = events(&[
+        json!({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 5, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"location\": \"Par"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let transport = FixtureTransport::new(vec![(200, SSE, bad_input)], 9);
+    let claude = Anthropic::new("claude-sonnet-4-5").transport(transport);
+    let (result, _) = call(&claude, &streamed(ask("weather?"))).await;
+    let answer = result.expect("a tool call the tool layer rejects, not a failed run");
+    assert_eq!(
+        answer.tool_calls[0].arguments,
+        json!("{\"location\": \"Par")
+    );
+
+    let no_choices = b"data: {\"id\":\"c1\",\"model\":\"gpt-4o\"}\n\ndata: [DONE]\n\n".to_vec();
+    let transport = FixtureTransport::new(vec![(200, SSE, no_choices)], 9);
+    let (result, _) = call(
+        &OpenAi::new("gpt-4o").transport(transport),
+        &streamed(ask("hi")),
+    )
+    .await;
+    match result {
+        Err(ProviderError::Protocol { message, .. }) => {
+            assert!(message.contains("without any choice"), "{message}")
+        }
+        other => panic!("expected Protocol, got {other:?}"),
+    }
+
+    let page = b"<html><body><h1>502 Bad Gateway</h1></body></html>".to_vec();
+    let transport = FixtureTransport::new(vec![(200, SSE, page)], 9);
+    let (result, _) = call(
+        &OpenAi::new("gpt-4o").transport(transport),
+        &streamed(ask("hi")),
+    )
+    .await;
+    let message = result.expect_err("no events").to_string();
+    assert!(
+        message.contains("after 0 complete events")
+            && message.contains("body starts with: <html><body><h1>502 Bad Gateway"),
+        "{message}"
+    );
+
+    let once = ProviderError::RateLimited {
+        provider: "openai".into(),
+        attempts: 1,
+        message: "slow down".into(),
+    };
+    assert!(
+        once.to_string().contains("after 1 attempt: slow down"),
+        "{once}"
+    );
+}
+
+/// A server that never sends a stream's headers is given up on after the
+/// idle timeout, once, not after the whole call timeout times the retries.
+#[tokio::test]
+async fn a_silent_server_is_given_up_on_after_the_idle_timeout() {
+    let server = server_with(vec![Fault::Hang, Fault::Hang, Fault::Hang]).await;
+    let provider = openai(&server)
+        .timeout(Duration::from_secs(30))
+        .idle_timeout(Duration::from_millis(200));
+    let (result, _) = call(&provider, &streamed(ask("hi"))).await;
+    match result {
+        Err(ProviderError::Timeout {
+            phase, after_ms, ..
+        }) => {
+            assert_eq!(phase, "waiting for the stream's response headers");
+            assert_eq!(after_ms, 200);
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(server.request_count(), 1, "not retried");
+}

@@ -450,14 +450,14 @@ impl Anthropic {
                     initial,
                     structured,
                 } => {
+                    // Input that is not JSON stays the text it was, as the
+                    // other paths keep it: the tool layer tells the model
+                    // its arguments are invalid (a structured answer fails
+                    // to parse as the agent's output).
                     let input = if json.trim().is_empty() {
                         initial
                     } else {
-                        serde_json::from_str(&json).map_err(|e| {
-                            stream.protocol(format!(
-                                "tool_use block {name} ({id}) has invalid streamed input JSON: {e}"
-                            ))
-                        })?
+                        serde_json::from_str(&json).unwrap_or(Value::String(json))
                     };
                     if structured {
                         text = input.to_string();

@@ -14,7 +14,7 @@ pub enum ProviderError {
         message: String,
     },
     /// Rate limited and out of retries.
-    #[error("{provider} rate limited the request (HTTP 429) after {attempts} attempts: {message}")]
+    #[error("{provider} rate limited the request (HTTP 429) after {}: {message}", attempts_text(*attempts))]
     RateLimited {
         /// Provider name.
         provider: String,
@@ -128,5 +128,14 @@ impl ProviderError {
     pub fn redacted(self) -> ProviderError {
         let scrub = super::recorder::builtin_scrubber();
         self.map_messages(|m| scrub.str(m).into_owned())
+    }
+}
+
+/// `1 attempt`, `3 attempts`.
+pub(crate) fn attempts_text(attempts: u32) -> String {
+    if attempts == 1 {
+        "1 attempt".to_string()
+    } else {
+        format!("{attempts} attempts")
     }
 }

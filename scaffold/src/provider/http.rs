@@ -809,6 +809,7 @@ impl HttpClient<'_> {
                 idle: self.config.idle_timeout,
                 events: 0,
                 attempts,
+                head: Vec::new(),
             }),
             (Success::Json(_), _) => {
                 Err(self.protocol("expected an event stream, got a JSON body"))
@@ -943,8 +944,22 @@ impl HttpClient<'_> {
         // A 404 names what it called: `/v1/v1/messages` behind a proxy is
         // an easy mistake to make and a hard one to see.
         let url = request.url.clone();
-        let sent = tokio::time::timeout_at(deadline, self.transport.send(request, context)).await;
+        // A stream's headers come at once (the body carries the wait): a
+        // server silent for the idle timeout will not answer, so that
+        // bounds the wait for them too, without a retry.
+        let headers_by = match expect {
+            Expect::Sse => later(Instant::now(), self.config.idle_timeout).min(deadline),
+            Expect::Json => deadline,
+        };
+        let sent = tokio::time::timeout_at(headers_by, self.transport.send(request, context)).await;
         let response = match sent {
+            Err(_) if headers_by < deadline => {
+                return Err(Failure::fatal(ProviderError::Timeout {
+                    provider: self.provider.to_string(),
+                    after_ms: millis(self.config.idle_timeout),
+                    phase: "waiting for the stream's response headers".to_string(),
+                }));
+            }
             Err(_) => return Err(Failure::fatal(self.timeout(start, "total"))),
             Ok(Err(error)) => return Err(self.transport_failure(error, start)),
             Ok(Ok(response)) => response,
@@ -1282,7 +1297,12 @@ pub(crate) struct SseStream {
     idle: Duration,
     events: usize,
     attempts: u32,
+    /// The body's first bytes, shown when it holds no event at all.
+    head: Vec<u8>,
 }
+
+/// How much of a stream's beginning is kept for error messages.
+const STREAM_HEAD: usize = 200;
 
 impl SseStream {
     /// Attempts it took to open the stream.
@@ -1341,22 +1361,39 @@ impl SseStream {
                         self.events
                     )));
                 }
-                Ok(Some(Ok(chunk))) => match self.parser.feed(&chunk) {
-                    Ok(events) => self.queue.extend(events),
-                    Err(error) => {
-                        self.body = None;
-                        return Err(self.protocol(format!("unreadable event stream: {error}")));
+                Ok(Some(Ok(chunk))) => {
+                    self.keep_head(&chunk);
+                    match self.parser.feed(&chunk) {
+                        Ok(events) => self.queue.extend(events),
+                        Err(error) => {
+                            self.body = None;
+                            return Err(self.protocol(format!("unreadable event stream: {error}")));
+                        }
                     }
-                },
+                }
             }
         }
     }
 
-    /// A protocol error for this stream.
+    /// Keep the body's first bytes for [`SseStream::protocol`].
+    fn keep_head(&mut self, chunk: &[u8]) {
+        let room = STREAM_HEAD.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+
+    /// A protocol error for this stream; before its first event, with the
+    /// body's beginning (an HTML page from a proxy, say).
     pub(crate) fn protocol(&self, message: impl Into<String>) -> ProviderError {
+        let mut message = message.into();
+        if self.events == 0 && self.queue.is_empty() && !self.head.is_empty() {
+            message.push_str(&format!(
+                "; body starts with: {}",
+                snippet(&self.head, STREAM_HEAD)
+            ));
+        }
         ProviderError::Protocol {
             provider: self.provider.clone(),
-            message: message.into(),
+            message,
         }
     }
 

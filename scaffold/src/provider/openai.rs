@@ -365,6 +365,8 @@ impl OpenAi {
         let mut finish: Option<String> = None;
         let mut usage: Option<Usage> = None;
         let mut done = false;
+        // Whether any chunk carried a choice: a stream of none is no answer.
+        let mut answered = false;
         while let Some(event) = stream.next_event().await? {
             if event.data.trim() == "[DONE]" {
                 done = true;
@@ -382,6 +384,7 @@ impl OpenAi {
                 usage = Some(u.into_usage());
             }
             for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+                answered = true;
                 if let Some(delta) = choice.delta {
                     if let Some(piece) = delta.content.filter(|p| !p.is_empty()) {
                         sink.text_delta(&piece);
@@ -402,6 +405,13 @@ impl OpenAi {
         if !done && finish.is_none() {
             return Err(stream.protocol(format!(
                 "the stream ended after {} events without a finish_reason or data: [DONE]",
+                stream.events_read()
+            )));
+        }
+        if !answered {
+            // As the whole-answer path fails on a body without `choices`.
+            return Err(stream.protocol(format!(
+                "the stream ended after {} events without any choice (no chunk had `choices`)",
                 stream.events_read()
             )));
         }
