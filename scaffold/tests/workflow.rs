@@ -711,6 +711,18 @@ async fn stateful_tools_change_the_state_and_say_which_call_did() {
     let after = store.state_at(&result.session_id, change.index).unwrap();
     assert_eq!(before["files"], json!({}));
     assert!(after["files"]["utils.ts"].as_str().unwrap().contains("add"));
+    // The dataset assertions see it: after the Write call, not before.
+    use scaffold::assert::{Assertion, EvalContext, evaluate};
+    let verdict = |a: Value| {
+        let a: Assertion = serde_json::from_value(a).unwrap();
+        evaluate(&a, &EvalContext::new(&result.signals)).passed
+    };
+    let at = |signal: &str| json!({"type": "snapshot.at", "afterSignal": signal, "path": "files", "value": {"contains": "utils.ts"}});
+    assert!(verdict(at("tool:result")));
+    assert!(!verdict(at("tool:call")));
+    assert!(verdict(
+        json!({"type": "snapshot.final", "path": "files", "value": {"contains": "utils.ts"}})
+    ));
     let bash = result
         .signals
         .iter()
