@@ -440,13 +440,12 @@ fn subset(schema: Value, depth: usize) -> Value {
             out.insert("additionalProperties".into(), Value::Bool(false));
             out.extend(rest.remove_entry("required"));
         }
-        Some("string") => {
+        Some("string")
             if rest
                 .get("format")
-                .is_some_and(|f| is_one_of(f, ANTHROPIC_FORMATS))
-            {
-                out.extend(rest.remove_entry("format"));
-            }
+                .is_some_and(|f| is_one_of(f, ANTHROPIC_FORMATS)) =>
+        {
+            out.extend(rest.remove_entry("format"));
         }
         Some("array") => {
             if let Some(items) = rest.remove("items") {
