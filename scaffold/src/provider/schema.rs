@@ -23,7 +23,7 @@
 //! can1357/oh-my-pi#206 and 1jehuang/jcode#543). A schema strict mode cannot
 //! express has no strict form: maps (`HashMap<String, T>`: an
 //! `additionalProperties` schema), free-form values (`serde_json::Value`: a
-//! `true` or empty schema), objects without properties.
+//! `true` or empty schema, `items: true`), objects without properties.
 //!
 //! [`anthropic_subset`] gives the subset Anthropic's structured outputs
 //! accept, after `transform_schema` of anthropic-sdk-python
@@ -278,8 +278,13 @@ fn strict(schema: &Value, root: &Value, depth: usize) -> Option<Value> {
         out.insert("properties".into(), Value::Object(strict_properties));
         out.insert("additionalProperties".into(), Value::Bool(false));
     }
-    if let Some(items) = map.get("items").filter(|i| i.is_object()) {
-        out.insert("items".into(), strict(items, root, depth + 1)?);
+    match map.get("items") {
+        Some(items @ Value::Object(_)) => {
+            out.insert("items".into(), strict(items, root, depth + 1)?);
+        }
+        // Items of any kind (`Vec<serde_json::Value>`).
+        Some(Value::Bool(true)) => return None,
+        _ => {}
     }
     if let Some(Value::Array(prefix)) = map.get("prefixItems") {
         out.insert("prefixItems".into(), strict_all(prefix, root, depth)?);
@@ -722,6 +727,28 @@ mod tests {
         extra: Value,
     }
 
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct FreeItems {
+        extras: Vec<Value>,
+    }
+
+    /// A recursive type.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct Tree {
+        label: String,
+        /// The subtrees.
+        children: Vec<Tree>,
+        #[serde(default)]
+        weight: Option<u32>,
+    }
+
+    /// A recursive type whose `$ref` carries a description.
+    #[derive(Debug, Deserialize, JsonSchema)]
+    struct Chain {
+        /// The next link.
+        next: Box<Chain>,
+    }
+
     fn schema_of<T: JsonSchema>() -> Value {
         let mut schema = schemars::schema_for!(T).to_value();
         schema.as_object_mut().map(|m| m.remove("$schema"));
@@ -862,6 +889,7 @@ mod tests {
         assert_eq!(openai_strict(&schema_of::<Labelled>()), None);
         assert_eq!(openai_strict(&schema_of::<Nested>()), None);
         assert_eq!(openai_strict(&schema_of::<Free>()), None);
+        assert_eq!(openai_strict(&schema_of::<FreeItems>()), None);
         assert_eq!(openai_strict(&schema_of::<Vec<String>>()), None);
         assert_eq!(openai_strict(&json!({"type": "object"})), None);
         let dangling = json!({"type": "object", "properties": {
@@ -906,6 +934,32 @@ mod tests {
         assert_eq!(review.retries, 0);
         assert_eq!(review.maybe, None);
         assert_eq!(review.author.email, None);
+    }
+
+    #[test]
+    fn recursive_types_keep_their_refs() {
+        let tree = schema_of::<Tree>();
+        let strict = openai_strict(&tree).unwrap();
+        assert_eq!(
+            strict["properties"]["children"]["items"],
+            json!({"$ref": "#"})
+        );
+        assert_eq!(strict["required"], json!(["label", "children", "weight"]));
+        let subset = anthropic_subset(&tree);
+        assert_eq!(
+            subset["properties"]["children"]["items"],
+            json!({"$ref": "#"})
+        );
+        let answer = json!({"label": "a", "weight": null,
+            "children": [{"label": "b", "children": [], "weight": -2}]});
+        let err = AnswerCheck::new(&tree).unwrap().check(answer).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("/children/0/weight (minimum): -2"),
+            "{err}"
+        );
+        // Inlining a described `$ref` to itself never ends: no strict form.
+        assert_eq!(openai_strict(&schema_of::<Chain>()), None);
     }
 
     // -- Anthropic subset ---------------------------------------------------
