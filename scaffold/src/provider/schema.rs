@@ -242,42 +242,80 @@ fn strict(schema: &Value, root: &Value, depth: usize) -> Option<Value> {
         }
     }
     if is_object_schema(map) {
-        match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
-            // A map: its keys are not known in advance.
-            Some(_) => return None,
-        }
-        if map.contains_key("patternProperties") {
-            return None;
-        }
-        let Some(Value::Object(properties)) = map.get("properties") else {
-            return None;
-        };
-        let required = required_of(map);
-        // The required ones first, in their order, then the others.
-        let order: Vec<&String> = map
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|name| properties.get_key_value(name.as_str()?).map(|(k, _)| k))
-            .chain(properties.keys().filter(|k| !required.contains(k.as_str())))
-            .collect();
-        let mut strict_properties = Map::new();
-        for (name, property) in properties {
-            let mut property = strict(property, root, depth + 1)?;
-            if !required.contains(name.as_str()) {
-                property = nullable(property, root);
-            }
-            strict_properties.insert(name.clone(), property);
-        }
-        out.insert(
-            "required".into(),
-            Value::Array(order.into_iter().map(|k| json!(k)).collect()),
-        );
-        out.insert("properties".into(), Value::Object(strict_properties));
-        out.insert("additionalProperties".into(), Value::Bool(false));
+        close_object(map, &mut out, root, depth)?;
     }
+    strict_items(map, &mut out, root, depth)?;
+    strict_variants(&mut out, root, depth)?;
+    if out.get("default") == Some(&Value::Null) {
+        out.remove("default");
+    }
+    let unknown_format = out
+        .get("format")
+        .is_some_and(|f| !(has_type(map, "string") && is_one_of(f, OPENAI_FORMATS)));
+    if unknown_format {
+        let mut moved = Map::new();
+        moved.extend(out.remove_entry("format"));
+        describe(&mut out, &moved);
+    }
+    Some(Value::Object(out))
+}
+
+/// `additionalProperties: false`, every property required, the optional
+/// ones nullable; `None` for an object whose keys are not listed.
+fn close_object(
+    map: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    root: &Value,
+    depth: usize,
+) -> Option<()> {
+    match map.get("additionalProperties") {
+        None | Some(Value::Bool(false)) => {}
+        // A map: its keys are not known in advance.
+        Some(_) => return None,
+    }
+    if map.contains_key("patternProperties") {
+        return None;
+    }
+    let Some(Value::Object(properties)) = map.get("properties") else {
+        return None;
+    };
+    let required = required_of(map);
+    // The required ones first, in their order, then the others.
+    let order: Vec<Value> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|name| name.as_str().is_some_and(|n| properties.contains_key(n)))
+        .cloned()
+        .chain(
+            properties
+                .keys()
+                .filter(|k| !required.contains(k.as_str()))
+                .map(|k| json!(k)),
+        )
+        .collect();
+    let mut strict_properties = Map::new();
+    for (name, property) in properties {
+        let mut property = strict(property, root, depth + 1)?;
+        if !required.contains(name.as_str()) {
+            property = nullable(property, root);
+        }
+        strict_properties.insert(name.clone(), property);
+    }
+    out.insert("required".into(), Value::Array(order));
+    out.insert("properties".into(), Value::Object(strict_properties));
+    out.insert("additionalProperties".into(), Value::Bool(false));
+    Some(())
+}
+
+/// An array's `items` and `prefixItems` in strict form.
+fn strict_items(
+    map: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    root: &Value,
+    depth: usize,
+) -> Option<()> {
     match map.get("items") {
         Some(items @ Value::Object(_)) => {
             out.insert("items".into(), strict(items, root, depth + 1)?);
@@ -289,6 +327,11 @@ fn strict(schema: &Value, root: &Value, depth: usize) -> Option<Value> {
     if let Some(Value::Array(prefix)) = map.get("prefixItems") {
         out.insert("prefixItems".into(), strict_all(prefix, root, depth)?);
     }
+    Some(())
+}
+
+/// `oneOf` as `anyOf`, variants in strict form, a one-part `allOf` merged.
+fn strict_variants(out: &mut Map<String, Value>, root: &Value, depth: usize) -> Option<()> {
     if let Some(Value::Array(variants)) = out.remove("oneOf") {
         out.insert("anyOf".into(), Value::Array(variants));
     }
@@ -308,18 +351,7 @@ fn strict(schema: &Value, root: &Value, depth: usize) -> Option<Value> {
             }
         }
     }
-    if out.get("default") == Some(&Value::Null) {
-        out.remove("default");
-    }
-    let unknown_format = out
-        .get("format")
-        .is_some_and(|f| !(has_type(map, "string") && is_one_of(f, OPENAI_FORMATS)));
-    if unknown_format {
-        let mut moved = Map::new();
-        moved.extend(out.remove_entry("format"));
-        describe(&mut out, &moved);
-    }
-    Some(Value::Object(out))
+    Some(())
 }
 
 fn strict_all(schemas: &[Value], root: &Value, depth: usize) -> Option<Value> {
@@ -431,7 +463,24 @@ fn subset(schema: Value, depth: usize) -> Value {
     for key in ["description", "title"] {
         out.extend(rest.remove_entry(key));
     }
-    match kind.as_ref().and_then(Value::as_str) {
+    keep_for_type(
+        kind.as_ref().and_then(Value::as_str),
+        &mut rest,
+        &mut out,
+        depth,
+    );
+    describe(&mut out, &rest);
+    Value::Object(out)
+}
+
+/// Move what the subset keeps for a `kind` of value from `rest` to `out`.
+fn keep_for_type(
+    kind: Option<&str>,
+    rest: &mut Map<String, Value>,
+    out: &mut Map<String, Value>,
+    depth: usize,
+) {
+    match kind {
         Some("object") => {
             let properties = match rest.remove("properties") {
                 Some(Value::Object(p)) => p
@@ -462,8 +511,6 @@ fn subset(schema: Value, depth: usize) -> Value {
         }
         _ => {}
     }
-    describe(&mut out, &rest);
-    Value::Object(out)
 }
 
 fn subset_all(schemas: Vec<Value>, depth: usize) -> Value {
