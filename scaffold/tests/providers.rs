@@ -1421,3 +1421,151 @@ async fn a_silent_server_is_given_up_on_after_the_idle_timeout() {
     }
     assert_eq!(server.request_count(), 1, "not retried");
 }
+
+// ---------------------------------------------------------------------------
+// Derived schemas in the form each API accepts
+// ---------------------------------------------------------------------------
+
+/// A structured answer as users derive one: bounded integers, an optional
+/// field, a defaulted one, a nested struct.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Tally {
+    /// Lines counted.
+    lines: u32,
+    #[schemars(range(min = 1, max = 5))]
+    stars: u8,
+    #[serde(default)]
+    retries: u32,
+    note: Option<String>,
+    /// Where it was counted.
+    place: Place,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Place {
+    file: String,
+    line: Option<u64>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Labels {
+    labels: std::collections::HashMap<String, u32>,
+}
+
+fn derived<T: schemars::JsonSchema>() -> OutputSchema {
+    let mut schema = schemars::schema_for!(T).to_value();
+    schema.as_object_mut().unwrap().remove("$schema");
+    OutputSchema {
+        name: T::schema_name().into_owned(),
+        schema,
+    }
+}
+
+/// Every object schema in `schema`, and whether any node has `keyword`.
+fn objects_and(schema: &Value, keyword: &str, objects: &mut Vec<Value>) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if map.get("type") == Some(&json!("object")) {
+                objects.push(schema.clone());
+            }
+            let here = map.contains_key(keyword);
+            // `properties` maps names to schemas: a property may be named like a keyword.
+            map.iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    ("properties" | "$defs", Value::Object(children)) => children
+                        .values()
+                        .map(|c| objects_and(c, keyword, objects))
+                        .fold(false, |a, b| a | b),
+                    _ => objects_and(v, keyword, objects),
+                })
+                .fold(here, |a, b| a | b)
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|i| objects_and(i, keyword, objects))
+            .fold(false, |a, b| a | b),
+        _ => false,
+    }
+}
+
+#[tokio::test]
+async fn openai_sends_a_derived_schema_in_strict_form() {
+    let server = server().await;
+    let mut request = ask("count");
+    request.output_schema = Some(derived::<Tally>());
+    let (result, _) = call(&openai(&server), &request).await;
+    result.expect("answer");
+    let body = server.last_request().unwrap().json();
+    let format = &body["response_format"]["json_schema"];
+    assert_eq!(format["strict"], json!(true), "{format:#}");
+    let schema = &format["schema"];
+    let mut objects = Vec::new();
+    assert!(!objects_and(schema, "oneOf", &mut objects));
+    // The answer, the place inlined with its description, the place in `$defs`.
+    assert_eq!(objects.len(), 3, "{schema:#}");
+    for object in &objects {
+        assert_eq!(object["additionalProperties"], json!(false), "{object:#}");
+        let listed = object["properties"].as_object().unwrap().len();
+        assert_eq!(object["required"].as_array().unwrap().len(), listed);
+    }
+    assert_eq!(
+        schema["properties"]["retries"]["type"],
+        json!(["integer", "null"])
+    );
+    assert_eq!(schema["properties"]["stars"]["maximum"], json!(5));
+    // Strict mode rejects formats it does not know, such as `uint32`.
+    assert!(
+        !objects_and(schema, "format", &mut Vec::new()),
+        "{schema:#}"
+    );
+    assert_eq!(
+        schema["properties"]["lines"]["description"],
+        json!("Lines counted.\n\n{format: \"uint32\"}")
+    );
+
+    // A map cannot be strict: sent as derived, strict off.
+    let mut request = ask("labels");
+    request.output_schema = Some(derived::<Labels>());
+    call(&openai(&server), &request).await.0.expect("answer");
+    let body = server.last_request().unwrap().json();
+    let format = &body["response_format"]["json_schema"];
+    assert_eq!(format["strict"], json!(false));
+    assert_eq!(format["schema"], derived::<Labels>().schema);
+}
+
+#[tokio::test]
+async fn anthropic_sends_a_derived_schema_in_the_supported_subset() {
+    let server = server().await;
+    for mode in [StructuredOutput::JsonSchema, StructuredOutput::ForcedTool] {
+        let provider = anthropic(&server).structured_output(mode);
+        let mut request = ask("count");
+        request.output_schema = Some(derived::<Tally>());
+        let (result, _) = call(&provider, &request).await;
+        let answer: Value = serde_json::from_str(&result.expect("answer").text).unwrap();
+        assert!(answer.get("lines").is_some(), "{answer}");
+        let body = server.last_request().unwrap().json();
+        let schema = match mode {
+            StructuredOutput::JsonSchema => &body["output_config"]["format"]["schema"],
+            StructuredOutput::ForcedTool => &body["tools"][0]["input_schema"],
+        };
+        let mut objects = Vec::new();
+        for keyword in ["minimum", "maximum", "format", "default"] {
+            assert!(
+                !objects_and(schema, keyword, &mut objects),
+                "{keyword} in {schema:#}"
+            );
+        }
+        assert!(!objects.is_empty());
+        for object in &objects {
+            assert_eq!(object["additionalProperties"], json!(false), "{object:#}");
+        }
+        let stars = &schema["properties"]["stars"];
+        assert_eq!(
+            stars["description"],
+            json!("{format: \"uint8\", maximum: 5, minimum: 1}")
+        );
+    }
+}

@@ -270,6 +270,62 @@ async fn wrong_shape_json_is_an_output_error() {
     assert!(result.error.unwrap().to_string().contains("severity"));
 }
 
+/// An agent whose structured answer is a [`Tally`]; the state's severity
+/// shows what was read.
+fn tally_workflow(reply: Value) -> Workflow<Review> {
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Tally {
+        lines: u32,
+        #[schemars(range(min = 1, max = 5))]
+        stars: u8,
+        #[serde(default)]
+        retries: u32,
+        note: Option<String>,
+    }
+    let counter = Agent::<Review>::new("counter")
+        .provider(ScriptedProvider::new("gpt-4o").reply(ScriptedReply::json(reply)))
+        .prompt(|s| format!("Count: {}", s.code))
+        .output(|t: Tally, s: &mut Review| {
+            s.severity = format!("{} {} {} {:?}", t.lines, t.stars, t.retries, t.note);
+        });
+    Workflow::new("tally", Review::default())
+        .phase("count", Phase::run(counter).next("done"))
+        .terminal("done")
+}
+
+#[tokio::test]
+async fn an_answer_breaking_a_constraint_left_to_the_description_is_an_output_error() {
+    // The provider forms of the schema only describe `minimum`/`maximum`;
+    // the answer is still checked against them, naming field and keyword.
+    for (answer, expected) in [
+        (
+            json!({"lines": -1, "stars": 3}),
+            "/lines (minimum): -1 is less than the minimum of 0",
+        ),
+        (
+            json!({"lines": 1, "stars": 9}),
+            "/stars (maximum): 9 is greater than the maximum of 5",
+        ),
+    ] {
+        let result = run(&tally_workflow(answer), json!("x")).await;
+        assert_eq!(result.status, RunStatus::Failed);
+        let err = result.error.expect("error").to_string();
+        assert!(err.contains("agent `counter`"), "{err}");
+        assert!(err.contains(expected), "{err}");
+        assert!(names(&result.signals).contains(&"error:output"));
+    }
+}
+
+#[tokio::test]
+async fn strict_mode_nulls_for_absent_fields_read_as_absent() {
+    // OpenAI's strict form makes every optional field nullable: the answer
+    // carries `null` where the field was left out.
+    let answer = json!({"lines": 7, "stars": 2, "retries": null, "note": null});
+    let result = run(&tally_workflow(answer), json!("x")).await;
+    assert_eq!(result.error, None);
+    assert_eq!(result.state.severity, "7 2 0 None");
+}
+
 #[tokio::test]
 async fn guard_false_skips_with_reason() {
     let wf = review_workflow(ScriptedReply::json(json!({"severity": "none"})));

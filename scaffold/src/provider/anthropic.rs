@@ -11,6 +11,9 @@
 //! is the JSON. For models without it, [`StructuredOutput::ForcedTool`]
 //! forces a tool whose input schema is the output schema
 //! (`tool_choice: {type: tool, name}`) and returns the tool input as the text.
+//! Either way the schema goes in the subset the API accepts
+//! ([`anthropic_subset`]: unsupported constraints moved into descriptions);
+//! the tools' own `input_schema`s go as they are, as the SDKs send them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use super::http::{
     parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
 };
 use super::recorder::secrets_of;
+use super::schema::anthropic_subset;
 use super::transport::{HttpRequest, Transport};
 use super::{
     CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role, StopReason,
@@ -208,7 +212,10 @@ impl Anthropic {
                 StructuredOutput::JsonSchema => {
                     body.insert(
                         "output_config".into(),
-                        json!({"format": {"type": "json_schema", "schema": schema.schema}}),
+                        json!({"format": {
+                            "type": "json_schema",
+                            "schema": anthropic_subset(&schema.schema),
+                        }}),
                     );
                 }
                 StructuredOutput::ForcedTool => {
@@ -216,7 +223,7 @@ impl Anthropic {
                     tools.push(json!({
                         "name": name,
                         "description": "Give the final answer as this tool's input.",
-                        "input_schema": schema.schema,
+                        "input_schema": anthropic_subset(&schema.schema),
                     }));
                     body.insert("tool_choice".into(), json!({"type": "tool", "name": name}));
                 }

@@ -13,6 +13,7 @@ pub mod openai;
 pub mod pricing;
 pub mod recorder;
 pub mod recording_id;
+pub mod schema;
 mod scripted;
 pub mod transport;
 

@@ -6,10 +6,13 @@
 //! `tool_calls` whose `function.arguments` is a JSON string, `tool` messages
 //! with `tool_call_id`), `tools` (`{type: function, function: {name,
 //! description, parameters}}`), `response_format` (`{type: json_schema,
-//! json_schema: {name, schema, strict}}`), `temperature`,
+//! json_schema: {name, schema, strict}}`, the schema in strict form, see
+//! [`OpenAi::strict_schema`]), `temperature`,
 //! `max_completion_tokens` (or the deprecated `max_tokens`, see
 //! [`MaxTokensField`]), and for streams `stream: true` with
 //! `stream_options: {include_usage: true}`.
+//! Tool `parameters` go as they are, without `strict`: openai-python makes a
+//! tool strict only when asked to (`pydantic_function_tool`).
 //!
 //! Embeddings: [`OpenAi::embeddings`] (`POST {base_url}/embeddings`).
 
@@ -26,6 +29,7 @@ use super::http::{
     parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
 };
 use super::recorder::secrets_of;
+use super::schema::openai_strict;
 use super::transport::{HttpRequest, Transport};
 use super::{
     CallContext, CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role,
@@ -175,10 +179,11 @@ impl OpenAi {
         self
     }
 
-    /// Ask for strict schema adherence in structured output (default `true`,
-    /// sent only for schemas strict mode accepts, see [`strict_compatible`];
-    /// strict mode needs `additionalProperties: false` and every property
-    /// listed in `required`).
+    /// Ask for strict schema adherence in structured output (default
+    /// `true`): the schema is sent in the form strict mode accepts (see
+    /// [`openai_strict`]), or as it is with `strict: false` when strict mode
+    /// cannot express it (maps, free-form values). `false` sends every
+    /// schema as it is, non-strict.
     pub fn strict_schema(mut self, strict: bool) -> Self {
         self.strict_schema = strict;
         self
@@ -212,14 +217,19 @@ impl OpenAi {
             body.insert("tools".into(), Value::Array(tools));
         }
         if let Some(schema) = &request.output_schema {
+            let strict = self
+                .strict_schema
+                .then(|| openai_strict(&schema.schema))
+                .flatten();
+            let strict_mode = strict.is_some();
             body.insert(
                 "response_format".into(),
                 json!({
                     "type": "json_schema",
                     "json_schema": {
                         "name": api_name(&schema.name),
-                        "schema": schema.schema,
-                        "strict": self.strict_schema && strict_compatible(&schema.schema),
+                        "schema": strict.unwrap_or_else(|| schema.schema.clone()),
+                        "strict": strict_mode,
                     }
                 }),
             );
@@ -776,41 +786,4 @@ struct EmbeddingData {
     #[serde(default)]
     index: usize,
     embedding: Vec<f32>,
-}
-
-/// Whether OpenAI's strict structured-output mode accepts `schema`: every
-/// object schema lists all its properties in `required` and sets
-/// `additionalProperties: false`. Schemas derived with `schemars` from
-/// ordinary structs do not (optional fields, no `deny_unknown_fields`); they
-/// are sent with `strict: false` rather than rejected by the API.
-///
-/// ```
-/// use scaffold::provider::openai::strict_compatible;
-/// use serde_json::json;
-/// let strict = json!({"type": "object", "properties": {"a": {"type": "string"}},
-///                     "required": ["a"], "additionalProperties": false});
-/// assert!(strict_compatible(&strict));
-/// let loose = json!({"type": "object", "properties": {"a": {"type": "string"}}});
-/// assert!(!strict_compatible(&loose));
-/// ```
-pub fn strict_compatible(schema: &Value) -> bool {
-    match schema {
-        Value::Object(map) => {
-            if let Some(Value::Object(props)) = map.get("properties") {
-                let required: Vec<&str> = map
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                if map.get("additionalProperties") != Some(&Value::Bool(false))
-                    || props.keys().any(|k| !required.contains(&k.as_str()))
-                {
-                    return false;
-                }
-            }
-            map.values().all(strict_compatible)
-        }
-        Value::Array(items) => items.iter().all(strict_compatible),
-        _ => true,
-    }
 }

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::tool::Tool;
+use crate::provider::schema::AnswerCheck;
 use crate::provider::{OutputSchema, Provider, ProviderOptions};
 
 type PromptFn<S> = dyn Fn(&S) -> String + Send + Sync;
@@ -187,8 +188,10 @@ impl<S: 'static> Agent<S> {
     }
 
     /// Ask for structured output of type `O` (its JSON schema is sent to the
-    /// model) and fold the parsed value into state. An answer that does not
-    /// parse is an `error:output`.
+    /// model, in the form its API accepts) and fold the parsed value into
+    /// state. An answer that does not follow the full schema (constraints
+    /// the API was only told in a description included, see
+    /// [`AnswerCheck`]) or does not parse is an `error:output`.
     pub fn output<O, F>(mut self, update: F) -> Self
     where
         O: DeserializeOwned + JsonSchema + 'static,
@@ -198,7 +201,12 @@ impl<S: 'static> Agent<S> {
             name: O::schema_name().into_owned(),
             schema: schema_of::<O>(),
         };
+        let check = AnswerCheck::new(&schema.schema);
         let apply = move |value: Value, state: &mut S| -> Result<(), String> {
+            let value = match &check {
+                Ok(check) => check.check(value).map_err(|e| e.to_string())?,
+                Err(e) => return Err(e.to_string()),
+            };
             let out: O = serde_json::from_value(value).map_err(|e| e.to_string())?;
             update(out, state);
             Ok(())
