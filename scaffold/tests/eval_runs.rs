@@ -408,6 +408,7 @@ fn options() -> GateOptions {
         quarantine: vec!["b::c1".into()],
         on_lower_bound: true,
         min_trials_for_winner: 3,
+        primary_scorer: Some("s".into()),
     }
 }
 
@@ -448,6 +449,7 @@ fn results_rebuilt_from_the_store_are_judged_as_the_harness_judged_them() {
         cases.iter().map(|(v, c, p)| record(v, c, *p)).collect(),
     );
     assert_eq!(rebuilt.gate_options, options());
+    assert_eq!(rebuilt.comparison.as_ref().unwrap().quality, "s");
     let gate = rebuilt.gate.clone().unwrap();
     assert_eq!(gate.statistic, GateStatistic::WilsonLowerBound);
     assert_eq!((gate.cells, gate.quarantined_cells), (3, 1));
