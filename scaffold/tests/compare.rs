@@ -738,3 +738,29 @@ fn naming_a_primary_scorer_makes_it_decide() {
     assert_eq!(back.comparison, r.comparison);
     assert!(r.to_json().contains("\"primaryScorer\": \"findings\""));
 }
+
+/// A primary scorer that gave every cell one value can tell no variant
+/// from another: the pass rate decides, and the comparison says so.
+#[test]
+fn a_constant_primary_scorer_leaves_the_decision_to_the_pass_rate() {
+    let mut cells = Vec::new();
+    for i in 0..10 {
+        let case = format!("c{i}");
+        // `b` is cheaper, `a` passes more; both score 1.0 on `quality`.
+        cells.push(cell("a", &case, true, 1000, 0.02, 1.0));
+        cells.push(cell("b", &case, i < 6, 1000, 0.01, 1.0));
+    }
+    let r = results(cells).with_gate_options(GateOptions {
+        primary_scorer: Some("quality".into()),
+        ..GateOptions::default()
+    });
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.quality, "pass");
+    assert_eq!(c.pareto_frontier, ["a", "b"]);
+    assert_eq!(c.recommendation.as_ref().unwrap().variant, "a");
+    assert_eq!(c.significance[0].metric, "pass");
+    let table = report::render(Format::Table, &r, None);
+    assert_eq!(line(&table, "Best:"), "  Best: a (pass rate 100%)");
+    let html = report::render(Format::Html, &r, None);
+    assert!(html.contains("Cost per case vs pass rate"));
+}

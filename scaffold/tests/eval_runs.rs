@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use scaffold::eval::results::CellCounts;
-use scaffold::eval::results::MergeError;
+use scaffold::eval::results::{MergeError, ScoreRecord};
 use scaffold::eval::{CellRecord, EvalResults, GateOptions, GateStatistic, RunConfig};
 use scaffold::signal::Signal;
 use scaffold::store::{
@@ -45,11 +45,21 @@ fn config() -> RunConfig {
     }
 }
 
+/// A cell, scored by the eval's scorer `s`: 1 when it passed, else 0.
 fn record(variant: &str, case: &str, passed: bool) -> CellRecord {
     let mut r = CellRecord::new(variant, case);
     r.dataset = "ds".into();
     r.passed = passed;
     r.input = json!({"case": case});
+    let value = if passed { 1.0 } else { 0.0 };
+    let score = ScoreRecord {
+        pass: passed,
+        value,
+        unit: None,
+        detail: None,
+        borderline: false,
+    };
+    r.scores.insert("s".into(), score);
     r
 }
 

@@ -12,5 +12,5 @@ pub use baseline::{
 };
 pub use variants::{
     Confidence, PairwiseTest, Recommendation, VariantCompareOptions, VariantComparison,
-    WinnerVerdict, compare_variants, quality,
+    WinnerVerdict, compare_variants, deciding_scorer, quality,
 };

@@ -57,7 +57,7 @@ pub struct GateOptions {
     pub min_trials_for_winner: u32,
     /// The scorer whose mean is quality when variants are compared (the
     /// frontier, the recommendation, `Best:`, significance); default none:
-    /// the pass rate.
+    /// the pass rate (see [`deciding_scorer`](super::compare::deciding_scorer)).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary_scorer: Option<String>,
 }

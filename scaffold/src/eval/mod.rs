@@ -238,8 +238,9 @@ impl<S: State> Eval<S> {
 
     /// The scorer whose mean is quality when variants are compared: it
     /// decides the Pareto frontier, the recommendation, `Best:` and the
-    /// significance tests (default: none, the pass rate decides). A name
-    /// that is not one of the eval's scorers stops the suite at set-up.
+    /// significance tests (default: none, the pass rate decides; so it
+    /// does when the scorer gives every cell one value). A name that is
+    /// not one of the eval's scorers stops the suite at set-up.
     ///
     /// ```
     /// use scaffold::eval::Eval;

@@ -23,7 +23,7 @@ use super::fmt::{
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
-use crate::eval::compare::{Severity, quality};
+use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};
 
 const STYLE: &str = r#"
@@ -338,12 +338,15 @@ fn plots(out: &mut String, results: &EvalResults) {
         )
     );
     out.push_str("<h2>Cost vs quality</h2>\n");
-    // Quality as the comparison has it: the primary scorer's mean, else
+    // Quality as the comparison has it: the deciding scorer's mean, else
     // the pass rate; the frontier is the comparison's (with one variant,
     // that variant).
-    let primary = results.gate_options.primary_scorer.as_deref();
-    let quality_label = primary.unwrap_or("pass rate");
     let summaries = results.summaries();
+    let primary = deciding_scorer(
+        summaries.iter().copied(),
+        results.gate_options.primary_scorer.as_deref(),
+    );
+    let quality_label = primary.unwrap_or("pass rate");
     let points: Vec<plot::Point<'_>> = summaries
         .iter()
         .map(|s| plot::Point {

@@ -4,7 +4,7 @@
 //! cells, the borderline judgements and the significance verdict.
 
 use super::fmt::{ci_heading, interval, markers, pass_k};
-use crate::eval::compare::quality;
+use crate::eval::compare::{deciding_scorer, quality};
 use crate::eval::{EvalResults, VariantSummary};
 
 /// Flaky or quarantined cells, and borderline judgements, listed before "and N more".
@@ -23,7 +23,8 @@ pub struct TableHeader<'a> {
     pub trials: u32,
     /// The scorers, in the eval's order (columns follow it).
     pub scorers: &'a [String],
-    /// The primary scorer, whose mean decides `Best:` (none: the pass rate).
+    /// The primary scorer, whose mean decides `Best:` (none, or one that
+    /// gave every cell one value: the pass rate).
     pub primary_scorer: Option<&'a str>,
 }
 
@@ -150,9 +151,10 @@ fn verdict_lines(summaries: &[VariantSummary], primary: Option<&str>) -> String 
     if summaries.is_empty() {
         return out;
     }
-    // Best: highest quality (the primary scorer's mean, else the pass
+    // Best: highest quality (the deciding scorer's mean, else the pass
     // rate), then cheapest, then highest pass rate, then fastest: the
     // variant the comparison recommends (see `eval::compare`).
+    let primary = deciding_scorer(summaries, primary);
     let quality_of = |s: &VariantSummary| quality(s, primary);
     let best = summaries.iter().min_by(|a, b| {
         let f = |x: f64, y: f64| x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);

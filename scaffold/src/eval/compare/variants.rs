@@ -4,7 +4,8 @@
 //!
 //! **Quality** is the pass rate unless the eval names a primary scorer
 //! ([`Eval::primary_scorer`](crate::eval::Eval::primary_scorer), carried
-//! in [`VariantCompareOptions::quality`]): then it is that scorer's mean.
+//! in [`VariantCompareOptions::quality`]): then it is that scorer's mean,
+//! unless the scorer gave every cell one value ([`deciding_scorer`]).
 //! It decides: the recommended variant is the one of highest quality
 //! (ties: cheaper, then higher pass rate, then faster, then by name).
 //!
@@ -55,7 +56,7 @@ pub struct VariantCompareOptions {
     /// Significance level (default 0.05).
     pub alpha: f64,
     /// The primary scorer, whose mean is quality (default none: quality
-    /// is the pass rate).
+    /// is the pass rate; see [`deciding_scorer`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<String>,
     /// Pairs per test at which a clear winner earns high confidence (default 10).
@@ -277,6 +278,42 @@ pub fn quality(summary: &VariantSummary, primary: Option<&str>) -> f64 {
     }
 }
 
+/// The scorer that decides: `primary`, unless it gave every cell of every
+/// variant one value (or none has its scores): it can tell no variant from
+/// another, so the pass rate decides, as it does without a primary scorer.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, summarize};
+/// use scaffold::eval::compare::deciding_scorer;
+/// use scaffold::eval::results::ScoreRecord;
+/// let cell = |variant: &str, value: f64| {
+///     let mut c = CellRecord::new(variant, "case");
+///     let score = ScoreRecord { pass: true, value, unit: None, detail: None, borderline: false };
+///     c.scores.insert("findings".into(), score);
+///     c
+/// };
+/// let varies = summarize(&[cell("a", 1.0), cell("b", 0.5)]);
+/// assert_eq!(deciding_scorer(&varies, Some("findings")), Some("findings"));
+/// let constant = summarize(&[cell("a", 1.0), cell("b", 1.0)]);
+/// assert_eq!(deciding_scorer(&constant, Some("findings")), None);
+/// assert_eq!(deciding_scorer(&varies, None), None);
+/// ```
+pub fn deciding_scorer<'s, 'p>(
+    summaries: impl IntoIterator<Item = &'s VariantSummary>,
+    primary: Option<&'p str>,
+) -> Option<&'p str> {
+    let name = primary?;
+    let mut ranges = summaries
+        .into_iter()
+        .map(|s| s.scores.get(name).map(|st| (st.min, st.max)));
+    let constant = match ranges.next() {
+        Some(Some((lo, hi))) => lo == hi && ranges.all(|r| r == Some((lo, lo))),
+        Some(None) => ranges.all(|r| r.is_none()),
+        None => true,
+    };
+    (!constant).then_some(name)
+}
+
 /// Compare the variants of one run.
 ///
 /// `summaries` in the eval's variant order; `cells` of all variants.
@@ -306,7 +343,7 @@ pub fn compare_variants(
     cells: &[CellRecord],
     options: &VariantCompareOptions,
 ) -> VariantComparison {
-    let quality_scorer = options.quality.as_deref();
+    let quality_scorer = deciding_scorer(summaries, options.quality.as_deref());
     let points: Vec<(&str, Point)> = summaries
         .iter()
         .map(|s| {
