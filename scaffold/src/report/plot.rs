@@ -288,7 +288,7 @@ pub(crate) fn place_labels(
     lines: &[[f64; 4]],
     bounds: [f64; 4],
 ) -> Vec<Label> {
-    let points: Vec<[f64; 4]> = centres
+    let obstacles: Vec<[f64; 4]> = centres
         .iter()
         .map(|(x, y)| [x - POINT_R, y - POINT_R, x + POINT_R, y + POINT_R])
         .chain(lines.iter().copied())
@@ -322,7 +322,7 @@ pub(crate) fn place_labels(
         });
         let free = |l: &Label| {
             l.inside(&bounds)
-                && !points.iter().any(|r| l.overlaps(r))
+                && !obstacles.iter().any(|r| l.overlaps(r))
                 && !placed.iter().any(|o| l.overlaps(&o.rect))
         };
         let label = candidates.chain(stacked).find(free).unwrap_or_else(|| {
