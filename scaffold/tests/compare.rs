@@ -2,14 +2,13 @@
 //! significance, recommendation) and a candidate against a baseline
 //! (regressions, improvements, verdict, blocking).
 
-use scaffold::eval::compare::{
-    Confidence, ImprovementKind, RegressionKind, Severity, primary_scorer,
-};
+use scaffold::eval::compare::{Confidence, ImprovementKind, RegressionKind, Severity};
 use scaffold::eval::results::{AssertionRecord, ScoreRecord};
 use scaffold::eval::{
-    CellRecord, CompareOptions, EvalResults, RunConfig, VariantCompareOptions, Verdict,
-    WinnerVerdict, compare, compare_variants, summarize,
+    CellRecord, CompareOptions, EvalResults, GateOptions, RunConfig, VariantCompareOptions,
+    Verdict, WinnerVerdict, compare, compare_variants, summarize,
 };
+use scaffold::report::{self, Format};
 use serde_json::json;
 
 fn config(variants: &[&str], scorers: &[&str]) -> RunConfig {
@@ -303,7 +302,6 @@ fn critical_regressions_make_it_worse_whatever_improved() {
 
 #[test]
 fn every_report_lists_critical_regressions_first() {
-    use scaffold::report::{self, Format};
     let (base, cand) = critical_behind_warnings();
     let c = compare(&base, &cand, &CompareOptions::default());
     let md = report::render(Format::Markdown, &cand, Some(&c));
@@ -405,17 +403,18 @@ fn three_variants(n: usize) -> Vec<CellRecord> {
     cells
 }
 
+/// Options of a comparison whose primary scorer is `quality`.
+fn on_quality() -> VariantCompareOptions {
+    VariantCompareOptions {
+        quality: Some("quality".into()),
+        ..VariantCompareOptions::default()
+    }
+}
+
 #[test]
 fn rankings_frontier_and_a_clear_winner() {
     let cells = three_variants(12);
-    let summaries = summarize(&cells);
-    let scorers = vec!["output-valid".to_string(), "quality".to_string()];
-    let c = compare_variants(
-        &summaries,
-        &cells,
-        &scorers,
-        &VariantCompareOptions::default(),
-    );
+    let c = compare_variants(&summarize(&cells), &cells, &on_quality());
     assert_eq!(c.quality, "quality");
     assert_eq!(c.by_pass_rate, ["strong", "cheap", "bad"]);
     assert_eq!(c.by_cost, ["cheap", "strong", "bad"]);
@@ -449,12 +448,7 @@ fn rankings_frontier_and_a_clear_winner() {
 #[test]
 fn few_trials_give_no_clear_winner() {
     let cells = three_variants(3);
-    let c = compare_variants(
-        &summarize(&cells),
-        &cells,
-        &["quality".to_string()],
-        &VariantCompareOptions::default(),
-    );
+    let c = compare_variants(&summarize(&cells), &cells, &on_quality());
     assert_eq!(c.verdict, WinnerVerdict::NoClearWinner);
     assert_eq!(c.verdict.message(), "no clear winner");
     let rec = c.recommendation.unwrap();
@@ -483,7 +477,6 @@ fn without_a_quality_scorer_quality_is_pass_fail() {
     let c = compare_variants(
         &summarize(&cells),
         &cells,
-        &[],
         &VariantCompareOptions::default(),
     );
     assert_eq!(c.quality, "pass");
@@ -506,7 +499,6 @@ fn the_results_document_carries_the_comparison() {
     assert_eq!(r.summaries().len(), 3);
     let single = results(baseline_cells());
     assert!(single.comparison.is_none());
-    assert_eq!(primary_scorer(["output-valid", "latency"]), None);
 }
 
 /// Pass/fail cells of `a` and `b` over `cases` × `trials`: `a` passes
@@ -592,14 +584,17 @@ fn a_constant_scorer_is_never_the_deciding_test() {
     assert_eq!(t.metric, "pass");
     assert!((t.mean_difference - 0.8).abs() < 1e-12);
     assert!(t.significant, "{t:?}");
-    // A scorer that does vary decides.
+    // A primary scorer that does vary decides.
     let mut cells = Vec::new();
     for i in 0..10 {
         let case = format!("c{i}");
         cells.push(cell("a", &case, true, 1000, 0.01, 0.9));
         cells.push(cell("b", &case, true, 1000, 0.01, 0.5));
     }
-    let r = results(cells);
+    let r = results(cells).with_gate_options(GateOptions {
+        primary_scorer: Some("quality".into()),
+        ..GateOptions::default()
+    });
     assert_eq!(
         r.comparison.as_ref().unwrap().significance[0].metric,
         "quality"
@@ -608,7 +603,6 @@ fn a_constant_scorer_is_never_the_deciding_test() {
 
 #[test]
 fn when_every_variant_fails_none_is_named_best() {
-    use scaffold::report::{self, Format};
     let cells: Vec<CellRecord> = (0..10)
         .flat_map(|i| {
             let case = format!("case-{i:02}");
@@ -688,4 +682,138 @@ fn a_clear_winner_names_its_metric_and_evidence() {
         c.verdict_message(),
         "clear winner on pass/fail (8 cases, sign-flip p = 0.008)"
     );
+}
+
+// ------------------------------------------------------ the primary scorer
+
+/// Ten cases where the pass rate and a varying `findings` scorer disagree:
+/// `a` passes every case at $0.02 with findings 0.5, `b` passes 6 of 10 at
+/// $0.03 with findings about 0.9.
+fn pass_rate_against_findings(options: GateOptions) -> EvalResults {
+    let mut cells = Vec::new();
+    for i in 0..10 {
+        let case = format!("c{i}");
+        let wobble = (i % 3) as f64 * 0.02;
+        for (variant, passed, cost, findings) in [
+            ("a", true, 0.02, 0.5 + wobble),
+            ("b", i < 6, 0.03, 0.88 + wobble),
+        ] {
+            let mut c = cell(variant, &case, passed, 1000, cost, 0.0);
+            let score = c.scores.remove("quality").unwrap();
+            c.scores.insert(
+                "findings".into(),
+                ScoreRecord {
+                    value: findings,
+                    ..score
+                },
+            );
+            cells.push(c);
+        }
+    }
+    let cfg = config(&["a", "b"], &["output-valid", "findings"]);
+    EvalResults::new_with("code-review", "2026-01-28T12:00:00Z", cfg, options, cells)
+}
+
+/// The first line of `text` that starts with `prefix` (after spaces).
+fn line<'t>(text: &'t str, prefix: &str) -> &'t str {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{text}"))
+}
+
+/// No primary scorer named: quality is the pass rate everywhere, however
+/// much a scorer varies.
+#[test]
+fn without_a_primary_scorer_the_pass_rate_decides() {
+    let r = pass_rate_against_findings(GateOptions::default());
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.quality, "pass");
+    assert_eq!(c.quality_by_variant["b"], 0.6);
+    assert_eq!(c.pareto_frontier, ["a"]);
+    let rec = c.recommendation.as_ref().unwrap();
+    assert_eq!(rec.variant, "a");
+    assert!(
+        rec.reason.starts_with("highest pass rate (100%)"),
+        "{}",
+        rec.reason
+    );
+    assert_eq!(c.significance[0].metric, "pass");
+    let table = report::render(Format::Table, &r, None);
+    assert_eq!(line(&table, "Best:"), "  Best: a (pass rate 100%)");
+    let md = report::render(Format::Markdown, &r, None);
+    assert!(md.contains("quality = pass/fail"), "{md}");
+    let html = report::render(Format::Html, &r, None);
+    assert!(html.contains("Cost per case vs pass rate"));
+}
+
+/// A primary scorer named: it decides the frontier, the recommendation,
+/// `Best:`, the significance and the plot, and travels with the results.
+#[test]
+fn naming_a_primary_scorer_makes_it_decide() {
+    let options = GateOptions {
+        primary_scorer: Some("findings".into()),
+        ..GateOptions::default()
+    };
+    let r = pass_rate_against_findings(options);
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.quality, "findings");
+    assert!((c.quality_by_variant["b"] - 0.898).abs() < 1e-9);
+    assert_eq!(c.pareto_frontier, ["b", "a"]);
+    let rec = c.recommendation.as_ref().unwrap();
+    assert_eq!(rec.variant, "b");
+    assert!(
+        rec.reason
+            .starts_with("highest findings (0.90), pass rate 60%"),
+        "{}",
+        rec.reason
+    );
+    let t = &c.significance[0];
+    assert_eq!(
+        (t.metric.as_str(), t.pairs, t.significant),
+        ("findings", 10, true)
+    );
+    assert_eq!(c.verdict, WinnerVerdict::ClearWinner);
+    let table = report::render(Format::Table, &r, None);
+    assert_eq!(
+        line(&table, "Best:"),
+        "  Best: b (findings 0.90 ±0.02, pass rate 60%)"
+    );
+    let md = report::render(Format::Markdown, &r, None);
+    assert!(md.contains("quality = `findings`"), "{md}");
+    let html = report::render(Format::Html, &r, None);
+    assert!(html.contains("Cost per case vs findings"));
+    // The results document keeps it: read back, it decides the same.
+    let back = EvalResults::from_json(&r.to_json()).unwrap();
+    assert_eq!(
+        back.gate_options.primary_scorer.as_deref(),
+        Some("findings")
+    );
+    assert_eq!(back.comparison, r.comparison);
+    assert!(r.to_json().contains("\"primaryScorer\": \"findings\""));
+}
+
+/// A primary scorer that gave every cell one value can tell no variant
+/// from another: the pass rate decides, and the comparison says so.
+#[test]
+fn a_constant_primary_scorer_leaves_the_decision_to_the_pass_rate() {
+    let mut cells = Vec::new();
+    for i in 0..10 {
+        let case = format!("c{i}");
+        // `b` is cheaper, `a` passes more; both score 1.0 on `quality`.
+        cells.push(cell("a", &case, true, 1000, 0.02, 1.0));
+        cells.push(cell("b", &case, i < 6, 1000, 0.01, 1.0));
+    }
+    let r = results(cells).with_gate_options(GateOptions {
+        primary_scorer: Some("quality".into()),
+        ..GateOptions::default()
+    });
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.quality, "pass");
+    assert_eq!(c.pareto_frontier, ["a", "b"]);
+    assert_eq!(c.recommendation.as_ref().unwrap().variant, "a");
+    assert_eq!(c.significance[0].metric, "pass");
+    let table = report::render(Format::Table, &r, None);
+    assert_eq!(line(&table, "Best:"), "  Best: a (pass rate 100%)");
+    let html = report::render(Format::Html, &r, None);
+    assert!(html.contains("Cost per case vs pass rate"));
 }

@@ -285,3 +285,15 @@ fn a_confidence_that_is_no_probability_is_a_set_up_error() {
         );
     }
 }
+
+/// A primary scorer the eval does not have stops the suite at set-up,
+/// naming it and the scorers there are.
+#[test]
+fn a_primary_scorer_the_eval_has_not_is_a_set_up_error() {
+    let with = |name: &str| scaffold::harness::erase(eval().primary_scorer(name)).check();
+    assert_eq!(with("output-valid"), Ok(()));
+    assert_eq!(
+        with("findings"),
+        Err("primary scorer `findings` is not one of the eval's scorers (`output-valid`)".into())
+    );
+}

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use scaffold::eval::results::CellCounts;
-use scaffold::eval::results::MergeError;
+use scaffold::eval::results::{MergeError, ScoreRecord};
 use scaffold::eval::{CellRecord, EvalResults, GateOptions, GateStatistic, RunConfig};
 use scaffold::signal::Signal;
 use scaffold::store::{
@@ -45,11 +45,21 @@ fn config() -> RunConfig {
     }
 }
 
+/// A cell, scored by the eval's scorer `s`: 1 when it passed, else 0.
 fn record(variant: &str, case: &str, passed: bool) -> CellRecord {
     let mut r = CellRecord::new(variant, case);
     r.dataset = "ds".into();
     r.passed = passed;
     r.input = json!({"case": case});
+    let value = if passed { 1.0 } else { 0.0 };
+    let score = ScoreRecord {
+        pass: passed,
+        value,
+        unit: None,
+        detail: None,
+        borderline: false,
+    };
+    r.scores.insert("s".into(), score);
     r
 }
 
@@ -408,6 +418,7 @@ fn options() -> GateOptions {
         quarantine: vec!["b::c1".into()],
         on_lower_bound: true,
         min_trials_for_winner: 3,
+        primary_scorer: Some("s".into()),
     }
 }
 
@@ -448,6 +459,7 @@ fn results_rebuilt_from_the_store_are_judged_as_the_harness_judged_them() {
         cases.iter().map(|(v, c, p)| record(v, c, *p)).collect(),
     );
     assert_eq!(rebuilt.gate_options, options());
+    assert_eq!(rebuilt.comparison.as_ref().unwrap().quality, "s");
     let gate = rebuilt.gate.clone().unwrap();
     assert_eq!(gate.statistic, GateStatistic::WilsonLowerBound);
     assert_eq!((gate.cells, gate.quarantined_cells), (3, 1));

@@ -41,7 +41,7 @@ fn assertion(kind: &str, passed: bool, message: &str) -> AssertionRecord {
 }
 
 /// Three variants × four cases, with a failed assertion, a failed run and
-/// text that needs escaping everywhere.
+/// text that needs escaping everywhere; `plan-quality` is the primary scorer.
 fn results() -> EvalResults {
     let variants = [
         ("opus-planner", 4200u64, 0.12, [0.95, 0.9, 0.92, 0.97]),
@@ -118,7 +118,11 @@ fn results() -> EvalResults {
         scorers: vec!["output-valid".into(), "plan-quality".into()],
         min_pass_rate: 0.8,
     };
-    EvalResults::new("api-builder-planner", TIMESTAMP, config, cells)
+    let options = GateOptions {
+        primary_scorer: Some("plan-quality".into()),
+        ..GateOptions::default()
+    };
+    EvalResults::new_with("api-builder-planner", TIMESTAMP, config, options, cells)
 }
 
 /// A baseline in which everything passed and was cheaper.
@@ -207,6 +211,7 @@ fn trial_results() -> EvalResults {
             "nothing-here".into(),
         ],
         min_trials_for_winner: 5,
+        primary_scorer: Some("quality".into()),
         ..GateOptions::default()
     })
 }
@@ -440,7 +445,7 @@ fn rendering_is_deterministic() {
 fn golden_table() {
     let out = report::render(Format::Table, &results(), None);
     assert!(
-        out.contains("  Best: opus-planner (pass rate 100%, plan-quality 0.94 ±0.03)"),
+        out.contains("  Best: opus-planner (plan-quality 0.94 ±0.03, pass rate 100%)"),
         "{out}"
     );
     golden("report.txt", &out);
@@ -959,4 +964,155 @@ fn comparison_base() -> EvalResults {
         c.passed = true;
     }
     base
+}
+
+// ---------------------------------------------------------------- frontier
+
+/// Variants of four cases each: `(name, cases passed, cost per cell,
+/// latency in ms)`.
+fn frontier_results(variants: &[(&str, usize, f64, u64)]) -> EvalResults {
+    let mut cells = Vec::new();
+    for (variant, passes, cost, latency) in variants {
+        for i in 0..4 {
+            let mut c = CellRecord::new(*variant, format!("case-{i}"));
+            c.passed = i < *passes;
+            c.metrics.cost_usd = *cost;
+            c.metrics.latency_ms = *latency;
+            cells.push(c);
+        }
+    }
+    let config = RunConfig {
+        trials: 1,
+        inputs: 4,
+        variants: variants.iter().map(|v| v.0.to_string()).collect(),
+        scorers: Vec::new(),
+        min_pass_rate: 0.5,
+    };
+    EvalResults::new("frontier", TIMESTAMP, config, cells)
+}
+
+/// The `<svg id="{id}">…</svg>` element of `html`.
+fn svg<'h>(html: &'h str, id: &str) -> &'h str {
+    let start = html
+        .find(&format!("<svg id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no svg {id}"));
+    let end = html[start..].find("</svg>").unwrap() + start;
+    &html[start..end]
+}
+
+/// The value of attribute `name` in the tag that starts `tag`.
+fn attr<'t>(tag: &'t str, name: &str) -> &'t str {
+    let tag = &tag[..tag.find('>').unwrap()];
+    let start = tag
+        .find(&format!(" {name}=\""))
+        .unwrap_or_else(|| panic!("no {name} in {tag}"))
+        + name.len()
+        + 3;
+    &tag[start..start + tag[start..].find('"').unwrap()]
+}
+
+/// Each point of the cost/quality plot: variant, on the frontier, centre.
+fn plot_points(plot: &str) -> Vec<(String, bool, (f64, f64))> {
+    plot.match_indices("<g class=\"point")
+        .map(|(i, _)| {
+            let g = &plot[i..];
+            let circle = &g[g.find("<circle").unwrap()..];
+            let centre = (
+                attr(circle, "cx").parse().unwrap(),
+                attr(circle, "cy").parse().unwrap(),
+            );
+            let on = attr(g, "class").split(' ').any(|c| c == "on-frontier");
+            (attr(g, "data-variant").to_string(), on, centre)
+        })
+        .collect()
+}
+
+/// The points the frontier's staircase path goes through (`M x y`, then
+/// `H x V y` per step), corners left out.
+fn staircase(plot: &str) -> Vec<(f64, f64)> {
+    let Some(i) = plot.find("<path class=\"frontier\"") else {
+        return Vec::new();
+    };
+    let d = attr(&plot[i..], "d");
+    let tokens: Vec<&str> = d.split_whitespace().collect();
+    let num = |t: &str| t[1..].parse::<f64>().unwrap();
+    let mut out = vec![(num(tokens[0]), tokens[1].parse().unwrap())];
+    for step in tokens[2..].chunks(2) {
+        out.push((num(step[0]), num(step[1])));
+    }
+    out
+}
+
+/// The variants the HTML variants table marks as on the frontier.
+fn marked_in_table(html: &str) -> Vec<String> {
+    let start = html.find("<section id=\"variants\">").unwrap();
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    table
+        .lines()
+        .filter(|l| l.contains("title=\"on the Pareto frontier\""))
+        .map(|l| {
+            let cell = &l[l.find("</span>").unwrap() + 7..];
+            cell[..cell.find(" <span").unwrap()].to_string()
+        })
+        .collect()
+}
+
+/// `fast` is better only on latency: the frontier (quality and cost) leaves
+/// it out, and the JSON, the Markdown, the HTML table and the plot agree.
+#[test]
+fn the_json_the_table_and_the_plot_show_one_frontier() {
+    let r = frontier_results(&[
+        ("best", 4, 0.02, 3000),
+        ("cheap", 2, 0.01, 2000),
+        ("fast", 2, 0.03, 500),
+    ]);
+    let json: serde_json::Value =
+        serde_json::from_str(&report::render(Format::Json, &r, None)).unwrap();
+    assert_eq!(
+        json["comparison"]["paretoFrontier"],
+        json!(["best", "cheap"])
+    );
+    assert_eq!(json["comparison"]["byLatency"][0], "fast");
+    let md = report::render(Format::Markdown, &r, None);
+    assert!(
+        md.contains("**Pareto frontier:** `best`, `cheap`\n"),
+        "{md}"
+    );
+    let html = report::render(Format::Html, &r, None);
+    assert_eq!(marked_in_table(&html), ["best", "cheap"]);
+    let plot = svg(&html, "plot-cost-quality");
+    let points = plot_points(plot);
+    let on: Vec<&str> = points
+        .iter()
+        .filter(|p| p.1)
+        .map(|p| p.0.as_str())
+        .collect();
+    assert_eq!(on, ["best", "cheap"]);
+    // The staircase goes through those points, cheapest first, and no other.
+    let centre = |name: &str| points.iter().find(|p| p.0 == name).unwrap().2;
+    assert_eq!(staircase(plot), [centre("cheap"), centre("best")]);
+}
+
+/// A frontier of one variant is drawn: a ring around its point (a line
+/// needs two).
+#[test]
+fn a_frontier_of_one_variant_is_visible() {
+    let r = frontier_results(&[("best", 4, 0.01, 1000), ("worse", 2, 0.02, 1000)]);
+    assert_eq!(r.comparison.as_ref().unwrap().pareto_frontier, ["best"]);
+    let html = report::render(Format::Html, &r, None);
+    let plot = svg(&html, "plot-cost-quality");
+    let (cx, cy) = plot_points(plot)[0].2;
+    let ring = plot
+        .find("<circle class=\"frontier-mark\"")
+        .map(|i| &plot[i..])
+        .expect("a ring marks the frontier's point");
+    assert_eq!(attr(ring, "cx").parse::<f64>().unwrap(), cx);
+    assert_eq!(attr(ring, "cy").parse::<f64>().unwrap(), cy);
+    assert!(
+        attr(ring, "r").parse::<f64>().unwrap() > 6.0,
+        "outside the point"
+    );
+    assert_ne!(attr(ring, "stroke"), "none");
+    assert_eq!(plot.matches("class=\"frontier-mark\"").count(), 1);
+    assert!(staircase(plot).is_empty(), "no path that draws nothing");
 }

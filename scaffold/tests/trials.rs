@@ -243,7 +243,7 @@ fn no_winner_is_called_on_too_few_trials() {
         }
     }
     let summaries = summarize(&cells);
-    let clear = compare_variants(&summaries, &cells, &[], &VariantCompareOptions::default());
+    let clear = compare_variants(&summaries, &cells, &VariantCompareOptions::default());
     assert_eq!(clear.verdict, WinnerVerdict::ClearWinner);
     assert_eq!(clear.trials_per_case, 2);
     // ...but not with 2 trials when 3 are required.
@@ -251,7 +251,7 @@ fn no_winner_is_called_on_too_few_trials() {
         min_trials_for_winner: 3,
         ..VariantCompareOptions::default()
     };
-    let c = compare_variants(&summaries, &cells, &[], &options);
+    let c = compare_variants(&summaries, &cells, &options);
     assert_eq!(c.verdict, WinnerVerdict::NoClearWinner);
     assert_eq!(
         c.verdict_message(),

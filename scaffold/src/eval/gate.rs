@@ -42,8 +42,8 @@ use super::stats::{CaseTrials, DEFAULT_CONFIDENCE, Interval, clustered_pass_inte
 pub const QUARANTINE_FILE: &str = "evals/quarantine.yaml";
 
 /// How an eval's results are judged: the intervals' confidence, the k of
-/// pass@k, the quarantine, the gate's statistic and the trials a winner
-/// needs. All optional in JSON (defaults below).
+/// pass@k, the quarantine, the gate's statistic, the trials a winner needs
+/// and the primary scorer. All optional in JSON (defaults below).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GateOptions {
@@ -57,6 +57,11 @@ pub struct GateOptions {
     pub on_lower_bound: bool,
     /// Trials per case below which no variant is called the winner (default 0: no minimum).
     pub min_trials_for_winner: u32,
+    /// The scorer whose mean is quality when variants are compared (the
+    /// frontier, the recommendation, `Best:`, significance); default none:
+    /// the pass rate (see [`deciding_scorer`](super::compare::deciding_scorer)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub primary_scorer: Option<String>,
 }
 
 impl Default for GateOptions {
@@ -67,6 +72,7 @@ impl Default for GateOptions {
             quarantine: Vec::new(),
             on_lower_bound: false,
             min_trials_for_winner: 0,
+            primary_scorer: None,
         }
     }
 }
@@ -100,6 +106,38 @@ impl GateOptions {
         };
         Err(format!(
             "confidence {c} is not a probability between 0 and 1{hint}"
+        ))
+    }
+
+    /// Whether the primary scorer, if one is named, is among `scorers` (the
+    /// eval's). The harness checks this at set-up, naming the eval.
+    ///
+    /// ```
+    /// use scaffold::eval::GateOptions;
+    /// let options = GateOptions { primary_scorer: Some("findngs".into()), ..GateOptions::default() };
+    /// let scorers = ["output-valid".to_string(), "findings".to_string()];
+    /// assert_eq!(
+    ///     options.check_primary_scorer(&scorers).unwrap_err(),
+    ///     "primary scorer `findngs` is not one of the eval's scorers (`output-valid`, `findings`)"
+    /// );
+    /// assert!(options.check_primary_scorer(&[]).unwrap_err().ends_with("(it has none)"));
+    /// assert!(GateOptions::default().check_primary_scorer(&[]).is_ok());
+    /// ```
+    pub fn check_primary_scorer(&self, scorers: &[String]) -> Result<(), String> {
+        let Some(name) = &self.primary_scorer else {
+            return Ok(());
+        };
+        if scorers.contains(name) {
+            return Ok(());
+        }
+        let there = if scorers.is_empty() {
+            "it has none".to_string()
+        } else {
+            let names: Vec<String> = scorers.iter().map(|s| format!("`{s}`")).collect();
+            names.join(", ")
+        };
+        Err(format!(
+            "primary scorer `{name}` is not one of the eval's scorers ({there})"
         ))
     }
 }

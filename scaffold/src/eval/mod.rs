@@ -236,13 +236,31 @@ impl<S: State> Eval<S> {
         self
     }
 
+    /// The scorer whose mean is quality when variants are compared: it
+    /// decides the Pareto frontier, the recommendation, `Best:` and the
+    /// significance tests (default: none, the pass rate decides; so it
+    /// does when the scorer gives every cell one value). A name that is
+    /// not one of the eval's scorers stops the suite at set-up.
+    ///
+    /// ```
+    /// use scaffold::eval::Eval;
+    /// # #[derive(Clone, Default, serde::Serialize, serde::Deserialize)] struct S;
+    /// let eval = Eval::<S>::new().primary_scorer("findings");
+    /// assert_eq!(eval.gate_options().primary_scorer.as_deref(), Some("findings"));
+    /// ```
+    pub fn primary_scorer(mut self, scorer: impl Into<String>) -> Self {
+        self.gate.primary_scorer = Some(scorer.into());
+        self
+    }
+
     /// All of the above at once.
     pub fn gate_with(mut self, options: GateOptions) -> Self {
         self.gate = options;
         self
     }
 
-    /// How the results are judged (quarantine, confidence, pass@k, gate).
+    /// How the results are judged (quarantine, confidence, pass@k, gate,
+    /// primary scorer).
     pub fn gate_options(&self) -> &GateOptions {
         &self.gate
     }

@@ -669,8 +669,9 @@ impl EvalResults {
     }
 
     /// The same results judged with `options` (quarantine, confidence,
-    /// pass@k, lower-bound gate, trials for a winner): quarantine flags,
-    /// trial statistics, intervals, the comparison and the gate recomputed.
+    /// pass@k, lower-bound gate, trials for a winner, primary scorer):
+    /// quarantine flags, trial statistics, intervals, the comparison and the
+    /// gate recomputed.
     ///
     /// ```
     /// use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
@@ -765,8 +766,8 @@ impl EvalResults {
             compare_variants(
                 &summaries,
                 &counted,
-                &config.scorers,
                 &VariantCompareOptions {
+                    quality: options.primary_scorer.clone(),
                     min_trials_for_winner: options.min_trials_for_winner,
                     ..VariantCompareOptions::default()
                 },

@@ -185,6 +185,8 @@ impl<S: State> ErasedEval for Eval<S> {
             return Err(NO_CASES.into());
         }
         self.gate.check()?;
+        self.gate
+            .check_primary_scorer(&ErasedEval::scorer_names(self))?;
         for (name, wf) in &self.variants {
             if let Err(errors) = wf.validate() {
                 return Err(format!("variant `{name}`: {}", errors.join("; ")));

@@ -7,8 +7,9 @@
 //!
 //! Elements tests can find: `<svg class="plot score-distribution"
 //! id="plot-score-{scorer}">`, `id="plot-latency"`, `<svg
-//! id="plot-cost-quality">` with `<path class="frontier">`, the sections
-//! `#variants`, `#plots`, `#significance`, `#flaky`, `#borderline`,
+//! id="plot-cost-quality">` with a `<circle class="frontier-mark">` per
+//! frontier point and `<path class="frontier">` through two or more, the
+//! sections `#variants`, `#plots`, `#significance`, `#flaky`, `#borderline`,
 //! `#baseline`, `#cells`, and `<span class="badge flaky">` /
 //! `<span class="badge quarantined">` markers on cells.
 
@@ -22,7 +23,7 @@ use super::fmt::{
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
-use crate::eval::compare::Severity;
+use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};
 
 const STYLE: &str = r#"
@@ -337,26 +338,32 @@ fn plots(out: &mut String, results: &EvalResults) {
         )
     );
     out.push_str("<h2>Cost vs quality</h2>\n");
-    let (quality_label, quality) = match &results.comparison {
-        Some(c) if c.quality != "pass" => (c.quality.clone(), Some(c)),
-        _ => ("pass rate".to_string(), None),
-    };
-    let points: Vec<plot::Point<'_>> = results
-        .summaries()
-        .into_iter()
+    // Quality as the comparison has it: the deciding scorer's mean, else
+    // the pass rate; the frontier is the comparison's (with one variant,
+    // that variant).
+    let summaries = results.summaries();
+    let primary = deciding_scorer(
+        summaries.iter().copied(),
+        results.gate_options.primary_scorer.as_deref(),
+    );
+    let quality_label = primary.unwrap_or("pass rate");
+    let points: Vec<plot::Point<'_>> = summaries
+        .iter()
         .map(|s| plot::Point {
             name: &s.variant,
             index: variant_index(results, &s.variant),
             cost: s.cost.per_case,
-            quality: quality
-                .and_then(|c| c.quality_by_variant.get(&s.variant).copied())
-                .unwrap_or(s.pass_rate),
+            quality: quality(s, primary),
         })
         .collect();
+    let frontier = match &results.comparison {
+        Some(c) => c.pareto_frontier.clone(),
+        None => summaries.iter().map(|s| s.variant.clone()).collect(),
+    };
     let _ = writeln!(
         out,
         "<figure>{}</figure>",
-        plot::cost_quality("plot-cost-quality", &quality_label, &points)
+        plot::cost_quality("plot-cost-quality", quality_label, &points, &frontier)
     );
     out.push_str("</section>\n");
 }

@@ -1,7 +1,9 @@
 //! Inline SVG plots for the HTML report: a value distribution per variant
 //! (a box from the quartiles, whiskers to min and max, every cell as a
-//! dot, the mean as a diamond) and cost against quality with the Pareto
-//! frontier drawn as a staircase.
+//! dot, the mean as a diamond) and cost against quality with the
+//! comparison's Pareto frontier: its points ringed, a staircase through
+//! them when there are two or more, and every point labelled where the
+//! label overlaps no other label.
 //!
 //! Output is deterministic (dot jitter comes from the cell's position), so
 //! reports are byte-stable.
@@ -224,28 +226,123 @@ pub(crate) struct Point<'a> {
     pub quality: f64,
 }
 
-/// The variants not beaten on both cost (lower) and quality (higher), by cost.
-pub(crate) fn frontier_2d<'a>(points: &'a [Point<'a>]) -> Vec<&'a Point<'a>> {
-    let mut f: Vec<&Point<'_>> = points
-        .iter()
-        .filter(|p| {
-            !points.iter().any(|o| {
-                o.cost <= p.cost
-                    && o.quality >= p.quality
-                    && (o.cost < p.cost || o.quality > p.quality)
-            })
-        })
-        .collect();
-    f.sort_by(|a, b| {
-        a.cost
-            .total_cmp(&b.cost)
-            .then(a.quality.total_cmp(&b.quality))
-    });
-    f
+/// A point label's text box: its anchor (`x`, baseline `y`, `text-anchor`)
+/// and the rectangle it covers, estimated from its length.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Label {
+    /// Anchor x.
+    pub x: f64,
+    /// Baseline y.
+    pub y: f64,
+    /// `start`, `middle` or `end`.
+    pub anchor: &'static str,
+    /// Left, top, right, bottom.
+    pub rect: [f64; 4],
+    /// Placed away from its point (a leader line joins them).
+    pub far: bool,
 }
 
-/// Cost per case against quality, frontier drawn, as an `<svg>` with `id`.
-pub(crate) fn cost_quality(id: &str, quality_label: &str, points: &[Point<'_>]) -> String {
+/// Width of a 12px label character, generous (wide glyphs included).
+const CHAR_W: f64 = 7.0;
+/// Space kept between two labels.
+const GAP: f64 = 2.0;
+/// Half the side of the square a point (and its frontier ring) covers.
+const POINT_R: f64 = 11.0;
+
+impl Label {
+    fn new(text: &str, x: f64, y: f64, anchor: &'static str, far: bool) -> Label {
+        let w = text.chars().count() as f64 * CHAR_W;
+        let left = match anchor {
+            "end" => x - w,
+            "middle" => x - w / 2.0,
+            _ => x,
+        };
+        Label {
+            x,
+            y,
+            anchor,
+            rect: [left, y - 12.0, left + w, y + 3.0],
+            far,
+        }
+    }
+
+    fn overlaps(&self, r: &[f64; 4]) -> bool {
+        let a = &self.rect;
+        a[0] < r[2] + GAP && r[0] < a[2] + GAP && a[1] < r[3] + GAP && r[1] < a[3] + GAP
+    }
+
+    fn inside(&self, bounds: &[f64; 4]) -> bool {
+        let a = &self.rect;
+        a[0] >= bounds[0] && a[1] >= bounds[1] && a[2] <= bounds[2] && a[3] <= bounds[3]
+    }
+}
+
+/// Labels for points at `centres` (texts `texts`), placed in order: each at
+/// the first spot around its point that stays within `bounds` and covers
+/// no point, no rectangle of `lines` and no label placed before it; failing
+/// those, stacked above or below its point (`far`), and at worst under
+/// every label placed. No two labels overlap.
+pub(crate) fn place_labels(
+    centres: &[(f64, f64)],
+    texts: &[&str],
+    lines: &[[f64; 4]],
+    bounds: [f64; 4],
+) -> Vec<Label> {
+    let obstacles: Vec<[f64; 4]> = centres
+        .iter()
+        .map(|(x, y)| [x - POINT_R, y - POINT_R, x + POINT_R, y + POINT_R])
+        .chain(lines.iter().copied())
+        .collect();
+    let mut placed: Vec<Label> = Vec::new();
+    let mid = (bounds[0] + bounds[2]) / 2.0;
+    for (&(px, py), text) in centres.iter().zip(texts) {
+        let d = POINT_R + 2.0;
+        // Points on the right half label to their left first.
+        let (near, other) = if px > mid {
+            ((px - d, "end"), (px + d, "start"))
+        } else {
+            ((px + d, "start"), (px - d, "end"))
+        };
+        // Above or below first: a frontier's staircase leaves a point level.
+        let mut spots = Vec::new();
+        for (x, anchor) in [near, other] {
+            spots.extend([(x, py - 6.0, anchor), (x, py + 16.0, anchor)]);
+        }
+        spots.extend([(px, py - d - 3.0, "middle"), (px, py + d + 12.0, "middle")]);
+        spots.extend([(near.0, py + 4.0, near.1), (other.0, py + 4.0, other.1)]);
+        let candidates = spots
+            .into_iter()
+            .map(|(x, y, a)| Label::new(text, x, y, a, false));
+        let stacked = (1..=40).flat_map(|k| {
+            let step = 17.0 * f64::from(k);
+            [py - 6.0 - step, py + 16.0 + step]
+                .into_iter()
+                .flat_map(move |y| [(near, y), (other, y)])
+                .map(|((x, anchor), y)| Label::new(text, x, y, anchor, true))
+        });
+        let free = |l: &Label| {
+            l.inside(&bounds)
+                && !obstacles.iter().any(|r| l.overlaps(r))
+                && !placed.iter().any(|o| l.overlaps(&o.rect))
+        };
+        let label = candidates.chain(stacked).find(free).unwrap_or_else(|| {
+            let lowest = placed.iter().map(|l| l.rect[3]).fold(py, f64::max);
+            Label::new(text, near.0, lowest + 12.0 + 2.0 * GAP, near.1, true)
+        });
+        placed.push(label);
+    }
+    placed
+}
+
+/// Cost per case against quality, as an `<svg>` with `id`: the variants
+/// named in `frontier` (the comparison's Pareto frontier) are filled and
+/// ringed, and joined by a staircase when there are two or more.
+pub(crate) fn cost_quality(
+    id: &str,
+    quality_label: &str,
+    points: &[Point<'_>],
+    frontier: &[String],
+) -> String {
     const H: f64 = 380.0;
     const L: f64 = 70.0;
     const R: f64 = 40.0;
@@ -308,57 +405,100 @@ pub(crate) fn cost_quality(id: &str, quality_label: &str, points: &[Point<'_>]) 
         T + ph / 2.0,
         xml(quality_label)
     );
-    let frontier = frontier_2d(points);
-    if !frontier.is_empty() {
+    let on = |p: &Point<'_>| frontier.iter().any(|f| f == p.name);
+    let mut steps: Vec<&Point<'_>> = points.iter().filter(|p| on(p)).collect();
+    steps.sort_by(|a, b| {
+        a.cost
+            .total_cmp(&b.cost)
+            .then(a.quality.total_cmp(&b.quality))
+    });
+    // The staircase's segments, which labels keep off.
+    let mut lines = Vec::new();
+    if steps.len() > 1 {
         // A staircase: from each frontier point right, then up to the next.
         let mut d = String::new();
-        for (i, p) in frontier.iter().enumerate() {
+        for (i, p) in steps.iter().enumerate() {
             let (px, py) = (x(p.cost), y(p.quality));
             if i == 0 {
                 let _ = write!(d, "M{px:.1} {py:.1}");
             } else {
                 let _ = write!(d, " H{px:.1} V{py:.1}");
+                let (lx, ly) = (x(steps[i - 1].cost), y(steps[i - 1].quality));
+                lines.push([lx, ly - 1.0, px, ly + 1.0]);
+                lines.push([px - 1.0, py.min(ly), px + 1.0, py.max(ly)]);
             }
         }
         let _ = write!(
             s,
-            r##"<path class="frontier" d="{d}" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="6 4"><title>Pareto frontier (cost, quality)</title></path>"##
+            r##"<path class="frontier" d="{d}" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="6 4"><title>Pareto frontier (quality, cost)</title></path>"##
         );
     }
-    for p in points {
-        let on = frontier.iter().any(|f| f.name == p.name);
-        let c = color(p.index);
-        let (px, py) = (x(p.cost), y(p.quality));
-        // Labels of points on the right go to their left, so they stay inside.
-        let (lx, anchor) = if px > L + pw * 0.7 {
-            (px - 9.0, "end")
-        } else {
-            (px + 9.0, "start")
-        };
-        let ly = if py < T + 14.0 { py + 18.0 } else { py - 8.0 };
+    // A ring marks each frontier point: visible when it is the only one.
+    for p in &steps {
         let _ = write!(
             s,
-            r#"<g class="point{}" data-variant="{}"><circle cx="{px:.1}" cy="{py:.1}" r="6" fill="{}" stroke="{c}" stroke-width="2"><title>{}: {} per case, {} {}</title></circle><text class="label" x="{lx:.1}" y="{ly:.1}" text-anchor="{anchor}">{}</text></g>"#,
-            if on { " on-frontier" } else { "" },
-            xml(p.name),
-            if on { c } else { "white" },
+            r##"<circle class="frontier-mark" cx="{:.1}" cy="{:.1}" r="10" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="3 2"><title>{}: on the Pareto frontier</title></circle>"##,
+            x(p.cost),
+            y(p.quality),
+            xml(p.name)
+        );
+    }
+    let centres: Vec<(f64, f64)> = points.iter().map(|p| (x(p.cost), y(p.quality))).collect();
+    let names: Vec<&str> = points.iter().map(|p| p.name).collect();
+    // Labels stay right of the quality axis and above the cost axis.
+    let labels = place_labels(
+        &centres,
+        &names,
+        &lines,
+        [L + 2.0, 24.0, WIDTH - 2.0, T + ph],
+    );
+    for ((p, (px, py)), label) in points.iter().zip(centres).zip(labels) {
+        let c = color(p.index);
+        let _ = write!(
+            s,
+            r#"<g class="point{}" data-variant="{}">"#,
+            if on(p) { " on-frontier" } else { "" },
+            xml(p.name)
+        );
+        if label.far {
+            // A leader from the point to its label's nearest edge.
+            let lx = if label.rect[0] > px {
+                label.rect[0]
+            } else {
+                label.rect[2]
+            };
+            let _ = write!(
+                s,
+                r#"<line class="leader" x1="{px:.1}" y1="{py:.1}" x2="{lx:.1}" y2="{:.1}" stroke="{c}" stroke-width="1"/>"#,
+                label.y - 4.0
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<circle cx="{px:.1}" cy="{py:.1}" r="6" fill="{}" stroke="{c}" stroke-width="2"><title>{}: {} per case, {} {}</title></circle><text class="label" x="{:.1}" y="{:.1}" text-anchor="{}">{}</text></g>"#,
+            if on(p) { c } else { "white" },
             xml(p.name),
             xml(&usd(p.cost)),
             xml(quality_label),
             num(p.quality),
+            label.x,
+            label.y,
+            label.anchor,
             xml(p.name)
         );
     }
-    // The legend sits under the plot, right-aligned.
-    let ly = H - 10.0;
+    // The legend sits above the plot, on the right.
+    let ly = 20.0;
     let _ = write!(
         s,
-        r##"<g class="legend"><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#111827" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.1}" y="{ly:.1}" text-anchor="end">Pareto frontier</text></g>"##,
-        L + pw - 130.0,
+        r##"<g class="legend"><line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#111827" stroke-width="1.5" stroke-dasharray="6 4"/><circle cx="{:.1}" cy="{:.1}" r="5" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="3 2"/><text x="{:.1}" y="{ly:.1}">Pareto frontier (quality, cost)</text></g>"##,
+        WIDTH - 262.0,
         ly - 4.0,
-        L + pw - 100.0,
+        WIDTH - 234.0,
         ly - 4.0,
-        L + pw
+        WIDTH - 222.0,
+        ly - 4.0,
+        WIDTH - 210.0
     );
     s.push_str("</svg>");
     s
@@ -375,8 +515,28 @@ mod tests {
         assert_eq!(ticks(3.0, 3.0), vec![3.0]);
     }
 
+    /// The point labels of a cost/quality plot: text, x, y, anchor.
+    fn labels(svg: &str) -> Vec<(String, f64, f64, String)> {
+        let attr = |tag: &str, name: &str| {
+            let start = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            tag[start..start + tag[start..].find('"').unwrap()].to_string()
+        };
+        svg.match_indices("<text class=\"label\"")
+            .map(|(i, _)| {
+                let tag = &svg[i..i + svg[i..].find('>').unwrap()];
+                let text = &svg[i + tag.len() + 1..];
+                let text = text[..text.find('<').unwrap()].to_string();
+                let (x, y) = (
+                    attr(tag, "x").parse().unwrap(),
+                    attr(tag, "y").parse().unwrap(),
+                );
+                (text, x, y, attr(tag, "text-anchor"))
+            })
+            .collect()
+    }
+
     #[test]
-    fn frontier_keeps_undominated_points_by_cost() {
+    fn labels_of_points_at_nearly_one_place_do_not_overlap() {
         let p = |name, cost, quality| Point {
             name,
             index: 0,
@@ -384,12 +544,56 @@ mod tests {
             quality,
         };
         let pts = [
-            p("a", 0.01, 0.5),
-            p("b", 0.05, 0.9),
-            p("c", 0.06, 0.8),
-            p("d", 0.01, 0.4),
+            p("claude-sonnet-4-5", 0.0100, 0.80),
+            p("gpt-4o", 0.0101, 0.80),
+            p("gpt-4o-mini", 0.0100, 0.801),
+            p("far", 0.05, 0.2),
         ];
-        let f: Vec<&str> = frontier_2d(&pts).iter().map(|p| p.name).collect();
-        assert_eq!(f, ["a", "b"]);
+        let svg = cost_quality("p", "pass rate", &pts, &["far".to_string()]);
+        let labels = labels(&svg);
+        assert_eq!(labels.len(), 4);
+        // Boxes of 12px text, at most 7px a character, baseline at y.
+        let boxes: Vec<(f64, f64, f64, f64)> = labels
+            .iter()
+            .map(|(text, x, y, anchor)| {
+                let w = text.chars().count() as f64 * 7.0;
+                let left = match anchor.as_str() {
+                    "end" => x - w,
+                    "middle" => x - w / 2.0,
+                    _ => *x,
+                };
+                (left, y - 12.0, left + w, y + 3.0)
+            })
+            .collect();
+        for (i, a) in boxes.iter().enumerate() {
+            for b in &boxes[i + 1..] {
+                let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                assert!(apart, "labels overlap: {a:?} and {b:?} in {labels:?}");
+            }
+            assert!(a.0 >= 0.0 && a.2 <= WIDTH, "label inside the plot: {a:?}");
+        }
+    }
+
+    #[test]
+    fn labels_of_one_place_are_stacked_apart() {
+        let centres = vec![(300.0, 150.0); 8];
+        let labels = place_labels(
+            &centres,
+            &["a-long-variant-name"; 8],
+            &[],
+            [2.0, 24.0, 718.0, 356.0],
+        );
+        for (i, a) in labels.iter().enumerate() {
+            for b in &labels[i + 1..] {
+                assert!(!a.overlaps(&b.rect), "{a:?} and {b:?}");
+            }
+        }
+        assert!(!labels[0].far, "the first sits by its point");
+        assert!(labels.iter().any(|l| l.far), "the rest are stacked");
+        // With no room left, a label still goes under every other.
+        let labels = place_labels(&centres, &["x"; 60], &[], [2.0, 24.0, 718.0, 356.0]);
+        for (i, a) in labels.iter().enumerate() {
+            assert!(labels[i + 1..].iter().all(|b| !a.overlaps(&b.rect)));
+        }
     }
 }

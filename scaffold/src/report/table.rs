@@ -4,7 +4,7 @@
 //! cells, the borderline judgements and the significance verdict.
 
 use super::fmt::{ci_heading, interval, markers, pass_k};
-use crate::eval::compare::primary_scorer;
+use crate::eval::compare::{deciding_scorer, quality};
 use crate::eval::{EvalResults, VariantSummary};
 
 /// Flaky or quarantined cells, and borderline judgements, listed before "and N more".
@@ -23,6 +23,9 @@ pub struct TableHeader<'a> {
     pub trials: u32,
     /// The scorers, in the eval's order (columns follow it).
     pub scorers: &'a [String],
+    /// The primary scorer, whose mean decides `Best:` (none, or one that
+    /// gave every cell one value: the pass rate).
+    pub primary_scorer: Option<&'a str>,
 }
 
 fn latency(ms: f64) -> String {
@@ -51,7 +54,8 @@ fn pad(s: &str, width: usize) -> String {
 ///     avg_latency: 2100.0, avg_cost: 0.04, latency: Default::default(), cost: Default::default(),
 ///     tokens: Default::default(), scores: Default::default(),
 ///     pass_rate_interval: Some(scaffold::eval::stats::wilson_interval(4, 5, 0.95)) };
-/// let out = render(&TableHeader { eval: "code-review", inputs: 5, variants: 1, trials: 1, scorers: &[] }, &[v]);
+/// let header = TableHeader { eval: "code-review", inputs: 5, variants: 1, trials: 1, scorers: &[], primary_scorer: None };
+/// let out = render(&header, &[v]);
 /// assert!(out.contains("│ gpt-4o "));
 /// assert!(out.contains("4/5 (80%) │ 38–96%"));
 /// assert!(out.contains("Cheapest: gpt-4o ($0.04 avg)"));
@@ -137,30 +141,26 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
         out.push_str(&row_line(row));
     }
     out.push_str(&line("└", "┴", "┘"));
-    out.push_str(&verdict_lines(summaries, &scorer_names));
+    out.push_str(&verdict_lines(summaries, header.primary_scorer));
     out
 }
 
 /// The Best / Cheapest / Fastest lines.
-fn verdict_lines(summaries: &[VariantSummary], scorers: &[&str]) -> String {
+fn verdict_lines(summaries: &[VariantSummary], primary: Option<&str>) -> String {
     let mut out = String::new();
     if summaries.is_empty() {
         return out;
     }
-    // Best: highest pass rate, then highest mean of the primary quality
-    // scorer, then cheapest, then fastest: the variant the comparison
-    // recommends (see `eval::compare`).
-    let primary = primary_scorer(scorers.iter().copied());
-    let quality = |s: &VariantSummary| {
-        primary
-            .and_then(|p| s.scores.get(p))
-            .map_or(0.0, |x| x.mean)
-    };
+    // Best: highest quality (the deciding scorer's mean, else the pass
+    // rate), then cheapest, then highest pass rate, then fastest: the
+    // variant the comparison recommends (see `eval::compare`).
+    let primary = deciding_scorer(summaries, primary);
+    let quality_of = |s: &VariantSummary| quality(s, primary);
     let best = summaries.iter().min_by(|a, b| {
         let f = |x: f64, y: f64| x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-        f(b.pass_rate, a.pass_rate)
-            .then(f(quality(b), quality(a)))
+        f(quality_of(b), quality_of(a))
             .then(f(a.avg_cost, b.avg_cost))
+            .then(f(b.pass_rate, a.pass_rate))
             .then(f(a.avg_latency, b.avg_latency))
             .then(a.variant.cmp(&b.variant))
     });
@@ -168,10 +168,11 @@ fn verdict_lines(summaries: &[VariantSummary], scorers: &[&str]) -> String {
     if summaries.iter().all(|s| s.passed == 0) {
         out.push_str("  Best: none (no variant passed a cell)\n");
     } else if let Some(best) = best {
-        let mut reason = format!("pass rate {:.0}%", best.pass_rate * 100.0);
-        if let Some(st) = primary.and_then(|p| best.scores.get(p).map(|st| (p, st))) {
-            reason.push_str(&format!(", {} {:.2} ±{:.2}", st.0, st.1.mean, st.1.stddev));
-        }
+        let pass = format!("pass rate {:.0}%", best.pass_rate * 100.0);
+        let reason = match primary.and_then(|p| best.scores.get(p).map(|st| (p, st))) {
+            Some((p, st)) => format!("{p} {:.2} ±{:.2}, {pass}", st.mean, st.stddev),
+            None => pass,
+        };
         out.push_str(&format!("  Best: {} ({reason})\n", best.variant));
     }
     let cheapest = summaries.iter().min_by(|a, b| {
@@ -220,6 +221,7 @@ pub fn render_results(results: &EvalResults) -> String {
         variants: summaries.len(),
         trials: results.config.trials,
         scorers: &results.config.scorers,
+        primary_scorer: results.gate_options.primary_scorer.as_deref(),
     };
     let mut out = render(&header, &summaries);
     if let Some(partial) = results.partial() {

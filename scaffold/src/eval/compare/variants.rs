@@ -2,11 +2,19 @@
 //! paired significance tests and a recommendation (seed 003's
 //! `VariantComparison` and `VariantRecommendation`).
 //!
-//! **Quality** is the mean of the primary scorer (see
-//! [`primary_scorer`](super::primary_scorer)) when the eval has one, else
-//! the pass rate. **Frontier**: a variant is on it when no other variant is
-//! at least as good on every objective — higher pass rate, higher quality,
-//! lower mean cost, lower mean latency — and better on one.
+//! **Quality** is the pass rate unless the eval names a primary scorer
+//! ([`Eval::primary_scorer`](crate::eval::Eval::primary_scorer), carried
+//! in [`VariantCompareOptions::quality`]): then it is that scorer's mean,
+//! unless the scorer gave every cell one value ([`deciding_scorer`]).
+//! It decides: the recommended variant is the one of highest quality
+//! (ties: cheaper, then higher pass rate, then faster, then by name).
+//!
+//! **Frontier**: two objectives, quality (higher is better) and mean cost
+//! per cell (lower is better). A variant is on it when no other variant is
+//! at least as good on both and better on one; variants equal on both are
+//! both on it. Latency is ranked (`by_latency`) but is not an objective, so
+//! a variant that is only faster is not on the frontier. The HTML report's
+//! table marks and its cost/quality plot draw this same list.
 //!
 //! **Significance**: the case is the unit of analysis. The recommended
 //! variant is tested against each other variant on the cases they share
@@ -37,7 +45,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::primary_scorer;
 use crate::eval::results::CellRecord;
 use crate::eval::stats::{
     Alternative, DEFAULT_CONFIDENCE, Power, SignFlip, TTest, VariantSummary, Wilcoxon,
@@ -51,7 +58,8 @@ use crate::report::fmt::{duration as ms, p_value as p_text, pct, usd};
 pub struct VariantCompareOptions {
     /// Significance level (default 0.05).
     pub alpha: f64,
-    /// The scorer that stands for quality (default: the primary scorer).
+    /// The primary scorer, whose mean is quality (default none: quality
+    /// is the pass rate; see [`deciding_scorer`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<String>,
     /// Pairs per test at which a clear winner earns high confidence (default 10).
@@ -188,7 +196,9 @@ pub struct VariantComparison {
     pub by_cost: Vec<String>,
     /// Fastest mean latency first.
     pub by_latency: Vec<String>,
-    /// Variants no other beats on every objective, in `by_pass_rate` order.
+    /// Variants no other beats on quality and cost (see the module doc),
+    /// best quality first (ties: cheaper, higher pass rate, faster): the
+    /// first is the recommended variant.
     pub pareto_frontier: Vec<String>,
     /// What quality means here: `pass` or a scorer's name.
     pub quality: String,
@@ -274,7 +284,8 @@ fn trials_per_case(cells: &[CellRecord]) -> u32 {
     fewest.map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
-/// The objectives of one variant.
+/// What is known of one variant: the frontier's objectives (quality and
+/// cost) and what else is ranked.
 #[derive(Debug, Clone, Copy)]
 struct Point {
     pass_rate: f64,
@@ -284,16 +295,10 @@ struct Point {
 }
 
 impl Point {
-    /// At least as good everywhere and better somewhere.
+    /// At least as good on quality and cost and better on one of them.
     fn dominates(&self, o: &Point) -> bool {
-        let ge = self.pass_rate >= o.pass_rate
-            && self.quality >= o.quality
-            && self.cost <= o.cost
-            && self.latency <= o.latency;
-        let gt = self.pass_rate > o.pass_rate
-            || self.quality > o.quality
-            || self.cost < o.cost
-            || self.latency < o.latency;
+        let ge = self.quality >= o.quality && self.cost <= o.cost;
+        let gt = self.quality > o.quality || self.cost < o.cost;
         ge && gt
     }
 }
@@ -307,10 +312,64 @@ fn cmp_f(a: f64, b: f64) -> Ordering {
     a.partial_cmp(&b).unwrap_or(Ordering::Equal)
 }
 
+/// A variant's quality: the mean of the primary scorer when one is named
+/// (0 for a variant without its scores), else the pass rate.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, summarize};
+/// use scaffold::eval::compare::quality;
+/// let mut c = CellRecord::new("v", "case");
+/// c.passed = true;
+/// let s = &summarize(&[c])[0];
+/// assert_eq!(quality(s, None), 1.0);
+/// assert_eq!(quality(s, Some("findings")), 0.0);
+/// ```
+pub fn quality(summary: &VariantSummary, primary: Option<&str>) -> f64 {
+    match primary {
+        Some(p) => summary.scores.get(p).map_or(0.0, |st| st.mean),
+        None => summary.pass_rate,
+    }
+}
+
+/// The scorer that decides: `primary`, unless it gave every cell of every
+/// variant one value (or none has its scores): it can tell no variant from
+/// another, so the pass rate decides, as it does without a primary scorer.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, summarize};
+/// use scaffold::eval::compare::deciding_scorer;
+/// use scaffold::eval::results::ScoreRecord;
+/// let cell = |variant: &str, value: f64| {
+///     let mut c = CellRecord::new(variant, "case");
+///     let score = ScoreRecord { pass: true, value, unit: None, detail: None, borderline: false };
+///     c.scores.insert("findings".into(), score);
+///     c
+/// };
+/// let varies = summarize(&[cell("a", 1.0), cell("b", 0.5)]);
+/// assert_eq!(deciding_scorer(&varies, Some("findings")), Some("findings"));
+/// let constant = summarize(&[cell("a", 1.0), cell("b", 1.0)]);
+/// assert_eq!(deciding_scorer(&constant, Some("findings")), None);
+/// assert_eq!(deciding_scorer(&varies, None), None);
+/// ```
+pub fn deciding_scorer<'s, 'p>(
+    summaries: impl IntoIterator<Item = &'s VariantSummary>,
+    primary: Option<&'p str>,
+) -> Option<&'p str> {
+    let name = primary?;
+    let mut ranges = summaries
+        .into_iter()
+        .map(|s| s.scores.get(name).map(|st| (st.min, st.max)));
+    let constant = match ranges.next() {
+        Some(Some((lo, hi))) => lo == hi && ranges.all(|r| r == Some((lo, lo))),
+        Some(None) => ranges.all(|r| r.is_none()),
+        None => true,
+    };
+    (!constant).then_some(name)
+}
+
 /// Compare the variants of one run.
 ///
-/// `summaries` in the eval's variant order; `cells` of all variants;
-/// `scorers` in the eval's order (for the primary scorer).
+/// `summaries` in the eval's variant order; `cells` of all variants.
 ///
 /// ```
 /// use scaffold::eval::{CellRecord, compare_variants, summarize, VariantCompareOptions, WinnerVerdict};
@@ -323,7 +382,7 @@ fn cmp_f(a: f64, b: f64) -> Ordering {
 ///         cells.push(c);
 ///     }
 /// }
-/// let cmp = compare_variants(&summarize(&cells), &cells, &[], &VariantCompareOptions::default());
+/// let cmp = compare_variants(&summarize(&cells), &cells, &VariantCompareOptions::default());
 /// assert_eq!(cmp.by_pass_rate, ["big", "small"]);
 /// assert_eq!(cmp.by_cost, ["small", "big"]);
 /// assert_eq!(cmp.pareto_frontier, ["big", "small"]);
@@ -335,24 +394,9 @@ fn cmp_f(a: f64, b: f64) -> Ordering {
 pub fn compare_variants(
     summaries: &[VariantSummary],
     cells: &[CellRecord],
-    scorers: &[String],
     options: &VariantCompareOptions,
 ) -> VariantComparison {
-    let quality_scorer: Option<String> = options.quality.clone().or_else(|| {
-        let mut names: Vec<&str> = scorers.iter().map(String::as_str).collect();
-        for s in summaries {
-            for k in s.scores.keys() {
-                if !names.contains(&k.as_str()) {
-                    names.push(k);
-                }
-            }
-        }
-        primary_scorer(names).map(str::to_string)
-    });
-    let quality_of = |s: &VariantSummary| match &quality_scorer {
-        Some(q) => s.scores.get(q).map_or(0.0, |st| st.mean),
-        None => s.pass_rate,
-    };
+    let quality_scorer = deciding_scorer(summaries, options.quality.as_deref());
     let points: Vec<(&str, Point)> = summaries
         .iter()
         .map(|s| {
@@ -360,7 +404,7 @@ pub fn compare_variants(
                 s.variant.as_str(),
                 Point {
                     pass_rate: s.pass_rate,
-                    quality: quality_of(s),
+                    quality: quality(s, quality_scorer),
                     cost: s.avg_cost,
                     latency: s.avg_latency,
                 },
@@ -388,14 +432,22 @@ pub fn compare_variants(
             .then(cmp_f(b.pass_rate, a.pass_rate))
             .then(an.cmp(bn))
     });
-    let frontier: Vec<&(&str, Point)> = by_pass_rate
-        .iter()
-        .copied()
+    // Quality decides; the frontier's first is the variant recommended.
+    let mut by_quality: Vec<&(&str, Point)> = points.iter().collect();
+    by_quality.sort_by(|(an, a), (bn, b)| {
+        cmp_f(b.quality, a.quality)
+            .then(cmp_f(a.cost, b.cost))
+            .then(cmp_f(b.pass_rate, a.pass_rate))
+            .then(cmp_f(a.latency, b.latency))
+            .then(an.cmp(bn))
+    });
+    let frontier: Vec<&(&str, Point)> = by_quality
+        .into_iter()
         .filter(|(_, p)| !points.iter().any(|(_, o)| o.dominates(p)))
         .collect();
     let names = |v: &[&(&str, Point)]| v.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
 
-    let quality_name = quality_scorer.clone().unwrap_or_else(|| "pass".into());
+    let quality_name = quality_scorer.unwrap_or("pass").to_string();
     // When no variant passed a cell there is nothing to recommend.
     let best = frontier
         .first()
@@ -408,7 +460,7 @@ pub fn compare_variants(
                 best_name,
                 other,
                 cells,
-                quality_scorer.as_deref(),
+                quality_scorer,
                 options.alpha,
             ));
         }
@@ -558,10 +610,15 @@ fn recommend(
     quality: &str,
     options: &VariantCompareOptions,
 ) -> Recommendation {
-    let mut reason = format!("highest pass rate ({})", pct(point.pass_rate));
-    if quality != "pass" {
-        reason.push_str(&format!(", {quality} {:.2}", point.quality));
-    }
+    let mut reason = if quality == "pass" {
+        format!("highest pass rate ({})", pct(point.pass_rate))
+    } else {
+        format!(
+            "highest {quality} ({:.2}), pass rate {}",
+            point.quality,
+            pct(point.pass_rate)
+        )
+    };
     let others = points.len() - 1;
     if others > 0
         && points
