@@ -817,3 +817,84 @@ fn a_constant_primary_scorer_leaves_the_decision_to_the_pass_rate() {
     let html = report::render(Format::Html, &r, None);
     assert!(html.contains("Cost per case vs pass rate"));
 }
+
+// ------------------------------------------------------------ unknown cost
+
+/// A variant that called a model with no price (a proxy alias) has an
+/// unknown cost: shown as `unknown`, never `$0`, never `Cheapest`, never
+/// ranked by cost nor beaten or beating on it, and a warning says how to
+/// price it. A baseline comparison claims no cost change for it either.
+#[test]
+fn an_unpriced_model_has_an_unknown_cost_never_ranked() {
+    let mut cells = Vec::new();
+    for i in 0..5 {
+        let case = format!("c{i}");
+        cells.push(cell("priced", &case, i < 3, 1000, 0.02, 0.6));
+        let mut alias = cell("alias", &case, true, 1000, 0.0, 0.9);
+        alias.metrics.unpriced_calls = 2;
+        cells.push(alias);
+    }
+    let r = results(cells);
+    assert!(!r.summary["alias"].cost_known() && r.summary["priced"].cost_known());
+    assert_eq!(r.summary["alias"].cost.unpriced_cells, 5);
+    let c = r.comparison.as_ref().unwrap();
+    assert_eq!(c.by_cost, ["priced"]);
+    assert_eq!(c.cost_unknown, ["alias"]);
+    assert_eq!(
+        c.pareto_frontier.len(),
+        2,
+        "neither beats the other on cost"
+    );
+    let rec = c.recommendation.as_ref().unwrap();
+    assert_eq!(rec.variant, "alias");
+    assert!(!rec.reason.contains("cheapest"), "{}", rec.reason);
+    assert!(
+        rec.tradeoffs.iter().all(|t| !t.contains("cheaper")),
+        "{:?}",
+        rec.tradeoffs
+    );
+
+    let table = report::render(Format::Table, &r, None);
+    let alias_row = table.lines().find(|l| l.contains("│ alias")).unwrap();
+    assert!(
+        alias_row.contains("unknown") && !alias_row.contains("$0 "),
+        "{alias_row}"
+    );
+    assert_eq!(line(&table, "Cheapest:"), "  Cheapest: priced ($0.02 avg)");
+    assert!(line(&table, "Cost unknown:").contains("alias"));
+    let warning = r.cost_warning().unwrap();
+    assert!(warning.contains("`alias` (5 of 5 cells)") && warning.contains("Eval::pricing("));
+    let markdown = report::render(Format::Markdown, &r, None);
+    assert!(markdown.contains("unknown") && markdown.contains("no price for a model of variant"));
+    let json: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(json["summary"]["alias"]["cost"]["unpricedCells"], 5);
+    assert_eq!(json["comparison"]["costUnknown"], json!(["alias"]));
+    let html = report::render(Format::Html, &r, None);
+    let plot = &html[html.find("plot-cost-quality").unwrap()..];
+    let plot = &plot[..plot.find("</svg>").unwrap()];
+    assert!(
+        plot.contains("priced") && !plot.contains(">alias<"),
+        "{plot}"
+    );
+
+    // A cell that went unpriced did not get cheaper.
+    let base = results(
+        (0..5)
+            .map(|i| cell("v", &format!("c{i}"), true, 1000, 0.02, 0.6))
+            .collect(),
+    );
+    let mut now: Vec<CellRecord> = (0..5)
+        .map(|i| cell("v", &format!("c{i}"), true, 1000, 0.0, 0.6))
+        .collect();
+    for c in &mut now {
+        c.metrics.unpriced_calls = 1;
+    }
+    let cmp = compare(&base, &results(now), &CompareOptions::default());
+    assert!(
+        cmp.improvements
+            .iter()
+            .all(|i| i.kind != ImprovementKind::MetricImproved),
+        "{:?}",
+        cmp.improvements
+    );
+}

@@ -297,3 +297,42 @@ fn a_primary_scorer_the_eval_has_not_is_a_set_up_error() {
         Err("primary scorer `findings` is not one of the eval's scorers (`output-valid`)".into())
     );
 }
+
+/// `Eval::pricing` prices a model the built-in table lacks (a proxy alias):
+/// without it the cell's calls are unpriced, with it they cost.
+#[tokio::test]
+async fn an_eval_prices_a_model_the_table_lacks() {
+    use scaffold::provider::{ModelPrice, Pricing};
+    let alias = || {
+        let agent = Agent::<Qa>::new("answerer")
+            .provider(ScriptedProvider::responder("my-proxy-gpt", |_| {
+                ScriptedReply::text("Paris").with_usage(1_000_000, 0)
+            }))
+            .prompt(|s| s.question.clone())
+            .update(|t, s| s.answer = t);
+        Workflow::new("qa", Qa::default()).phase("answer", Phase::run(agent))
+    };
+    let dataset = load_str(DATASET, Format::Yaml, "qa.yaml").unwrap();
+    let plain = Eval::new()
+        .name("qa")
+        .variant("alias", alias())
+        .dataset(dataset.clone());
+    let priced = Eval::new()
+        .name("qa")
+        .variant("alias", alias())
+        .dataset(dataset)
+        .pricing(Pricing::builtin().with_model("my-proxy-gpt", ModelPrice::per_mtok(2.5, 10.0)));
+    let env = CellEnv::default();
+    let cell = plain.cells().next().unwrap();
+    let (result, _) = plain.run_cell(&cell, &env).await;
+    assert_eq!(
+        (result.metrics.unpriced_calls, result.metrics.cost_usd),
+        (1, 0.0)
+    );
+    let cell = priced.cells().next().unwrap();
+    let (result, _) = priced.run_cell(&cell, &env).await;
+    assert_eq!(
+        (result.metrics.unpriced_calls, result.metrics.cost_usd),
+        (0, 2.5)
+    );
+}

@@ -223,6 +223,9 @@ impl<S: State> Eval<S> {
         if let Some(tools) = &env.tools {
             options = options.tool_recorder(tools.clone());
         }
+        if let Some(pricing) = &self.pricing {
+            options.pricing = Some(pricing.clone());
+        }
         if let Some(store) = &env.store {
             options = options.store(store.clone());
         }

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use crate::assert::Borderline;
 use crate::dataset::{Case, Dataset};
-use crate::provider::Provider;
+use crate::provider::{Pricing, Provider};
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
 use crate::workflow::{State, Workflow};
@@ -68,6 +68,7 @@ pub struct Eval<S> {
     pub(crate) gate: GateOptions,
     pub(crate) borderline: Option<Borderline>,
     pub(crate) on_error: OnError,
+    pub(crate) pricing: Option<Arc<Pricing>>,
 }
 
 /// What an eval makes of a cell whose run errored (a provider error, a
@@ -139,6 +140,7 @@ impl<S: State> Eval<S> {
             gate: GateOptions::default(),
             borderline: None,
             on_error: OnError::default(),
+            pricing: None,
         }
     }
 
@@ -303,6 +305,23 @@ impl<S: State> Eval<S> {
     /// or with a script); `{filter}`, if there, is the cell's test filter.
     pub fn rerecord_command(mut self, command: impl Into<String>) -> Self {
         self.rerecord = Some(command.into());
+        self
+    }
+
+    /// Price the cells' calls with `pricing` instead of the built-in table:
+    /// a proxy alias or a model the table lacks gets its price here
+    /// (without one, its cost is unknown: shown as such, never ranked).
+    ///
+    /// ```
+    /// use scaffold::eval::Eval;
+    /// use scaffold::provider::{ModelPrice, Pricing};
+    /// # #[derive(Clone, Default, serde::Serialize, serde::Deserialize)] struct S;
+    /// let eval = Eval::<S>::new()
+    ///     .pricing(Pricing::builtin().with_model("my-proxy-gpt", ModelPrice::per_mtok(2.5, 10.0)));
+    /// # let _ = eval;
+    /// ```
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(Arc::new(pricing));
         self
     }
 

@@ -945,6 +945,44 @@ impl EvalResults {
         self.gate_verdict().passed
     }
 
+    /// The warning for variants whose cost is unknown (a model they called
+    /// has no price), with the way to add one; `None` when every call was
+    /// priced.
+    ///
+    /// ```
+    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+    /// let mut cell = CellRecord::new("proxy-alias", "c1");
+    /// cell.metrics.unpriced_calls = 2;
+    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["proxy-alias".into()], scorers: vec![], min_pass_rate: 0.0 };
+    /// let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
+    /// assert!(r.cost_warning().unwrap().starts_with(
+    ///     "warning: no price for a model of variant `proxy-alias` (1 of 1 cells): its cost is unknown"));
+    /// ```
+    pub fn cost_warning(&self) -> Option<String> {
+        let unknown: Vec<String> = self
+            .summary
+            .values()
+            .filter(|s| !s.cost_known())
+            .map(|s| {
+                format!(
+                    "`{}` ({} of {} cells)",
+                    s.variant, s.cost.unpriced_cells, s.cells
+                )
+            })
+            .collect();
+        if unknown.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "warning: no price for a model of variant{} {}: its cost is unknown, shown as such and \
+             never ranked; price it with Eval::pricing(Pricing::builtin().with_model(\"MODEL\", \
+             ModelPrice::per_mtok(INPUT_USD, OUTPUT_USD))) (MODEL as the provider reports it, on \
+             provider:end)",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.join(", ")
+        ))
+    }
+
     /// The gate's verdict and what it was based on (see [`gate`]).
     pub fn gate_verdict(&self) -> Gate {
         gate::judge(

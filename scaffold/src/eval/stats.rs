@@ -214,10 +214,18 @@ impl LatencyStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CostStats {
-    /// Over every cell.
+    /// Over every cell (of the priced calls).
     pub total: f64,
     /// Mean per cell.
     pub per_case: f64,
+    /// Cells with a provider call whose model has no price: with any, the
+    /// variant's cost is unknown (never shown as a figure, never ranked).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_cells: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Tokens of a variant's cells.
@@ -263,6 +271,19 @@ pub struct VariantSummary {
     /// clustered by case ([`pass_rate_interval`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_rate_interval: Option<Interval>,
+}
+
+impl VariantSummary {
+    /// Whether the variant's cost is known: every provider call it made
+    /// was priced (see [`CostStats::unpriced_cells`]).
+    pub fn cost_known(&self) -> bool {
+        self.cost.unpriced_cells == 0
+    }
+
+    /// The mean cost per cell, when known.
+    pub fn known_cost(&self) -> Option<f64> {
+        self.cost_known().then_some(self.avg_cost)
+    }
 }
 
 /// Summaries per variant, in the order the variants first appear in `cells`.
@@ -325,6 +346,10 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
         cost: CostStats {
             total: total_cost,
             per_case: per(total_cost),
+            unpriced_cells: cells
+                .iter()
+                .filter(|c| c.metrics.unpriced_calls > 0)
+                .count(),
         },
         tokens: TokenStats {
             input,

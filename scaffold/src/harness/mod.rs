@@ -1424,6 +1424,9 @@ impl Harness {
             for line in gate.notes(&results.eval, &results.notable_trials()) {
                 eprintln!("  {line}");
             }
+            if let Some(line) = results.cost_warning() {
+                eprintln!("  {line}");
+            }
             if let Some(line) = results.excluded_line() {
                 eprintln!("  {line}");
             }

@@ -1,6 +1,15 @@
 //! Numbers as reports show them.
 
 /// `$0`, `$0.0042`, `$0.01`, `$1.25`: two decimals, four under a cent.
+/// A variant's mean cost per cell, or `unknown` when a model it called
+/// has no price (never a misleading `$0`).
+pub(crate) fn cost_per_case(s: &crate::eval::stats::VariantSummary) -> String {
+    match s.known_cost() {
+        Some(cost) => usd(cost),
+        None => "unknown".into(),
+    }
+}
+
 pub(crate) fn usd(x: f64) -> String {
     if x == 0.0 {
         return "$0".into();

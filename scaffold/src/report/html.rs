@@ -18,8 +18,8 @@ use std::io::{self, Write};
 
 use super::escape::xml;
 use super::fmt::{
-    ci_heading, detectable_cell, duration, gate_rule, interval, num, pass_k, pct, points,
-    scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, cost_per_case, detectable_cell, duration, gate_rule, interval, num, pass_k, pct,
+    points, scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
@@ -215,7 +215,7 @@ fn variants(out: &mut String, results: &EvalResults) {
             duration(s.latency.p50),
             duration(s.latency.p95),
             duration(s.latency.p99),
-            xml(&usd(s.cost.per_case)),
+            xml(&cost_per_case(s)),
             xml(&usd(s.cost.total)),
             num(s.tokens.per_case.round())
         );
@@ -347,13 +347,16 @@ fn plots(out: &mut String, results: &EvalResults) {
         results.gate_options.primary_scorer.as_deref(),
     );
     let quality_label = primary.unwrap_or("pass rate");
+    // A variant of unknown cost has no place on a cost axis.
     let points: Vec<plot::Point<'_>> = summaries
         .iter()
-        .map(|s| plot::Point {
-            name: &s.variant,
-            index: variant_index(results, &s.variant),
-            cost: s.cost.per_case,
-            quality: quality(s, primary),
+        .filter_map(|s| {
+            Some(plot::Point {
+                name: &s.variant,
+                index: variant_index(results, &s.variant),
+                cost: s.known_cost()?,
+                quality: quality(s, primary),
+            })
         })
         .collect();
     let frontier = match &results.comparison {

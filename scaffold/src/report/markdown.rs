@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use super::escape::{md_cell, md_code, md_code_cell, md_text};
 use super::fmt::{
-    ci_heading, detectable_cell, duration, gate_rule, interval, markers, num, pass_k, pct, points,
-    scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, cost_per_case, detectable_cell, duration, gate_rule, interval, markers, num,
+    pass_k, pct, points, scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
 use crate::eval::compare::{Regression, Severity};
 use crate::eval::{CaseTrials, Comparison, EvalResults, VariantSummary};
@@ -64,7 +64,11 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     if let Some(partial) = results.partial() {
         let _ = writeln!(out, "> **error: {}**\n", md_text(&partial));
     }
-    for note in verdict.notes(&results.eval, &notable) {
+    for note in verdict
+        .notes(&results.eval, &notable)
+        .into_iter()
+        .chain(results.cost_warning())
+    {
         let _ = writeln!(out, "> **{}**\n", md_text(&note));
     }
     summary_table(&mut out, results);
@@ -117,7 +121,7 @@ fn row(out: &mut String, s: &VariantSummary, scorers: &[String]) {
         duration(s.latency.p50),
         duration(s.latency.p95),
         duration(s.latency.p99),
-        usd(s.cost.per_case),
+        cost_per_case(s),
         usd(s.cost.total),
         num(s.tokens.per_case.round()),
     );

@@ -88,7 +88,7 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
             if confidence.is_some() {
                 row.push(s.pass_rate_interval.map_or("-".into(), |i| interval(&i)));
             }
-            row.extend([latency(s.avg_latency), dollars(s.avg_cost)]);
+            row.extend([latency(s.avg_latency), super::fmt::cost_per_case(s)]);
             for name in &scorer_names {
                 row.push(match s.scores.get(*name) {
                     Some(st) => format!("{:.2} ± {:.2}", st.mean, st.stddev),
@@ -175,16 +175,27 @@ fn verdict_lines(summaries: &[VariantSummary], primary: Option<&str>) -> String 
         };
         out.push_str(&format!("  Best: {} ({reason})\n", best.variant));
     }
-    let cheapest = summaries.iter().min_by(|a, b| {
-        a.avg_cost
-            .partial_cmp(&b.avg_cost)
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    if let Some(c) = cheapest {
+    // Only a known cost is ranked; an unpriced model's is unknown.
+    let cheapest = summaries
+        .iter()
+        .filter_map(|s| Some((s, s.known_cost()?)))
+        .min_by(|(_, a), (_, b)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if let Some((c, cost)) = cheapest {
         out.push_str(&format!(
             "  Cheapest: {} ({} avg)\n",
             c.variant,
-            dollars(c.avg_cost)
+            dollars(cost)
+        ));
+    }
+    let unknown: Vec<&str> = summaries
+        .iter()
+        .filter(|s| !s.cost_known())
+        .map(|s| s.variant.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        out.push_str(&format!(
+            "  Cost unknown: {} (a model with no price; see the warning)\n",
+            unknown.join(", ")
         ));
     }
     let fastest = summaries.iter().min_by(|a, b| {

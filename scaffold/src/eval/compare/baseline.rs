@@ -472,14 +472,17 @@ pub fn compare(
                 options.min_latency_delta_ms,
             ),
         );
+        // A cell with an unpriced call has no known cost: nothing to compare.
         let (bc, cc) = (b.metrics.cost_usd, c.metrics.cost_usd);
-        metric(
-            "cost".into(),
-            "cost (USD)",
-            bc,
-            cc,
-            moved(bc, cc, options.cost_threshold, options.min_cost_delta_usd),
-        );
+        if b.metrics.unpriced_calls == 0 && c.metrics.unpriced_calls == 0 {
+            metric(
+                "cost".into(),
+                "cost (USD)",
+                bc,
+                cc,
+                moved(bc, cc, options.cost_threshold, options.min_cost_delta_usd),
+            );
+        }
         for (name, cs) in &c.scores {
             let Some(bs) = b.scores.get(name) else {
                 continue;

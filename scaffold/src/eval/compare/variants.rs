@@ -192,8 +192,12 @@ impl PairwiseTest {
 pub struct VariantComparison {
     /// Best pass rate first (ties: higher quality, then cheaper).
     pub by_pass_rate: Vec<String>,
-    /// Cheapest mean cost per cell first.
+    /// Cheapest mean cost per cell first; a variant whose cost is unknown
+    /// (an unpriced model) is not ranked.
     pub by_cost: Vec<String>,
+    /// Variants whose cost is unknown: a model they called has no price.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cost_unknown: Vec<String>,
     /// Fastest mean latency first.
     pub by_latency: Vec<String>,
     /// Variants no other beats on quality and cost (see the module doc),
@@ -405,7 +409,10 @@ pub fn compare_variants(
                 Point {
                     pass_rate: s.pass_rate,
                     quality: quality(s, quality_scorer),
-                    cost: s.avg_cost,
+                    // Unknown (an unpriced model): NaN compares false with
+                    // everything, so it neither dominates nor is dominated
+                    // on cost, is never cheapest and never ranked.
+                    cost: s.known_cost().unwrap_or(f64::NAN),
                     latency: s.avg_latency,
                 },
             )
@@ -420,7 +427,8 @@ pub fn compare_variants(
             .then(cmp_f(a.latency, b.latency))
             .then(an.cmp(bn))
     });
-    let mut by_cost: Vec<&(&str, Point)> = points.iter().collect();
+    let mut by_cost: Vec<&(&str, Point)> =
+        points.iter().filter(|(_, p)| !p.cost.is_nan()).collect();
     by_cost.sort_by(|(an, a), (bn, b)| {
         cmp_f(a.cost, b.cost)
             .then(cmp_f(b.pass_rate, a.pass_rate))
@@ -495,6 +503,11 @@ pub fn compare_variants(
     VariantComparison {
         by_pass_rate: names(&by_pass_rate),
         by_cost: names(&by_cost),
+        cost_unknown: points
+            .iter()
+            .filter(|(_, p)| p.cost.is_nan())
+            .map(|(n, _)| n.to_string())
+            .collect(),
         by_latency: names(&by_latency),
         pareto_frontier: names(&frontier),
         quality: quality_name,
