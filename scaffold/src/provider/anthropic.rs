@@ -24,8 +24,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    HttpClient, HttpConfig, RetryPolicy, api_name, env_nonempty, join_url, message_from_json,
-    parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
+    HttpClient, HttpConfig, RetryPolicy, SseStream, api_name, env_nonempty, join_url,
+    message_from_json, parse_event, parse_json, resolve_transport, status_for_error_type,
+    without_secrets,
 };
 use super::recorder::secrets_of;
 use super::schema::anthropic_subset;
@@ -335,13 +336,10 @@ impl Anthropic {
             .client(transport)
             .send_stream(http, &request.context)
             .await?;
-        let output_tool = self.output_tool(request);
-        let mut model: Option<String> = None;
-        let mut blocks: BTreeMap<usize, BlockState> = BTreeMap::new();
-        let mut usage = Usage::default();
-        let mut stop: Option<String> = None;
-        let mut started = false;
-        let mut stopped = false;
+        let mut message = StreamedMessage {
+            output_tool: self.output_tool(request),
+            ..StreamedMessage::default()
+        };
         while let Some(event) = stream.next_event().await? {
             let index = stream.events_read();
             let value: Value = parse_event(NAME, &event, index)?;
@@ -351,93 +349,152 @@ impl Anthropic {
                 .or(event.event.as_deref())
                 .unwrap_or("")
                 .to_string();
-            match kind.as_str() {
-                "message_start" => {
-                    let start: MessageStart = from_event(value, index, &kind)?;
-                    started = true;
-                    model = start.message.model;
-                    usage = start.message.usage.into_usage();
-                }
-                "content_block_start" => {
-                    let start: BlockStart = from_event(value, index, &kind)?;
-                    let state = match start.content_block {
-                        Block::Text { text } => {
-                            if !text.is_empty() {
-                                sink.text_delta(&text);
-                            }
-                            BlockState::Text(text)
-                        }
-                        Block::ToolUse { id, name, input } => {
-                            let structured = Some(&name) == output_tool.as_ref();
-                            BlockState::Tool {
-                                id,
-                                name,
-                                json: String::new(),
-                                initial: input,
-                                structured,
-                            }
-                        }
-                        Block::Other => BlockState::Ignored,
-                    };
-                    blocks.insert(start.index, state);
-                }
-                "content_block_delta" => {
-                    let delta: BlockDelta = from_event(value, index, &kind)?;
-                    match (blocks.get_mut(&delta.index), delta.delta) {
-                        (Some(BlockState::Text(text)), DeltaKind::TextDelta { text: piece }) => {
-                            sink.text_delta(&piece);
-                            text.push_str(&piece);
-                        }
-                        (
-                            Some(BlockState::Tool {
-                                json, structured, ..
-                            }),
-                            DeltaKind::InputJsonDelta { partial_json },
-                        ) => {
-                            if *structured && !partial_json.is_empty() {
-                                sink.text_delta(&partial_json);
-                            }
-                            json.push_str(&partial_json);
-                        }
-                        (None, _) => {
-                            return Err(stream.protocol(format!(
-                                "content_block_delta for block {} that was never started (event {index})",
-                                delta.index
-                            )));
-                        }
-                        _ => {}
-                    }
-                }
-                "content_block_stop" | "ping" => {}
-                "message_delta" => {
-                    let delta: MessageDelta = from_event(value, index, &kind)?;
-                    if let Some(reason) = delta.delta.stop_reason {
-                        stop = Some(reason);
-                    }
-                    if let Some(u) = delta.usage {
-                        if let Some(out) = u.output_tokens {
-                            usage.output_tokens = out;
-                        }
-                        if u.input_tokens.is_some() {
-                            usage.input_tokens = u.input_total();
-                        }
-                    }
-                }
-                "message_stop" => {
-                    stopped = true;
-                    break;
-                }
-                "error" => {
-                    return Err(stream_error(&value, stream.attempts()));
-                }
-                _ => {}
+            if message.take(&kind, value, index, sink, &stream)? {
+                break;
             }
         }
-        if !started || !stopped {
+        message.into_response(&self.model, &stream)
+    }
+}
+
+/// What a Messages event stream has said so far.
+#[derive(Default)]
+struct StreamedMessage {
+    /// The tool that carries a structured answer, if one was forced.
+    output_tool: Option<String>,
+    model: Option<String>,
+    blocks: BTreeMap<usize, BlockState>,
+    usage: Usage,
+    stop: Option<String>,
+    started: bool,
+    stopped: bool,
+}
+
+impl StreamedMessage {
+    /// Take in event number `index` of type `kind`; `true` at `message_stop`.
+    fn take(
+        &mut self,
+        kind: &str,
+        value: Value,
+        index: usize,
+        sink: &mut dyn StreamSink,
+        stream: &SseStream,
+    ) -> Result<bool, ProviderError> {
+        match kind {
+            "message_start" => {
+                let start: MessageStart = from_event(value, index, kind)?;
+                self.started = true;
+                self.model = start.message.model;
+                self.usage = start.message.usage.into_usage();
+            }
+            "content_block_start" => {
+                let start: BlockStart = from_event(value, index, kind)?;
+                let state = self.block_state(start.content_block, sink);
+                self.blocks.insert(start.index, state);
+            }
+            "content_block_delta" => {
+                let delta: BlockDelta = from_event(value, index, kind)?;
+                self.block_delta(delta, index, sink, stream)?;
+            }
+            "message_delta" => {
+                let delta: MessageDelta = from_event(value, index, kind)?;
+                self.message_delta(delta);
+            }
+            "message_stop" => {
+                self.stopped = true;
+                return Ok(true);
+            }
+            "error" => return Err(stream_error(&value, stream.attempts())),
+            // content_block_stop, ping and events of later API versions.
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    /// A block as it starts: text goes to the sink at once.
+    fn block_state(&self, block: Block, sink: &mut dyn StreamSink) -> BlockState {
+        match block {
+            Block::Text { text } => {
+                if !text.is_empty() {
+                    sink.text_delta(&text);
+                }
+                BlockState::Text(text)
+            }
+            Block::ToolUse { id, name, input } => {
+                let structured = Some(&name) == self.output_tool.as_ref();
+                BlockState::Tool {
+                    id,
+                    name,
+                    json: String::new(),
+                    initial: input,
+                    structured,
+                }
+            }
+            Block::Other => BlockState::Ignored,
+        }
+    }
+
+    /// A piece of a started block's text or tool input.
+    fn block_delta(
+        &mut self,
+        delta: BlockDelta,
+        index: usize,
+        sink: &mut dyn StreamSink,
+        stream: &SseStream,
+    ) -> Result<(), ProviderError> {
+        match (self.blocks.get_mut(&delta.index), delta.delta) {
+            (Some(BlockState::Text(text)), DeltaKind::TextDelta { text: piece }) => {
+                sink.text_delta(&piece);
+                text.push_str(&piece);
+            }
+            (
+                Some(BlockState::Tool {
+                    json, structured, ..
+                }),
+                DeltaKind::InputJsonDelta { partial_json },
+            ) => {
+                if *structured && !partial_json.is_empty() {
+                    sink.text_delta(&partial_json);
+                }
+                json.push_str(&partial_json);
+            }
+            (None, _) => {
+                return Err(stream.protocol(format!(
+                    "content_block_delta for block {} that was never started (event {index})",
+                    delta.index
+                )));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The stop reason and the final usage.
+    fn message_delta(&mut self, delta: MessageDelta) {
+        if let Some(reason) = delta.delta.stop_reason {
+            self.stop = Some(reason);
+        }
+        if let Some(u) = delta.usage {
+            if let Some(out) = u.output_tokens {
+                self.usage.output_tokens = out;
+            }
+            if u.input_tokens.is_some() {
+                self.usage.input_tokens = u.input_total();
+            }
+        }
+    }
+
+    /// The whole answer, once the stream ended.
+    fn into_response(
+        self,
+        default_model: &str,
+        stream: &SseStream,
+    ) -> Result<CompletionResponse, ProviderError> {
+        if !self.started || !self.stopped {
             return Err(stream.protocol(format!(
                 "the stream ended after {} events without {}",
                 stream.events_read(),
-                if started {
+                if self.started {
                     "message_stop"
                 } else {
                     "message_start"
@@ -447,7 +504,7 @@ impl Anthropic {
         let mut text = String::new();
         let mut tool_calls = Vec::new();
         let mut structured_answer = false;
-        for state in blocks.into_values() {
+        for state in self.blocks.into_values() {
             match state {
                 BlockState::Text(t) => text.push_str(&t),
                 BlockState::Tool {
@@ -481,11 +538,11 @@ impl Anthropic {
             }
         }
         Ok(CompletionResponse {
-            model: model.unwrap_or_else(|| self.model.clone()),
+            model: self.model.unwrap_or_else(|| default_model.to_string()),
             text,
-            stop_reason: stop_reason(stop.as_deref(), structured_answer),
+            stop_reason: stop_reason(self.stop.as_deref(), structured_answer),
             tool_calls,
-            usage,
+            usage: self.usage,
         })
     }
 }

@@ -770,144 +770,17 @@ impl Execution {
                 agent.name
             )));
         };
-        let mut request = CompletionRequest {
-            system: agent.system.clone(),
-            messages: vec![Message::user((agent.prompt)(state))],
-            tools: agent.tools.iter().map(|t| t.spec().clone()).collect(),
-            output_schema: match &agent.output {
-                OutputSpec::Structured { schema, .. } => Some(schema.clone()),
-                OutputSpec::Text(_) => None,
-            },
-            options: agent.options.clone(),
-            context: CallContext::default(),
-        };
+        let mut request = first_request(agent, state);
         let mut usage = crate::provider::Usage::default();
         for _round in 0..=agent.max_tool_rounds {
-            let invocation = {
-                let n = self.invocations.entry(agent.name.clone()).or_insert(0);
-                *n += 1;
-                *n - 1
-            };
-            let recording_id = self
-                .recording
-                .as_ref()
-                .map(|scope| scope.recording_id(&agent.name, invocation).to_string());
-            if let Some(id) = &recording_id {
-                self.emit(
-                    names::RECORDING_LINKED,
-                    json!({"recordingId": id, "node": agent.name, "invocation": invocation}),
-                    Some(&agent.name),
-                );
-            }
-            request.context.recording_id = recording_id.clone();
-            request.context.clock = Some(self.clock.clone());
-            self.emit(
-                names::PROVIDER_START,
-                json!({"provider": provider.name(), "model": provider.model(), "recordingId": recording_id}),
-                Some(&agent.name),
-            );
-            let call_began = self.clock.elapsed_ms();
-            let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
-            let response = {
-                let mut sink = DeltaSink {
-                    exec: &mut *self,
-                    agent: &agent.name,
-                };
-                let call = provider.complete(&request, &mut sink);
-                match deadline {
-                    Some(deadline) => tokio::time::timeout_at(deadline.into(), call).await.ok(),
-                    None => Some(call.await),
-                }
-            };
-            // In virtual time the limit is judged on the recorded time: the
-            // call ran past it when its recorded end lies beyond it.
-            let response = response.filter(|_| !self.past_virtual_deadline());
-            let Some(response) = response else {
-                let after_ms = match self.timeout {
-                    Some(limit) if self.clock.is_virtual() => limit.as_millis() as u64,
-                    _ => self.clock.elapsed_ms(),
-                };
-                self.emit(
-                    names::PROVIDER_ERROR,
-                    json!({"error": format!("run time limit reached after {after_ms} ms"), "code": "timeout"}),
-                    Some(&agent.name),
-                );
-                return Err(RunError::Timeout {
-                    agent: agent.name.clone(),
-                    after_ms,
-                });
-            };
-            let response = match response {
-                Ok(response) => response,
-                Err(source) => {
-                    // Whatever provider wrote it: no key-shaped string goes on.
-                    let source = source.redacted();
-                    self.emit(
-                        names::PROVIDER_ERROR,
-                        json!({"error": source.to_string(), "code": source.code()}),
-                        Some(&agent.name),
-                    );
-                    return Err(RunError::Provider {
-                        agent: agent.name.clone(),
-                        source,
-                    });
-                }
-            };
+            self.link_recording(agent, &mut request);
+            let response = self.call_provider(agent, &*provider, &request).await?;
             usage += response.usage;
-            let cost = self.pricing.cost(&response.model, response.usage);
-            let output = if response.tool_calls.is_empty() {
-                Value::String(response.text.clone())
-            } else {
-                json!({"text": response.text, "toolCalls": response.tool_calls})
-            };
-            self.emit(
-                names::PROVIDER_END,
-                json!({
-                    "provider": provider.name(),
-                    "model": response.model,
-                    "output": output,
-                    "usage": response.usage,
-                    "costUsd": cost,
-                    "durationMs": self.clock.elapsed_ms().saturating_sub(call_began),
-                    "stopReason": response.stop_reason,
-                }),
-                Some(&agent.name),
-            );
-            if request.options.stream && !response.text.is_empty() {
-                self.emit(
-                    names::TEXT_COMPLETE,
-                    json!({"content": response.text}),
-                    Some(&agent.name),
-                );
-            }
             if response.tool_calls.is_empty() {
                 return Ok((response.text, usage));
             }
-            let mut assistant = Vec::new();
-            if !response.text.is_empty() {
-                assistant.push(ContentPart::Text {
-                    text: response.text.clone(),
-                });
-            }
-            assistant.extend(
-                response
-                    .tool_calls
-                    .iter()
-                    .cloned()
-                    .map(ContentPart::ToolCall),
-            );
-            request.messages.push(Message {
-                role: Role::Assistant,
-                content: assistant,
-            });
-            let mut results = Vec::with_capacity(response.tool_calls.len());
-            for call in &response.tool_calls {
-                results.push(self.call_tool(agent, call, state).await?);
-            }
-            request.messages.push(Message {
-                role: Role::User,
-                content: results,
-            });
+            self.answer_tool_calls(agent, &mut request, response, state)
+                .await?;
             self.persist();
         }
         Err(RunError::Tool {
@@ -917,6 +790,160 @@ impl Execution {
                 agent.max_tool_rounds
             ),
         })
+    }
+
+    /// Give the next call of `agent` its recording id (`recording:linked`)
+    /// and the run's clock.
+    fn link_recording<S>(&mut self, agent: &Agent<S>, request: &mut CompletionRequest) {
+        let invocation = {
+            let n = self.invocations.entry(agent.name.clone()).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let recording_id = self
+            .recording
+            .as_ref()
+            .map(|scope| scope.recording_id(&agent.name, invocation).to_string());
+        if let Some(id) = &recording_id {
+            self.emit(
+                names::RECORDING_LINKED,
+                json!({"recordingId": id, "node": agent.name, "invocation": invocation}),
+                Some(&agent.name),
+            );
+        }
+        request.context.recording_id = recording_id;
+        request.context.clock = Some(self.clock.clone());
+    }
+
+    /// One provider call within the run's time limit, between
+    /// `provider:start` and `provider:end` (or `provider:error`).
+    async fn call_provider<S>(
+        &mut self,
+        agent: &Agent<S>,
+        provider: &dyn crate::provider::Provider,
+        request: &CompletionRequest,
+    ) -> Result<crate::provider::CompletionResponse, RunError> {
+        self.emit(
+            names::PROVIDER_START,
+            json!({"provider": provider.name(), "model": provider.model(), "recordingId": request.context.recording_id}),
+            Some(&agent.name),
+        );
+        let call_began = self.clock.elapsed_ms();
+        let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
+        let response = {
+            let mut sink = DeltaSink {
+                exec: &mut *self,
+                agent: &agent.name,
+            };
+            let call = provider.complete(request, &mut sink);
+            match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline.into(), call).await.ok(),
+                None => Some(call.await),
+            }
+        };
+        // In virtual time the limit is judged on the recorded time: the
+        // call ran past it when its recorded end lies beyond it.
+        let response = response.filter(|_| !self.past_virtual_deadline());
+        let Some(response) = response else {
+            return Err(self.provider_timeout(agent));
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(source) => {
+                // Whatever provider wrote it: no key-shaped string goes on.
+                let source = source.redacted();
+                self.emit(
+                    names::PROVIDER_ERROR,
+                    json!({"error": source.to_string(), "code": source.code()}),
+                    Some(&agent.name),
+                );
+                return Err(RunError::Provider {
+                    agent: agent.name.clone(),
+                    source,
+                });
+            }
+        };
+        let cost = self.pricing.cost(&response.model, response.usage);
+        let output = if response.tool_calls.is_empty() {
+            Value::String(response.text.clone())
+        } else {
+            json!({"text": response.text, "toolCalls": response.tool_calls})
+        };
+        self.emit(
+            names::PROVIDER_END,
+            json!({
+                "provider": provider.name(),
+                "model": response.model,
+                "output": output,
+                "usage": response.usage,
+                "costUsd": cost,
+                "durationMs": self.clock.elapsed_ms().saturating_sub(call_began),
+                "stopReason": response.stop_reason,
+            }),
+            Some(&agent.name),
+        );
+        if request.options.stream && !response.text.is_empty() {
+            self.emit(
+                names::TEXT_COMPLETE,
+                json!({"content": response.text}),
+                Some(&agent.name),
+            );
+        }
+        Ok(response)
+    }
+
+    /// The run's time limit passed during a provider call: `provider:error`.
+    fn provider_timeout<S>(&mut self, agent: &Agent<S>) -> RunError {
+        let after_ms = match self.timeout {
+            Some(limit) if self.clock.is_virtual() => limit.as_millis() as u64,
+            _ => self.clock.elapsed_ms(),
+        };
+        self.emit(
+            names::PROVIDER_ERROR,
+            json!({"error": format!("run time limit reached after {after_ms} ms"), "code": "timeout"}),
+            Some(&agent.name),
+        );
+        RunError::Timeout {
+            agent: agent.name.clone(),
+            after_ms,
+        }
+    }
+
+    /// Continue the conversation with the model's tool calls and their
+    /// results.
+    async fn answer_tool_calls<S: State>(
+        &mut self,
+        agent: &Agent<S>,
+        request: &mut CompletionRequest,
+        response: crate::provider::CompletionResponse,
+        state: &mut S,
+    ) -> Result<(), RunError> {
+        let mut assistant = Vec::new();
+        if !response.text.is_empty() {
+            assistant.push(ContentPart::Text {
+                text: response.text,
+            });
+        }
+        assistant.extend(
+            response
+                .tool_calls
+                .iter()
+                .cloned()
+                .map(ContentPart::ToolCall),
+        );
+        request.messages.push(Message {
+            role: Role::Assistant,
+            content: assistant,
+        });
+        let mut results = Vec::with_capacity(response.tool_calls.len());
+        for call in &response.tool_calls {
+            results.push(self.call_tool(agent, call, state).await?);
+        }
+        request.messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+        Ok(())
     }
 
     /// Answer one tool call: run the tool (a recorded one in playback:
@@ -1044,6 +1071,22 @@ impl Execution {
         let invocation = *n;
         *n += 1;
         Some((recorder, scope.recording_id(&node, invocation)))
+    }
+}
+
+/// An agent's first request: its system prompt, its prompt of `state`,
+/// its tools, its output schema and options.
+fn first_request<S>(agent: &Agent<S>, state: &S) -> CompletionRequest {
+    CompletionRequest {
+        system: agent.system.clone(),
+        messages: vec![Message::user((agent.prompt)(state))],
+        tools: agent.tools.iter().map(|t| t.spec().clone()).collect(),
+        output_schema: match &agent.output {
+            OutputSpec::Structured { schema, .. } => Some(schema.clone()),
+            OutputSpec::Text(_) => None,
+        },
+        options: agent.options.clone(),
+        context: CallContext::default(),
     }
 }
 
