@@ -45,10 +45,10 @@ pub mod prelude {
     pub use crate::metrics::Metrics;
     pub use crate::provider::anthropic::Anthropic;
     pub use crate::provider::openai::OpenAi;
-    pub use crate::scorer::{self, CustomScore, ScorerContext};
     pub use crate::provider::{
         Pricing, Provider, ProviderError, ProviderOptions, ScriptedProvider, ScriptedReply, Usage,
     };
+    pub use crate::scorer::{self, CustomScore, ScorerContext};
     pub use crate::session::{
         ForkFrom, ForkOptions, ForkPoint, ForkSource, ReplayOptions, ScoreOptions, SessionExport,
     };
