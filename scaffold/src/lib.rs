@@ -34,9 +34,9 @@ pub mod __private {
 /// The names most programs need.
 ///
 /// Enough for a suite's `tests/evals.rs`: `use scaffold::prelude::*;`
-/// brings [`Eval`](crate::eval::Eval), datasets (the [`dataset`](crate::dataset)
+/// brings [`Eval`](crate::eval::Eval), datasets (the [`dataset`](mod@crate::dataset)
 /// module, [`Dataset`](crate::dataset::Dataset), [`Case`](crate::dataset::Case)),
-/// both HTTP providers, the [`scorer`](crate::scorer) module with its
+/// both HTTP providers, the [`scorer`](mod@crate::scorer) module with its
 /// functions (`scorer::output_valid()`, `scorer::cost(..)`, ...) and the
 /// workflow types.
 pub mod prelude {
