@@ -43,6 +43,12 @@ pub struct ReviewState {
     pub fix: Option<String>,
 }
 
+/// The code review workflow with one model for both agents.
+pub fn with_model(model: impl Provider + 'static) -> Workflow<ReviewState> {
+    let model: Arc<dyn Provider> = Arc::new(model);
+    workflow(model.clone(), model)
+}
+
 /// The code review workflow with the given providers for its two agents.
 pub fn workflow(reviewer: Arc<dyn Provider>, fixer: Arc<dyn Provider>) -> Workflow<ReviewState> {
     let reviewer = Agent::<ReviewState>::new("reviewer")

@@ -6,14 +6,7 @@
 //! (re-record them with `cargo run --example record_example_suite`, which
 //! answers from `evals/answers/` on a local fake server: no keys, no cost).
 
-use std::sync::Arc;
-
-use scaffold::dataset::{Dataset, DatasetError};
-use scaffold::eval::Eval;
-use scaffold::provider::anthropic::Anthropic;
-use scaffold::provider::openai::OpenAi;
-use scaffold::scorer::{self, CustomScore, ScorerContext};
-use scaffold::workflow::Workflow;
+use scaffold::prelude::*;
 use scaffold_examples::code_review::{self as review, ReviewState};
 
 /// The eval: every cell must pass; scored on validity, findings and cost.
@@ -40,21 +33,19 @@ fn code_review() -> Eval<ReviewState> {
 /// OpenAI's gpt-4o for both agents.
 #[scaffold::variant(eval = "code_review", name = "gpt-4o")]
 fn gpt_4o() -> Workflow<ReviewState> {
-    let model = Arc::new(OpenAi::new("gpt-4o-2024-08-06"));
-    review::workflow(model.clone(), model)
+    review::with_model(OpenAi::new("gpt-4o-2024-08-06"))
 }
 
 /// Anthropic's Claude Sonnet 4.5 for both agents.
 #[scaffold::variant(eval = "code_review", name = "claude-sonnet-4-5")]
 fn claude_sonnet() -> Workflow<ReviewState> {
-    let model = Arc::new(Anthropic::new("claude-sonnet-4-5-20250929"));
-    review::workflow(model.clone(), model)
+    review::with_model(Anthropic::new("claude-sonnet-4-5-20250929"))
 }
 
 /// Seed 003's code review cases.
 #[scaffold::dataset(eval = "code_review")]
 fn cases() -> Result<Dataset, DatasetError> {
-    scaffold::dataset::load("evals/code-review.yaml")
+    dataset::load("evals/code-review.yaml")
 }
 
 scaffold::main!();

@@ -17,7 +17,10 @@ use clap::{Args, Parser, Subcommand};
         The evals themselves are a Cargo test target (`cargo test --test evals`);\n\
         `run` wraps it, and the other commands read what it left in\n\
         target/scaffold/: the results JSON ({eval}.json) and the session\n\
-        database (scaffold.db), which holds every session and every eval run.",
+        database (scaffold.db), which holds every session and every eval run\n\
+        (with a CARGO_TARGET_DIR shared by several projects,\n\
+        $CARGO_TARGET_DIR/scaffold/<package>-<hash>/ for the package of the\n\
+        current directory).",
     after_help = "Exit status: 0 when everything passed, 1 when a run, a gate, a score or a\n\
         comparison failed, 2 when the input was wrong (a bad flag, a missing file).",
     disable_help_subcommand = true

@@ -1,6 +1,8 @@
 //! Where things are by default: the workspace's `target/scaffold/`, as the
 //! harness finds it (`CARGO_TARGET_DIR` when set, else `target/` beside the
-//! nearest `Cargo.lock`).
+//! nearest `Cargo.lock`); with a `CARGO_TARGET_DIR` that is not the
+//! workspace's own, `<target>/scaffold/<package>-<hash>/` of the package of
+//! the current directory, as the harness keys it by its package.
 
 use std::path::{Path, PathBuf};
 

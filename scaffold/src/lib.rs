@@ -32,11 +32,23 @@ pub mod __private {
 }
 
 /// The names most programs need.
+///
+/// Enough for a suite's `tests/evals.rs`: `use scaffold::prelude::*;`
+/// brings [`Eval`](crate::eval::Eval), datasets (the [`dataset`](mod@crate::dataset)
+/// module, [`Dataset`](crate::dataset::Dataset), [`Case`](crate::dataset::Case)),
+/// both HTTP providers, the [`scorer`](mod@crate::scorer) module with its
+/// functions (`scorer::output_valid()`, `scorer::cost(..)`, ...) and the
+/// workflow types.
 pub mod prelude {
+    pub use crate::dataset::{self, Case, Dataset, DatasetBuilder, DatasetError};
+    pub use crate::eval::Eval;
     pub use crate::metrics::Metrics;
+    pub use crate::provider::anthropic::Anthropic;
+    pub use crate::provider::openai::OpenAi;
     pub use crate::provider::{
         Pricing, Provider, ProviderError, ProviderOptions, ScriptedProvider, ScriptedReply, Usage,
     };
+    pub use crate::scorer::{self, CustomScore, ScorerContext};
     pub use crate::session::{
         ForkFrom, ForkOptions, ForkPoint, ForkSource, ReplayOptions, ScoreOptions, SessionExport,
     };

@@ -17,6 +17,10 @@
 //! evals/review.yaml:30:9: error: duplicate case id `sql-injection` (first used at 9:9)
 //! ```
 //!
+//! Cases and datasets can be built in code too ([`Case::builder`],
+//! [`Dataset::from_cases`], [`Dataset::builder`]), with the same checks: a
+//! `#[dataset]` function may return the [`DatasetBuilder`] itself.
+//!
 //! YAML is parsed with `serde-saphyr` (maintained, pure Rust, keeps spans;
 //! `serde_yaml` is archived and `serde_yml` unsound), with YAML 1.2 booleans
 //! only (`yes` stays a string) and nesting capped at 32 levels (JSON too).
@@ -51,12 +55,14 @@
 //! assert_eq!(ds.cases[0].assertions().len(), 2); // the default first
 //! ```
 
+mod builder;
 pub(crate) mod cache;
 mod load;
 mod node;
 mod schema;
 mod validate;
 
+pub use builder::{CaseBuilder, DatasetBuilder};
 pub use load::{load, load_str, validate, validate_str};
 
 use std::fmt;

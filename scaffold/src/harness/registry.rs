@@ -112,6 +112,12 @@ impl IntoDatasets for crate::dataset::Dataset {
     }
 }
 
+impl IntoDatasets for crate::dataset::DatasetBuilder {
+    fn into_datasets(self) -> Result<Vec<crate::dataset::Dataset>, String> {
+        self.build().map(|d| vec![d]).map_err(|e| e.to_string())
+    }
+}
+
 impl IntoDatasets for Vec<crate::dataset::Dataset> {
     fn into_datasets(self) -> Result<Vec<crate::dataset::Dataset>, String> {
         Ok(self)
@@ -121,5 +127,28 @@ impl IntoDatasets for Vec<crate::dataset::Dataset> {
 impl<T: IntoDatasets, E: std::fmt::Display> IntoDatasets for Result<T, E> {
     fn into_datasets(self) -> Result<Vec<crate::dataset::Dataset>, String> {
         self.map_err(|e| e.to_string())?.into_datasets()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IntoDatasets;
+    use crate::dataset::{Case, Dataset};
+    use serde_json::json;
+
+    #[test]
+    fn a_dataset_function_may_return_a_builder_and_its_errors_are_told() {
+        let ok = Dataset::builder("d").case(Case::builder("a").input(json!(1)));
+        let datasets = ok.into_datasets().expect("valid");
+        assert_eq!(datasets[0].cases[0].id, "a");
+        let dup = Dataset::builder("d")
+            .case(Case::builder("a").input(json!(1)))
+            .case(Case::builder("a").input(json!(2)));
+        let err = dup.into_datasets().expect_err("duplicate ids");
+        assert!(
+            err.contains("invalid dataset dataset `d` (built in code)"),
+            "{err}"
+        );
+        assert!(err.contains("duplicate case id `a`"), "{err}");
     }
 }

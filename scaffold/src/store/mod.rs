@@ -68,6 +68,7 @@
 
 mod claim;
 mod error;
+mod location;
 mod queue;
 mod runs;
 mod schema;
@@ -699,6 +700,12 @@ impl Store {
     /// `$CARGO_TARGET_DIR` when set, else the `target/` directory beside the
     /// nearest `Cargo.lock` above the current directory (the workspace root
     /// when run by `cargo test`), else `target/` in the current directory.
+    ///
+    /// When `$CARGO_TARGET_DIR` is not the workspace's own `target/` (one
+    /// target directory shared by several projects), each package gets its
+    /// own directory: `<target>/scaffold/<package>-<hash of its
+    /// directory>/scaffold.db`, the package being the nearest `Cargo.toml`
+    /// with a `[package]` above the current directory.
     pub fn default_path() -> PathBuf {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         Self::default_path_from(&cwd)
@@ -707,15 +714,14 @@ impl Store {
     /// Like [`Store::default_path`], looking for the workspace from `dir`
     /// instead of the current directory (the harness passes its package).
     pub fn default_path_from(dir: &Path) -> PathBuf {
-        let target = match std::env::var_os("CARGO_TARGET_DIR") {
-            Some(target) if !target.is_empty() => PathBuf::from(target),
-            _ => dir
-                .ancestors()
-                .find(|d| d.join("Cargo.lock").is_file())
-                .map(|d| d.join("target"))
-                .unwrap_or_else(|| dir.join("target")),
-        };
-        target.join("scaffold").join("scaffold.db")
+        let target = std::env::var_os("CARGO_TARGET_DIR").filter(|t| !t.is_empty());
+        Self::default_path_in(target.as_deref().map(Path::new), dir)
+    }
+
+    /// Like [`Store::default_path_from`] with the target directory `target`
+    /// (`None`: the workspace's own) rather than `$CARGO_TARGET_DIR`.
+    pub fn default_path_in(target: Option<&Path>, dir: &Path) -> PathBuf {
+        location::scaffold_dir(target, dir).join("scaffold.db")
     }
 
     fn open_file(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {

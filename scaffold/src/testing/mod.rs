@@ -15,6 +15,39 @@
 //! minimal instance of the schema. Scripted [`FakeReply`]s (text, tool
 //! calls) are served in order before falling back to the echo.
 //!
+//! To record a suite, answer by content instead, which holds when cells run
+//! in parallel: [`FakeProvider`] [`Rule`]s match a request's model, system
+//! prompt, prompt or tool results and answer with text, tool calls or a
+//! structured value in the shape of the API asked, streamed or not:
+//!
+//! ```
+//! # async fn demo() -> std::io::Result<()> {
+//! use scaffold::testing::{Answer, FakeProvider, Rule};
+//! use serde_json::json;
+//!
+//! let server = FakeProvider::builder()
+//!     .rule(
+//!         Rule::when()
+//!             .model("gpt-4o")
+//!             .system_contains("code reviewer")
+//!             .prompt_contains("SELECT *")
+//!             .then(Answer::structured(json!({"findings": []})).usage(120, 40)),
+//!     )
+//!     .rule(Rule::when().tool_result_contains("42").then(Answer::text("The answer is 42.")))
+//!     .rule(Rule::when().then(Answer::tool_call("lookup", json!({"q": "answer"}))))
+//!     .start()
+//!     .await?;
+//! // Point the providers at it: OPENAI_BASE_URL=server.openai_base_url(),
+//! // ANTHROPIC_BASE_URL=server.anthropic_base_url().
+//! # drop(server);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A request no rule matches gets a 400 naming its model, system prompt
+//! and last user message. [`payloads`] builds the APIs' response bodies
+//! and event streams for servers of your own.
+//!
 //! Unlike wiremock it can misbehave mid-way: a [`Fault`] plan, indexed by the
 //! order in which requests arrive, returns 429 with `Retry-After`, 500, 529,
 //! never answers, resets the connection, sends malformed JSON, cuts or stalls
@@ -40,9 +73,22 @@
 //! # }
 //! ```
 
-mod payloads;
+pub mod payloads;
+mod router;
 mod server;
 
+pub use router::{Answer, Api, Rule, When};
 pub use server::{
     FakeProviderServer, FakeReply, FakeServerBuilder, FakeToolCall, Fault, RecordedRequest,
 };
+
+/// A fake model API that answers by [`Rule`]s (see the [module docs](self)).
+#[derive(Debug, Clone, Copy)]
+pub struct FakeProvider;
+
+impl FakeProvider {
+    /// Configure the server: add [`Rule`]s, then [`start`](FakeServerBuilder::start) it.
+    pub fn builder() -> FakeServerBuilder {
+        FakeServerBuilder::default()
+    }
+}

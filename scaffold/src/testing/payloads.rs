@@ -1,24 +1,87 @@
 //! Response bodies and event streams in the shapes the real APIs send.
+//!
+//! Build a [`Message`] (what the model says, its ids and token counts),
+//! then render it with [`openai`] (chat completions) or [`anthropic`]
+//! (Messages), whole or as the server-sent events of a stream:
+//!
+//! ```
+//! use scaffold::testing::payloads::{self, Content, Message};
+//!
+//! let message = Message::new("chatcmpl-1", "gpt-4o", Content::text("Hello"), (12, 2));
+//! let body = payloads::openai::chat_completion(&message);
+//! assert_eq!(body["choices"][0]["message"]["content"], "Hello");
+//! let events = payloads::anthropic::message_stream(&message);
+//! assert!(events.last().is_some_and(|e| e.contains("message_stop")));
+//! ```
 
 use serde_json::{Map, Value, json};
 
-/// What the fake model answers.
-pub(crate) enum Answer {
+/// What the model answers: text, or tool calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// A text answer (a structured answer is its JSON text).
     Text(String),
+    /// Tool calls, in order.
     Tools(Vec<ToolUse>),
 }
 
-pub(crate) struct ToolUse {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) arguments: Value,
+/// One tool call in an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolUse {
+    /// The call id (`call_…` for OpenAI, `toolu_…` for Anthropic).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
 }
 
-impl Answer {
+/// One answer with what surrounds it in a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// The response id (`chatcmpl-…`, `msg_…`).
+    pub id: String,
+    /// The model named in the response.
+    pub model: String,
+    /// What the model says.
+    pub content: Content,
+    /// Input and output tokens.
+    pub usage: (u64, u64),
+    /// OpenAI's `created` (Unix seconds).
+    pub created: u64,
+    /// OpenAI's `system_fingerprint`.
+    pub fingerprint: String,
+}
+
+impl Message {
+    /// A message with a fixed `created` time and fingerprint.
+    pub fn new(
+        id: impl Into<String>,
+        model: impl Into<String>,
+        content: Content,
+        usage: (u64, u64),
+    ) -> Self {
+        Message {
+            id: id.into(),
+            model: model.into(),
+            content,
+            usage,
+            created: CREATED,
+            fingerprint: "fp_fake".to_string(),
+        }
+    }
+}
+
+impl Content {
+    /// A text answer.
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text(text.into())
+    }
+
     fn output_len(&self) -> usize {
         match self {
-            Answer::Text(t) => t.chars().count(),
-            Answer::Tools(calls) => calls
+            Content::Text(t) => t.chars().count(),
+            Content::Tools(calls) => calls
                 .iter()
                 .map(|c| c.name.len() + c.arguments.to_string().len())
                 .sum(),
@@ -26,8 +89,9 @@ impl Answer {
     }
 }
 
-/// Deterministic token counts: about four characters a token.
-pub(crate) fn usage_for(body: &Value, answer: &Answer) -> (u64, u64) {
+/// Deterministic token counts for a request `body` and its answer: about
+/// four characters a token.
+pub fn usage_for(body: &Value, answer: &Content) -> (u64, u64) {
     let prompt_chars = body
         .get("messages")
         .map(|m| m.to_string().len())
@@ -38,8 +102,8 @@ pub(crate) fn usage_for(body: &Value, answer: &Answer) -> (u64, u64) {
     (input, output)
 }
 
-/// The text of the last message: what the default reply echoes.
-pub(crate) fn last_message_text(body: &Value) -> String {
+/// The text of the last message of a request body (tool results included).
+pub fn last_message_text(body: &Value) -> String {
     let Some(last) = body
         .get("messages")
         .and_then(Value::as_array)
@@ -50,7 +114,7 @@ pub(crate) fn last_message_text(body: &Value) -> String {
     content_text(last.get("content").unwrap_or(&Value::Null))
 }
 
-fn content_text(content: &Value) -> String {
+pub(crate) fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -187,18 +251,13 @@ fn openai_usage(input: u64, output: u64) -> Value {
     })
 }
 
-pub(crate) fn openai_completion(
-    model: &str,
-    seq: usize,
-    answer: &Answer,
-    usage: (u64, u64),
-) -> Value {
-    let (message, finish) = match answer {
-        Answer::Text(text) => (
+pub(crate) fn openai_completion(m: &Message) -> Value {
+    let (message, finish) = match &m.content {
+        Content::Text(text) => (
             json!({"role": "assistant", "content": text, "refusal": null, "annotations": []}),
             "stop",
         ),
-        Answer::Tools(calls) => (
+        Content::Tools(calls) => (
             json!({
                 "role": "assistant",
                 "content": null,
@@ -214,34 +273,28 @@ pub(crate) fn openai_completion(
         ),
     };
     json!({
-        "id": format!("chatcmpl-fake{seq:06}"),
+        "id": m.id,
         "object": "chat.completion",
-        "created": CREATED,
-        "model": model,
+        "created": m.created,
+        "model": m.model,
         "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
-        "usage": openai_usage(usage.0, usage.1),
+        "usage": openai_usage(m.usage.0, m.usage.1),
         "service_tier": "default",
-        "system_fingerprint": "fp_fake"
+        "system_fingerprint": m.fingerprint
     })
 }
 
 /// The SSE events of a streamed chat completion, `data: [DONE]` last.
-pub(crate) fn openai_stream(
-    model: &str,
-    seq: usize,
-    answer: &Answer,
-    usage: (u64, u64),
-    include_usage: bool,
-) -> Vec<String> {
-    let id = format!("chatcmpl-fake{seq:06}");
+pub(crate) fn openai_stream(m: &Message, include_usage: bool) -> Vec<String> {
+    let usage = m.usage;
     let chunk = |choices: Value, usage: Value| {
         let mut value = json!({
-            "id": id,
+            "id": m.id,
             "object": "chat.completion.chunk",
-            "created": CREATED,
-            "model": model,
+            "created": m.created,
+            "model": m.model,
             "service_tier": "default",
-            "system_fingerprint": "fp_fake",
+            "system_fingerprint": m.fingerprint,
             "choices": choices,
         });
         if include_usage {
@@ -251,8 +304,8 @@ pub(crate) fn openai_stream(
     };
     let delta = |delta: Value, finish: Value| json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]);
     let mut events = Vec::new();
-    let finish = match answer {
-        Answer::Text(text) => {
+    let finish = match &m.content {
+        Content::Text(text) => {
             events.push(chunk(
                 delta(
                     json!({"role": "assistant", "content": "", "refusal": null}),
@@ -268,7 +321,7 @@ pub(crate) fn openai_stream(
             }
             "stop"
         }
-        Answer::Tools(calls) => {
+        Content::Tools(calls) => {
             events.push(chunk(
                 delta(json!({"role": "assistant", "content": null}), Value::Null),
                 Value::Null,
@@ -432,15 +485,10 @@ fn anthropic_usage(input: u64, output: u64) -> Value {
     })
 }
 
-pub(crate) fn anthropic_message(
-    model: &str,
-    seq: usize,
-    answer: &Answer,
-    usage: (u64, u64),
-) -> Value {
-    let (content, stop) = match answer {
-        Answer::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
-        Answer::Tools(calls) => (
+pub(crate) fn anthropic_message(m: &Message) -> Value {
+    let (content, stop) = match &m.content {
+        Content::Text(text) => (json!([{"type": "text", "text": text}]), "end_turn"),
+        Content::Tools(calls) => (
             Value::Array(
                 calls
                     .iter()
@@ -451,33 +499,29 @@ pub(crate) fn anthropic_message(
         ),
     };
     json!({
-        "id": format!("msg_fake{seq:06}"),
+        "id": m.id,
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": m.model,
         "content": content,
         "stop_reason": stop,
         "stop_sequence": null,
-        "usage": anthropic_usage(usage.0, usage.1)
+        "usage": anthropic_usage(m.usage.0, m.usage.1)
     })
 }
 
 /// The SSE events of a streamed message, `message_stop` last.
-pub(crate) fn anthropic_stream(
-    model: &str,
-    seq: usize,
-    answer: &Answer,
-    usage: (u64, u64),
-) -> Vec<String> {
+pub(crate) fn anthropic_stream(m: &Message) -> Vec<String> {
+    let usage = m.usage;
     let mut events = vec![sse(
         Some("message_start"),
         &json!({
             "type": "message_start",
             "message": {
-                "id": format!("msg_fake{seq:06}"),
+                "id": m.id,
                 "type": "message",
                 "role": "assistant",
-                "model": model,
+                "model": m.model,
                 "content": [],
                 "stop_reason": null,
                 "stop_sequence": null,
@@ -485,8 +529,8 @@ pub(crate) fn anthropic_stream(
             }
         }),
     )];
-    let stop = match answer {
-        Answer::Text(text) => {
+    let stop = match &m.content {
+        Content::Text(text) => {
             events.push(sse(
                 Some("content_block_start"),
                 &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -504,7 +548,7 @@ pub(crate) fn anthropic_stream(
             ));
             "end_turn"
         }
-        Answer::Tools(calls) => {
+        Content::Tools(calls) => {
             for (i, call) in calls.iter().enumerate() {
                 events.push(sse(
                     Some("content_block_start"),
@@ -566,4 +610,59 @@ pub(crate) fn anthropic_error(status: u16) -> Value {
 
 pub(crate) fn anthropic_error_message(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake"})
+}
+
+/// OpenAI chat-completions shapes.
+pub mod openai {
+    use serde_json::Value;
+
+    use super::Message;
+
+    /// A `chat.completion` response body.
+    pub fn chat_completion(message: &Message) -> Value {
+        super::openai_completion(message)
+    }
+
+    /// The SSE events of a streamed chat completion, `data: [DONE]` last;
+    /// with `include_usage`, the usage chunk of `stream_options.include_usage`.
+    pub fn chat_completion_stream(message: &Message, include_usage: bool) -> Vec<String> {
+        super::openai_stream(message, include_usage)
+    }
+
+    /// The API's error body for `status` (401, 404, 429, 500, ...).
+    pub fn error(status: u16) -> Value {
+        super::openai_error(status)
+    }
+
+    /// An `invalid_request_error` body with this message and code.
+    pub fn error_message(message: &str, code: &str) -> Value {
+        super::openai_error_message(message, code)
+    }
+}
+
+/// Anthropic Messages shapes.
+pub mod anthropic {
+    use serde_json::Value;
+
+    use super::Message;
+
+    /// A `message` response body.
+    pub fn message(message: &Message) -> Value {
+        super::anthropic_message(message)
+    }
+
+    /// The SSE events of a streamed message, `message_stop` last.
+    pub fn message_stream(message: &Message) -> Vec<String> {
+        super::anthropic_stream(message)
+    }
+
+    /// The API's error body for `status` (401, 404, 429, 529, ...).
+    pub fn error(status: u16) -> Value {
+        super::anthropic_error(status)
+    }
+
+    /// An error body of this `type` (e.g. `invalid_request_error`) and message.
+    pub fn error_message(kind: &str, message: &str) -> Value {
+        super::anthropic_error_message(kind, message)
+    }
 }

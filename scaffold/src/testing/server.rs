@@ -13,7 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::payloads::{self, Answer, ToolUse};
+use super::payloads::{self, Content, Message, ToolUse};
+use super::router::{self, Api, Rule};
 
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -165,6 +166,7 @@ struct Shared {
     counter: AtomicUsize,
     log: Mutex<Vec<RecordedRequest>>,
     replies: Mutex<VecDeque<FakeReply>>,
+    rules: Vec<Rule>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -176,6 +178,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct FakeServerBuilder {
     settings: Settings,
     replies: Vec<FakeReply>,
+    rules: Vec<Rule>,
 }
 
 impl FakeServerBuilder {
@@ -200,6 +203,21 @@ impl FakeServerBuilder {
     /// Scripted answers, served in order before falling back to the echo.
     pub fn replies(mut self, replies: Vec<FakeReply>) -> Self {
         self.replies = replies;
+        self
+    }
+
+    /// Answer chat and messages requests by content: the first [`Rule`]
+    /// that matches answers, in the order added. With any rule, a request no
+    /// rule matches gets a 400 naming its model, system prompt and last user
+    /// message (no echo, no scripted replies).
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// Several [`rule`](Self::rule)s, in order.
+    pub fn rules(mut self, rules: impl IntoIterator<Item = Rule>) -> Self {
+        self.rules.extend(rules);
         self
     }
 
@@ -230,6 +248,7 @@ impl FakeServerBuilder {
         let shared = Arc::new(Shared {
             settings: Mutex::new(self.settings),
             replies: Mutex::new(self.replies.into()),
+            rules: self.rules,
             ..Shared::default()
         });
         let (shutdown, rx) = watch::channel(false);
@@ -674,8 +693,40 @@ async fn handle(
         return send_full(socket, &fault, &[request_id], &reply, shutdown).await;
     }
 
-    let answer = answer_for(route, &body, seq, lock(&shared.replies).pop_front());
-    let usage = payloads::usage_for(&body, &answer);
+    let (message, request_id) = if shared.rules.is_empty() {
+        let content = answer_for(route, &body, seq, lock(&shared.replies).pop_front());
+        let usage = payloads::usage_for(&body, &content);
+        let id = match route {
+            Route::Messages => format!("msg_fake{seq:06}"),
+            _ => format!("chatcmpl-fake{seq:06}"),
+        };
+        (Message::new(id, model, content, usage), request_id)
+    } else {
+        let api = match route {
+            Route::Messages => Api::Anthropic,
+            _ => Api::OpenAi,
+        };
+        let seen = RecordedRequest {
+            seq,
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body: request.body,
+        };
+        match router::route(&shared.rules, api, &seen, &body) {
+            Ok(routed) => (routed.message, (request_id.0, routed.request_id)),
+            Err(why) => {
+                let body = match api {
+                    Api::Anthropic => {
+                        payloads::anthropic_error_message("invalid_request_error", &why)
+                    }
+                    Api::OpenAi => payloads::openai_error_message(&why, "no_matching_rule"),
+                };
+                write_json(socket, 400, &[request_id], &body, true).await?;
+                return Ok(true);
+            }
+        }
+    };
     if stream {
         let events = match route {
             Route::Chat => {
@@ -683,29 +734,29 @@ async fn handle(
                     .pointer("/stream_options/include_usage")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
-                payloads::openai_stream(&model, seq, &answer, usage, include_usage)
+                payloads::openai_stream(&message, include_usage)
             }
-            _ => payloads::anthropic_stream(&model, seq, &answer, usage),
+            _ => payloads::anthropic_stream(&message),
         };
         return send_stream(socket, &fault, request_id, events, &settings, shutdown).await;
     }
     let reply = match route {
-        Route::Chat => payloads::openai_completion(&model, seq, &answer, usage),
-        _ => payloads::anthropic_message(&model, seq, &answer, usage),
+        Route::Chat => payloads::openai_completion(&message),
+        _ => payloads::anthropic_message(&message),
     };
     send_full(socket, &fault, &[request_id], &reply, shutdown).await
 }
 
 /// The answer to a chat or messages request.
-fn answer_for(route: Route, body: &Value, seq: usize, scripted: Option<FakeReply>) -> Answer {
+fn answer_for(route: Route, body: &Value, seq: usize, scripted: Option<FakeReply>) -> Content {
     let id = |i: usize| match route {
         Route::Messages => format!("toolu_fake{seq:06}{i:02}"),
         _ => format!("call_fake{seq:06}{i:02}"),
     };
     match scripted.unwrap_or_default() {
-        FakeReply::Text(text) => return Answer::Text(text),
+        FakeReply::Text(text) => return Content::Text(text),
         FakeReply::ToolCalls(calls) => {
-            return Answer::Tools(
+            return Content::Tools(
                 calls
                     .into_iter()
                     .enumerate()
@@ -725,7 +776,7 @@ fn answer_for(route: Route, body: &Value, seq: usize, scripted: Option<FakeReply
         .pointer("/response_format/json_schema/schema")
         .or_else(|| body.pointer("/output_config/format/schema"))
     {
-        return Answer::Text(payloads::schema_instance(schema, &echo).to_string());
+        return Content::Text(payloads::schema_instance(schema, &echo).to_string());
     }
     if route == Route::Messages
         && body.pointer("/tool_choice/type").and_then(Value::as_str) == Some("tool")
@@ -742,13 +793,13 @@ fn answer_for(route: Route, body: &Value, seq: usize, scripted: Option<FakeReply
             .and_then(|t| t.get("input_schema"))
             .cloned()
             .unwrap_or(Value::Null);
-        return Answer::Tools(vec![ToolUse {
+        return Content::Tools(vec![ToolUse {
             id: id(0),
             name: name.to_string(),
             arguments: payloads::schema_instance(&schema, &echo),
         }]);
     }
-    Answer::Text(echo)
+    Content::Text(echo)
 }
 
 async fn send_full(

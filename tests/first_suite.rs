@@ -1,0 +1,374 @@
+//! A first suite in minutes, for real: new crates next to this workspace,
+//! built with nested `cargo` runs against this workspace's `scaffold` (a
+//! path dependency) in this workspace's target directory, so that only the
+//! new crates compile.
+//!
+//! - The README's "Your first eval" guide: its files, taken from the
+//!   README's code blocks, recorded against the fake provider, played back,
+//!   snapshots accepted, played back again.
+//! - Two packages sharing one `CARGO_TARGET_DIR` keep separate databases
+//!   and reports, and `SCAFFOLD_RESUME` does not pick the other's run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+mod common;
+
+use common::{TempDir, text};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The target directory this test was built in (reused by the nested builds).
+fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    // <target>/debug/deps/first_suite-<hash>
+    let exe = std::env::current_exe().expect("the test's path");
+    exe.ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .expect("the test runs from a target directory")
+}
+
+/// What a new crate needs to build like this workspace: its lock file (the
+/// same dependency versions) and its dev profile (the same builds of them).
+fn like_this_workspace(dir: &Path, manifest: &str) -> String {
+    let lock = std::fs::read(Path::new(ROOT).join("Cargo.lock")).expect("Cargo.lock");
+    std::fs::write(dir.join("Cargo.lock"), lock).expect("write Cargo.lock");
+    let root = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).expect("Cargo.toml");
+    let profiles = root
+        .find("[profile.")
+        .map(|at| &root[at..])
+        .unwrap_or_default();
+    format!("{manifest}\n{profiles}")
+}
+
+/// `cargo` in `dir` with a clean environment, building in [`target_dir`].
+fn cargo(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = common::clean(Command::new(env!("CARGO")));
+    cmd.current_dir(dir)
+        .args(args)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_NET_OFFLINE", "true")
+        .env_remove("INSTA_UPDATE")
+        .env_remove("INSTA_FORCE_PASS");
+    cmd
+}
+
+fn check(out: &Output, ok: bool, what: &str) {
+    assert!(
+        out.status.success() == ok,
+        "{what}: expected {}\n{}",
+        if ok { "success" } else { "failure" },
+        text(out)
+    );
+}
+
+/// The files of the README's "Your first eval": each code block whose
+/// first line is a comment naming a file (`# Cargo.toml`, `// tests/evals.rs`).
+fn guide_files() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README");
+    let start = readme
+        .find("\n## Your first eval\n")
+        .expect("the README has a `Your first eval` section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let mut files = Vec::new();
+    let mut lines = section.lines();
+    while let Some(line) = lines.next() {
+        if !line.starts_with("```") {
+            continue;
+        }
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        let named = block.first().and_then(|first| {
+            first
+                .strip_prefix("// ")
+                .or_else(|| first.strip_prefix("# "))
+                .filter(|name| name.ends_with(".rs") || name.ends_with(".toml"))
+        });
+        if let Some(name) = named {
+            files.push((name.to_string(), block[1..].join("\n") + "\n"));
+        }
+    }
+    files
+}
+
+/// The guide's crate in `dir`, its scaffold dependency pointed at this workspace.
+fn write_guide_crate(dir: &Path) {
+    let files = guide_files();
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Cargo.toml", "tests/evals.rs", "examples/record.rs"],
+        "the guide's files"
+    );
+    for (name, content) in files {
+        let content = if name == "Cargo.toml" {
+            let scaffold = Path::new(ROOT).join("scaffold");
+            let line = format!(
+                "scaffold = {{ path = {:?} }}",
+                scaffold.display().to_string()
+            );
+            let pointed: Vec<String> = content
+                .lines()
+                .map(|l| match l.starts_with("scaffold = ") {
+                    true => line.clone(),
+                    false => l.to_string(),
+                })
+                .collect();
+            like_this_workspace(dir, &pointed.join("\n"))
+        } else {
+            content
+        };
+        let path = dir.join(&name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, content).expect("write");
+    }
+    // What `cargo new --lib` makes.
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir src");
+    std::fs::write(dir.join("src/lib.rs"), "").expect("write src/lib.rs");
+}
+
+#[test]
+fn the_readme_guide_records_plays_back_and_accepts_snapshots() {
+    let tmp = TempDir::new("first-eval");
+    let dir = tmp.join("greeter-evals");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    write_guide_crate(&dir);
+    // Not part of the guide: keep the database and reports out of the
+    // shared target directory.
+    let quiet = |mut cmd: Command| {
+        cmd.env("SCAFFOLD_DATABASE", ":memory:")
+            .env("SCAFFOLD_OUTPUT", tmp.join("reports"));
+        cmd
+    };
+
+    // cargo run --example record
+    let out = quiet(cargo(&dir, &["run", "--example", "record"]))
+        .output()
+        .expect("cargo runs");
+    check(&out, true, "recording against the fake provider");
+    let recordings: Vec<String> = std::fs::read_dir(dir.join("evals/recordings"))
+        .expect("recordings written")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    assert_eq!(recordings.len(), 2, "{recordings:?}");
+    let ada = recordings
+        .iter()
+        .find(|r| r.contains("__ada__"))
+        .expect("ada's recording");
+    let cassette: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("evals/recordings").join(ada)).expect("read"),
+    )
+    .expect("JSON cassette");
+    let answer = &cassette["response"]["body"]["choices"][0]["message"]["content"];
+    assert_eq!(answer, "Hello, Ada! Welcome.");
+
+    // cargo test --test evals: new snapshots fail the run.
+    let out = quiet(cargo(&dir, &["test", "--test", "evals"]))
+        .env("INSTA_UPDATE", "no")
+        .output()
+        .expect("cargo runs");
+    check(&out, false, "playback with new snapshots");
+    assert!(!dir.join("snapshots/greeter/ada/gpt-4o-mini.snap").exists());
+
+    // INSTA_UPDATE=always cargo test --test evals: accepted.
+    let out = quiet(cargo(&dir, &["test", "--test", "evals"]))
+        .env("INSTA_UPDATE", "always")
+        .output()
+        .expect("cargo runs");
+    check(&out, true, "accepting the snapshots");
+    let snapshot = std::fs::read_to_string(dir.join("snapshots/greeter/ada/gpt-4o-mini.snap"))
+        .expect("the snapshot is written");
+    assert!(snapshot.contains("Hello, Ada! Welcome."), "{snapshot}");
+
+    // cargo test --test evals: plays back and passes.
+    let out = quiet(cargo(&dir, &["test", "--test", "evals"]))
+        .env("INSTA_UPDATE", "no")
+        .output()
+        .expect("cargo runs");
+    check(&out, true, "playback");
+    let all = text(&out);
+    assert!(all.contains("Eval: greeter"), "{all}");
+    assert!(all.contains("2/2 (100%)"), "{all}");
+}
+
+/// A suite of three cells answered by a scripted model; the cell whose case
+/// id is `$ABORT_ON` aborts the process (an interrupted run).
+const SHARED_SUITE: &str = r#"
+use scaffold::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct S {
+    reply: String,
+}
+
+#[scaffold::eval(name = "shared")]
+fn shared() -> Eval<S> {
+    Eval::new()
+}
+
+#[scaffold::variant(eval = "shared", name = "scripted")]
+fn scripted() -> Workflow<S> {
+    let agent = Agent::<S>::new("a")
+        .provider(ScriptedProvider::responder("scripted", |_| ScriptedReply::text("ok")))
+        .prompt(|_| "go".into())
+        .update(|text, s| s.reply = text);
+    Workflow::new("w", S::default())
+        .start(|input: &Value, _| {
+            if std::env::var("ABORT_ON").ok().as_deref() == input["id"].as_str() {
+                std::process::abort();
+            }
+        })
+        .phase("p", Phase::run(agent).next("done"))
+        .terminal("done")
+        .output(|s| Value::String(s.reply.clone()))
+}
+
+#[scaffold::dataset(eval = "shared")]
+fn cases() -> DatasetBuilder {
+    Dataset::builder("cells").cases(["c1", "c2", "c3"].map(|id| {
+        Case::builder(id)
+            .input(json!({"id": id}))
+            .assert(json!({"type": "output.contains", "text": "ok"}))
+    }))
+}
+
+scaffold::main!();
+"#;
+
+/// A workspace of two packages, `alpha` and `beta`, with the same suite;
+/// their test executables.
+fn two_packages(dir: &Path) -> Vec<(String, PathBuf)> {
+    let workspace = like_this_workspace(dir, "[workspace]\nmembers = [\"alpha\", \"beta\"]\n");
+    std::fs::write(dir.join("Cargo.toml"), workspace).expect("write");
+    let scaffold = Path::new(ROOT).join("scaffold").display().to_string();
+    for name in ["alpha", "beta"] {
+        let package = dir.join(name);
+        std::fs::create_dir_all(package.join("tests")).expect("mkdir");
+        std::fs::create_dir_all(package.join("src")).expect("mkdir");
+        let manifest = format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
+             [dependencies]\nscaffold = {{ path = {scaffold:?} }}\n\
+             serde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\n\n\
+             [[test]]\nname = \"evals\"\nharness = false\n"
+        );
+        std::fs::write(package.join("Cargo.toml"), manifest).expect("write");
+        std::fs::write(package.join("src/lib.rs"), "").expect("write");
+        std::fs::write(package.join("tests/evals.rs"), SHARED_SUITE).expect("write");
+    }
+    let out = cargo(
+        dir,
+        &[
+            "test",
+            "--workspace",
+            "--test",
+            "evals",
+            "--no-run",
+            "--message-format=json",
+        ],
+    )
+    .output()
+    .expect("cargo runs");
+    check(&out, true, "building the two packages");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "evals")
+        .filter_map(|m| {
+            let package = m["package_id"].as_str()?;
+            let name = ["alpha", "beta"]
+                .into_iter()
+                .find(|n| package.contains(n))?;
+            Some((name.to_string(), PathBuf::from(m["executable"].as_str()?)))
+        })
+        .collect()
+}
+
+/// Run `package`'s suite as `cargo test` would, with `shared` as CARGO_TARGET_DIR.
+fn run_suite(exe: &Path, package: &Path, shared: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = common::clean(Command::new(exe));
+    cmd.current_dir(package)
+        .env("CARGO_TARGET_DIR", shared)
+        .env("SCAFFOLD_SNAPSHOTS", "off")
+        .env_remove("ABORT_ON")
+        .args(["--test-threads", "1"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the suite runs")
+}
+
+/// The directories under `<shared>/scaffold/` with a database.
+fn databases(shared: &Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(shared.join("scaffold"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().join("scaffold.db").is_file())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[test]
+fn two_packages_sharing_a_target_dir_keep_their_own_runs() {
+    let tmp = TempDir::new("shared-target");
+    let exes = two_packages(tmp.path());
+    let exe = |name: &str| {
+        exes.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, e)| e.clone())
+            .unwrap_or_else(|| panic!("{name}'s suite was built: {exes:?}"))
+    };
+    let shared = tmp.join("shared-target");
+    let (alpha, beta) = (tmp.join("alpha"), tmp.join("beta"));
+
+    // alpha is interrupted at its second cell: an unfinished run.
+    let out = run_suite(&exe("alpha"), &alpha, &shared, &[("ABORT_ON", "c2")]);
+    check(&out, false, "alpha, interrupted");
+
+    // beta resumes: there is nothing of its own to resume.
+    let out = run_suite(&exe("beta"), &beta, &shared, &[("SCAFFOLD_RESUME", "1")]);
+    let all = text(&out);
+    assert!(
+        !all.contains("resuming run"),
+        "beta resumed alpha's run:\n{all}"
+    );
+    check(&out, false, "beta, resuming");
+    assert!(
+        all.contains("there is no unfinished eval run to resume"),
+        "{all}"
+    );
+    assert!(!shared.join("scaffold").join("scaffold.db").exists());
+
+    // beta runs whole, into its own database and reports.
+    let out = run_suite(&exe("beta"), &beta, &shared, &[]);
+    check(&out, true, "beta");
+    let dbs = databases(&shared);
+    assert_eq!(dbs.len(), 2, "{dbs:?}");
+    assert!(dbs[1].starts_with("beta-"), "{dbs:?}");
+    let beta_results = shared.join("scaffold").join(&dbs[1]).join("shared.json");
+    assert!(beta_results.is_file(), "{}", beta_results.display());
+    assert!(!shared.join("scaffold").join("shared.json").exists());
+
+    // alpha resumes its own run: one cell was finished before the abort.
+    let out = run_suite(&exe("alpha"), &alpha, &shared, &[("SCAFFOLD_RESUME", "1")]);
+    check(&out, true, "alpha, resuming");
+    let all = text(&out);
+    assert!(all.contains("resuming run"), "{all}");
+    assert!(all.contains("1 of 3 cells already finished"), "{all}");
+    let alpha_results = shared.join("scaffold").join(&dbs[0]).join("shared.json");
+    assert!(alpha_results.is_file(), "{}", alpha_results.display());
+}
