@@ -464,10 +464,7 @@ pub fn compare_variants(
 }
 
 /// Each variant's point, in the order of `summaries`.
-fn points<'s>(
-    summaries: &'s [VariantSummary],
-    quality_scorer: Option<&str>,
-) -> Vec<(&'s str, Point)> {
+fn points<'s>(summaries: &'s [VariantSummary], quality_scorer: Option<&str>) -> Vec<Named<'s>> {
     summaries
         .iter()
         .map(|s| {
