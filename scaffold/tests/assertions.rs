@@ -1557,3 +1557,60 @@ fn evaluation_can_run_on_any_runtime_thread() {
     let future = evaluate_all(&list, &c);
     is_send(&future);
 }
+
+#[test]
+fn llm_judge_path_and_reask_failures() {
+    let s = session();
+    let judge = |replies: Vec<ScriptedReply>| {
+        let p = replies.into_iter().fold(
+            ScriptedProvider::new("judge-model"),
+            ScriptedProvider::reply,
+        );
+        Judge::new(p)
+    };
+    let at = |path: &str| -> Assertion {
+        serde_json::from_value(
+            json!({"type": "llm.judge", "criteria": ["x"], "minScore": 0.5, "path": path}),
+        )
+        .unwrap()
+    };
+    let ok = judge(vec![ScriptedReply::json(
+        json!({"score": 1, "reasoning": "ok"}),
+    )]);
+    let c = EvalContext::new(&s)
+        .output(json!({"main": "hello"}))
+        .judge(&ok);
+    let r = rt().block_on(evaluate_async(&at("other"), &c));
+    assert_eq!(
+        (r.passed, r.message.as_str()),
+        (false, "the output has nothing at `other` to judge")
+    );
+    let r = rt().block_on(evaluate_async(&at("main[x]"), &c));
+    assert!(!r.passed);
+    assert!(r.message.starts_with("invalid path: "), "{}", r.message);
+    let r = rt().block_on(evaluate_async(&at("main"), &c));
+    assert_eq!(r.message, "judge judge-model scored 1, at least 0.5: ok");
+
+    // Borderline, re-asked, and the re-ask fails: the assertion fails with it.
+    let flaky = judge(vec![
+        ScriptedReply::json(json!({"score": 0.52, "reasoning": "close"})),
+        ScriptedReply::error("overloaded"),
+    ]);
+    let a: Assertion = serde_json::from_value(json!({"type": "llm.judge", "criteria": ["x"],
+        "minScore": 0.5, "borderlineMargin": 0.05, "reask": 2}))
+    .unwrap();
+    let r = rt().block_on(evaluate_async(&a, &ctx(&s).judge(&flaky)));
+    assert!(!r.passed);
+    assert!(
+        r.message
+            .starts_with("re-asking the borderline judge: the judge call to judge-model failed: "),
+        "{}",
+        r.message
+    );
+    assert!(r.message.contains("overloaded"), "{}", r.message);
+    assert_eq!(
+        r.expected,
+        Some(json!({"minScore": 0.5, "criteria": ["x"]}))
+    );
+    assert_eq!(r.actual, None);
+}

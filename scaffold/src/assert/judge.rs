@@ -42,6 +42,7 @@ use super::display;
 use super::output::text;
 use super::path::Path;
 use super::result::Outcome;
+use crate::eval::stats::Interval;
 use crate::provider::{
     CallContext, CompletionRequest, Message, OutputSchema, Provider, ProviderOptions, RecordingId,
 };
@@ -590,29 +591,9 @@ impl Asking<'_> {
 
 /// Evaluate one `llm.judge`, the `k`-th of its evaluation.
 pub(crate) async fn run(a: &LlmJudge, ctx: &EvalContext<'_>, k: u32) -> Outcome {
-    let Some(judge) = ctx.get_judge() else {
-        return Outcome::fail(
-            "llm.judge needs a judge: give the context one with EvalContext::judge(&Judge::new(provider))",
-        );
-    };
-    let provider = match judge.provider_for(a.model.as_deref()) {
-        Ok(p) => p,
-        Err(e) => return Outcome::fail(e),
-    };
-    let Some(output) = ctx.get_output() else {
-        return Outcome::fail("the run produced no output to judge");
-    };
-    let target = match a.path.as_deref().filter(|p| !p.is_empty()) {
-        None => output,
-        Some(p) => match Path::parse(p) {
-            Err(e) => return Outcome::fail(format!("invalid path: {e}")),
-            Ok(path) => match path.resolve(output) {
-                Some(v) => v,
-                None => {
-                    return Outcome::fail(format!("the output has nothing at `{p}` to judge"));
-                }
-            },
-        },
+    let (judge, provider, target) = match setup(a, ctx) {
+        Ok(s) => s,
+        Err(message) => return Outcome::fail(message),
     };
     let output_text = text(target);
     let model = provider.model().to_string();
@@ -625,30 +606,121 @@ pub(crate) async fn run(a: &LlmJudge, ctx: &EvalContext<'_>, k: u32) -> Outcome 
         output: &output_text,
         k,
     };
-    let (verdict, cached) = match asking.ask(0).await {
-        Ok(v) => v,
+    let policy = judge.borderline.for_assertion(a);
+    let judgement = match asking.judgement(policy).await {
+        Ok(j) => j,
         Err(e) => return Outcome::fail(e).expected(expected),
     };
-    let policy = judge.borderline.for_assertion(a);
-    let borderline = policy.is_borderline(verdict.score, a.min_score);
-    let mut scores = vec![verdict.score];
-    if borderline {
-        for ask in 1..=policy.reask {
-            match asking.ask(ask).await {
-                Ok((v, _)) => scores.push(v.score),
-                Err(e) => {
-                    return Outcome::fail(format!("re-asking the borderline judge: {e}"))
-                        .expected(expected);
-                }
+    let passed = judgement.mean >= a.min_score;
+    Outcome::new(passed, judgement.message(&model, a.min_score, passed))
+        .expected(expected)
+        .actual(judgement.actual())
+        .borderline(judgement.borderline)
+}
+
+/// The judge of `ctx`, its provider for the assertion's model and the
+/// value to judge; or why there is none of one of them.
+fn setup<'a, 'c>(
+    a: &LlmJudge,
+    ctx: &'c EvalContext<'a>,
+) -> Result<(&'a Judge, &'a Arc<dyn Provider>, &'c Value), String> {
+    let Some(judge) = ctx.get_judge() else {
+        return Err(
+            "llm.judge needs a judge: give the context one with EvalContext::judge(&Judge::new(provider))"
+                .to_string(),
+        );
+    };
+    let provider = judge.provider_for(a.model.as_deref())?;
+    let Some(output) = ctx.get_output() else {
+        return Err("the run produced no output to judge".to_string());
+    };
+    let target = match a.path.as_deref().filter(|p| !p.is_empty()) {
+        None => output,
+        Some(p) => {
+            let path = Path::parse(p).map_err(|e| format!("invalid path: {e}"))?;
+            path.resolve(output)
+                .ok_or_else(|| format!("the output has nothing at `{p}` to judge"))?
+        }
+    };
+    Ok((judge, provider, target))
+}
+
+/// The scores of one judgement and what they decide.
+struct Judgement {
+    /// The first ask's verdict.
+    verdict: JudgeVerdict,
+    /// The first ask came from the cache.
+    cached: bool,
+    /// Every ask's score, the first first.
+    scores: Vec<f64>,
+    /// Their mean (the first's score alone).
+    mean: f64,
+    /// The mean's interval, with several scores.
+    interval: Option<Interval>,
+    /// The first score was borderline.
+    borderline: bool,
+    policy: Borderline,
+}
+
+impl Asking<'_> {
+    /// The first ask, and when it is borderline the re-asks `policy` wants.
+    async fn judgement(&self, policy: Borderline) -> Result<Judgement, String> {
+        let (verdict, cached) = self.ask(0).await?;
+        let borderline = policy.is_borderline(verdict.score, self.a.min_score);
+        let mut scores = vec![verdict.score];
+        if borderline {
+            for ask in 1..=policy.reask {
+                let (v, _) = (self.ask(ask).await)
+                    .map_err(|e| format!("re-asking the borderline judge: {e}"))?;
+                scores.push(v.score);
             }
         }
+        Ok(Judgement {
+            mean: crate::eval::stats::mean(&scores).unwrap_or(verdict.score),
+            interval: crate::eval::stats::mean_interval(&scores, policy.confidence),
+            verdict,
+            cached,
+            scores,
+            borderline,
+            policy,
+        })
     }
-    let mean = crate::eval::stats::mean(&scores).unwrap_or(verdict.score);
-    let interval = crate::eval::stats::mean_interval(&scores, policy.confidence);
-    let passed = mean >= a.min_score;
-    let how = if scores.len() > 1 {
-        let listed: Vec<String> = scores.iter().map(|s| display::num(*s)).collect();
-        let ci = interval
+}
+
+impl Judgement {
+    /// `judge {model} scored …, at least 0.7 (borderline: …): {reasoning}`.
+    fn message(&self, model: &str, min_score: f64, passed: bool) -> String {
+        let mut message = format!(
+            "judge {model}{} {}, {} {}",
+            if self.cached { " (cached)" } else { "" },
+            self.how(),
+            if passed {
+                "at least"
+            } else {
+                "below the minimum"
+            },
+            display::num(min_score),
+        );
+        if self.borderline {
+            let _ = write!(
+                message,
+                " (borderline: within {} of the minimum)",
+                display::num(self.policy.margin)
+            );
+        }
+        let _ = write!(message, ": {}", display::cut(&self.verdict.reasoning, 300));
+        message
+    }
+
+    /// How it scored: the score, or the mean over the asks with each score
+    /// and the mean's interval.
+    fn how(&self) -> String {
+        if self.scores.len() <= 1 {
+            return format!("scored {}", display::num(self.verdict.score));
+        }
+        let listed: Vec<String> = self.scores.iter().map(|s| display::num(*s)).collect();
+        let ci = self
+            .interval
             .map(|i| {
                 format!(
                     ", {:.0}% CI {}–{}",
@@ -660,51 +732,34 @@ pub(crate) async fn run(a: &LlmJudge, ctx: &EvalContext<'_>, k: u32) -> Outcome 
             .unwrap_or_default();
         format!(
             "scored a mean of {} over {} asks [{}]{ci}",
-            display::num(round4(mean)),
-            scores.len(),
+            display::num(round4(self.mean)),
+            self.scores.len(),
             listed.join(", ")
         )
-    } else {
-        format!("scored {}", display::num(verdict.score))
-    };
-    let mut message = format!(
-        "judge {model}{} {how}, {} {}",
-        if cached { " (cached)" } else { "" },
-        if passed {
-            "at least"
-        } else {
-            "below the minimum"
-        },
-        display::num(a.min_score),
-    );
-    if borderline {
-        let _ = write!(
-            message,
-            " (borderline: within {} of the minimum)",
-            display::num(policy.margin)
-        );
     }
-    let _ = write!(message, ": {}", display::cut(&verdict.reasoning, 300));
-    let mut actual = json!({
-        "score": if scores.len() > 1 { mean } else { verdict.score },
-        "reasoning": verdict.reasoning,
-        "model": verdict.model,
-        "cached": cached,
-    });
-    if borderline {
-        actual["borderline"] = json!(true);
-        actual["margin"] = json!(policy.margin);
-    }
-    if scores.len() > 1 {
-        actual["scores"] = json!(scores);
-        if let Some(i) = interval {
-            actual["interval"] = json!(i);
+
+    /// The outcome's `actual`: score, reasoning, model, cached, and the
+    /// borderline and re-ask details when there are some.
+    fn actual(&self) -> Value {
+        let several = self.scores.len() > 1;
+        let mut actual = json!({
+            "score": if several { self.mean } else { self.verdict.score },
+            "reasoning": self.verdict.reasoning,
+            "model": self.verdict.model,
+            "cached": self.cached,
+        });
+        if self.borderline {
+            actual["borderline"] = json!(true);
+            actual["margin"] = json!(self.policy.margin);
         }
+        if several {
+            actual["scores"] = json!(self.scores);
+            if let Some(i) = self.interval {
+                actual["interval"] = json!(i);
+            }
+        }
+        actual
     }
-    Outcome::new(passed, message)
-        .expected(expected)
-        .actual(actual)
-        .borderline(borderline)
 }
 
 /// Rounded to 4 decimals (for messages).

@@ -455,122 +455,165 @@ pub(crate) fn trajectory(a: &SignalTrajectory, ctx: &EvalContext<'_>) -> Outcome
     for p in &a.patterns {
         steps.push(compiled!(ctx, &p.pattern, p.payload.as_ref()));
     }
-    let mut relevant_set = ctx.index().set(&steps[0].glob);
-    for s in &steps[1..] {
-        relevant_set.union(&s.set);
-    }
-    let mut keys: Vec<&str> = Vec::new();
-    for p in &a.patterns {
-        if let Some(Value::Object(m)) = &p.payload {
-            for k in m.keys() {
-                if !keys.contains(&k.as_str()) {
-                    keys.push(k);
-                }
-            }
-        }
-    }
-    let expected: Vec<String> = a.patterns.iter().map(SignalPattern::describe).collect();
-    let index = ctx.index();
-    let n = steps.len();
-
+    let t = Trajectory::new(ctx, a, steps);
     if !a.strict {
-        let mut pos = 0usize;
-        let mut matched = Vec::with_capacity(n);
-        for (k, step) in steps.iter().enumerate() {
-            let found = if step.set.is_empty() {
-                None
-            } else {
-                index.ids[pos..]
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, id)| step.set.contains(**id))
-                    .map(|(off, _)| pos + off)
-                    .find(|&i| step.payload_ok(ctx, i))
-            };
-            match found {
-                Some(i) => {
-                    matched.push(ctx.signals()[i].index);
-                    pos = i + 1;
-                }
-                None => {
-                    let relevant: Vec<usize> = index.positions(&relevant_set).collect();
-                    let window = trajectory_window(ctx, &relevant, pos, &keys);
-                    let what = if k == 0 {
-                        format!("expected {} (step 1 of {n})", expected[0])
-                    } else {
-                        format!(
-                            "expected {} after {} (step {} of {n})",
-                            expected[k],
-                            expected[k - 1],
-                            k + 1
-                        )
-                    };
-                    return Outcome::fail(format!(
-                        "{what}; actual trajectory: [{}]",
-                        window.join(", ")
-                    ))
-                    .expected(Value::from(expected))
-                    .trajectory(window);
-                }
-            }
-        }
-        let at: Vec<String> = matched.iter().map(|i| format!("#{i}")).collect();
-        return Outcome::pass(format!("all {n} steps in order at {}", at.join(", ")))
-            .expected(Value::from(expected));
+        return t.in_order();
     }
+    match ignored(ctx, &a.ignore) {
+        Ok(ignored) => t.strict(ignored),
+        Err(outcome) => *outcome,
+    }
+}
 
+/// The names of the `ignore` globs of a strict trajectory, together.
+fn ignored(ctx: &EvalContext<'_>, globs: &[String]) -> Result<Option<NameSet>, Box<Outcome>> {
     let mut ignored: Option<NameSet> = None;
-    for glob in &a.ignore {
-        let set = compiled!(ctx, glob, None).set;
+    for glob in globs {
+        let set = Compiled::new(ctx, glob, None)?.set;
         match &mut ignored {
             Some(all) => all.union(&set),
             None => ignored = Some(set),
         }
     }
-    let strict = Strict {
-        ctx,
-        steps: &steps,
-        ignored,
-    };
-    match strict.find() {
-        Ok(at) => {
-            let at: Vec<String> = at
-                .iter()
-                .map(|&i| format!("#{}", ctx.signals()[i].index))
-                .collect();
-            Outcome::pass(format!(
-                "all {n} steps in order with nothing unmatched between them at {}",
-                at.join(", ")
-            ))
-            .expected(Value::from(expected))
+    Ok(ignored)
+}
+
+/// A trajectory's compiled steps and what its messages show.
+struct Trajectory<'a, 'c, 'e> {
+    ctx: &'a EvalContext<'c>,
+    steps: Vec<Compiled<'e>>,
+    /// The names any step matches: the signals a message shows.
+    relevant: NameSet,
+    /// The payload keys the steps name, shown with each signal.
+    keys: Vec<&'e str>,
+    /// Each step in words.
+    expected: Vec<String>,
+}
+
+impl<'a, 'c, 'e> Trajectory<'a, 'c, 'e> {
+    fn new(ctx: &'a EvalContext<'c>, a: &'e SignalTrajectory, steps: Vec<Compiled<'e>>) -> Self {
+        let mut relevant = ctx.index().set(&steps[0].glob);
+        for s in &steps[1..] {
+            relevant.union(&s.set);
         }
-        Err(StrictMiss { matched, stuck }) => {
-            let relevant: Vec<usize> = index.positions(&relevant_set).collect();
-            let window =
-                trajectory_window(ctx, &relevant, stuck.unwrap_or(ctx.signals().len()), &keys);
-            let what = match (matched, stuck) {
-                (0, _) | (_, None) => format!(
-                    "expected {} (step {} of {n})",
-                    expected[matched],
-                    matched + 1
-                ),
-                (m, Some(i)) => format!(
-                    "expected {} right after {} (step {} of {n}, strict), but #{} {} came between \
-                     them (allow such signals with `ignore`)",
-                    expected[m],
-                    expected[m - 1],
-                    m + 1,
-                    ctx.signals()[i].index,
-                    display::signal_with(&ctx.signals()[i], &keys)
-                ),
+        let mut keys: Vec<&str> = Vec::new();
+        for p in &a.patterns {
+            if let Some(Value::Object(m)) = &p.payload {
+                for k in m.keys() {
+                    if !keys.contains(&k.as_str()) {
+                        keys.push(k);
+                    }
+                }
+            }
+        }
+        Trajectory {
+            ctx,
+            steps,
+            relevant,
+            keys,
+            expected: a.patterns.iter().map(SignalPattern::describe).collect(),
+        }
+    }
+
+    /// Each step after the one before, anything between.
+    fn in_order(&self) -> Outcome {
+        let n = self.steps.len();
+        let mut pos = 0usize;
+        let mut matched = Vec::with_capacity(n);
+        for (k, step) in self.steps.iter().enumerate() {
+            let Some(i) = self.next_match(step, pos) else {
+                let what = if k == 0 {
+                    format!("expected {} (step 1 of {n})", self.expected[0])
+                } else {
+                    format!(
+                        "expected {} after {} (step {} of {n})",
+                        self.expected[k],
+                        self.expected[k - 1],
+                        k + 1
+                    )
+                };
+                return self.failure(what, pos);
             };
-            Outcome::fail(format!(
-                "{what}; actual trajectory: [{}]",
-                window.join(", ")
-            ))
-            .expected(Value::from(expected))
-            .trajectory(window)
+            matched.push(self.ctx.signals()[i].index);
+            pos = i + 1;
         }
+        let at: Vec<String> = matched.iter().map(|i| format!("#{i}")).collect();
+        Outcome::pass(format!("all {n} steps in order at {}", at.join(", ")))
+            .expected(Value::from(self.expected.clone()))
+    }
+
+    /// The first position from `pos` on that `step` matches.
+    fn next_match(&self, step: &Compiled<'_>, pos: usize) -> Option<usize> {
+        if step.set.is_empty() {
+            return None;
+        }
+        self.ctx.index().ids[pos..]
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| step.set.contains(**id))
+            .map(|(off, _)| pos + off)
+            .find(|&i| step.payload_ok(self.ctx, i))
+    }
+
+    /// Each step right after the one before, only `ignored` names or
+    /// signals a step matches between.
+    fn strict(&self, ignored: Option<NameSet>) -> Outcome {
+        let n = self.steps.len();
+        let strict = Strict {
+            ctx: self.ctx,
+            steps: &self.steps,
+            ignored,
+        };
+        match strict.find() {
+            Ok(at) => {
+                let at: Vec<String> = at
+                    .iter()
+                    .map(|&i| format!("#{}", self.ctx.signals()[i].index))
+                    .collect();
+                Outcome::pass(format!(
+                    "all {n} steps in order with nothing unmatched between them at {}",
+                    at.join(", ")
+                ))
+                .expected(Value::from(self.expected.clone()))
+            }
+            Err(miss) => {
+                let stuck = miss.stuck.unwrap_or(self.ctx.signals().len());
+                self.failure(self.strict_miss(&miss), stuck)
+            }
+        }
+    }
+
+    /// What a strict trajectory missed, in words.
+    fn strict_miss(&self, miss: &StrictMiss) -> String {
+        let (n, expected) = (self.steps.len(), &self.expected);
+        match (miss.matched, miss.stuck) {
+            (0, _) | (_, None) => format!(
+                "expected {} (step {} of {n})",
+                expected[miss.matched],
+                miss.matched + 1
+            ),
+            (m, Some(i)) => format!(
+                "expected {} right after {} (step {} of {n}, strict), but #{} {} came between \
+                 them (allow such signals with `ignore`)",
+                expected[m],
+                expected[m - 1],
+                m + 1,
+                self.ctx.signals()[i].index,
+                display::signal_with(&self.ctx.signals()[i], &self.keys)
+            ),
+        }
+    }
+
+    /// A failure saying `what`, with the relevant signals around `stuck`.
+    fn failure(&self, what: String, stuck: usize) -> Outcome {
+        let relevant: Vec<usize> = self.ctx.index().positions(&self.relevant).collect();
+        let window = trajectory_window(self.ctx, &relevant, stuck, &self.keys);
+        Outcome::fail(format!(
+            "{what}; actual trajectory: [{}]",
+            window.join(", ")
+        ))
+        .expected(Value::from(self.expected.clone()))
+        .trajectory(window)
     }
 }
 

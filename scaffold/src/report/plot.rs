@@ -93,6 +93,46 @@ const ROW: f64 = 44.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 44.0;
 
+/// A linear scale from values `lo..=hi` to `len` pixels from `start`,
+/// running backwards (upwards on screen) when `inverted`.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    start: f64,
+    len: f64,
+    inverted: bool,
+}
+
+impl Scale {
+    /// The pixel of `v`.
+    fn at(&self, v: f64) -> f64 {
+        let frac = (v - self.lo) / (self.hi - self.lo);
+        if self.inverted {
+            self.start + self.len - frac * self.len
+        } else {
+            self.start + frac * self.len
+        }
+    }
+}
+
+/// Opens an `<svg>` of the report's width with `id`, `class` and `height`,
+/// titled `title` (the visible title starts at `left`).
+fn open_svg(s: &mut String, id: &str, class: &str, height: f64, title: &str, left: f64) {
+    let _ = write!(
+        s,
+        r#"<svg id="{}" class="{class}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{}">"#,
+        xml(id),
+        xml(title)
+    );
+    let _ = write!(s, "<title>{}</title>", xml(title));
+    let _ = write!(
+        s,
+        r#"<text class="plot-title" x="{left}" y="20">{}</text>"#,
+        xml(title)
+    );
+}
+
 /// The distribution of one measure per variant, as an `<svg>` with `id`.
 ///
 /// `unit_range` fixes the axis to 0..=1 (quality scores) when the values fit.
@@ -103,36 +143,47 @@ pub(crate) fn distribution(
     series: &[Series<'_>],
     unit_range: bool,
 ) -> String {
+    let (lo, hi) = value_range(series, unit_range);
+    let height = TOP + BOTTOM + ROW * series.len().max(1) as f64;
+    let x = Scale {
+        lo,
+        hi,
+        start: LEFT,
+        len: WIDTH - LEFT - RIGHT,
+        inverted: false,
+    };
+    let mut s = String::new();
+    open_svg(&mut s, id, "plot score-distribution", height, title, LEFT);
+    value_axis(&mut s, &x, height, axis);
+    for (row, serie) in series.iter().enumerate() {
+        let cy = TOP + ROW * row as f64 + ROW / 2.0;
+        series_row(&mut s, &x, serie, cy);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The axis of [`distribution`]: 0..=1 for unit values when asked, else
+/// from 0 (or below) to the largest value.
+fn value_range(series: &[Series<'_>], unit_range: bool) -> (f64, f64) {
     let all: Vec<f64> = series
         .iter()
         .flat_map(|s| s.values.iter().copied())
         .collect();
     let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let (lo, hi) = if unit_range && lo >= 0.0 && hi <= 1.0 {
+    if unit_range && lo >= 0.0 && hi <= 1.0 {
         (0.0, 1.0)
     } else {
         range(lo.min(0.0), hi)
-    };
-    let height = TOP + BOTTOM + ROW * series.len().max(1) as f64;
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let x = |v: f64| LEFT + (v - lo) / (hi - lo) * plot_w;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg id="{}" class="plot score-distribution" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-label="{}">"#,
-        xml(id),
-        xml(title)
-    );
-    let _ = write!(s, "<title>{}</title>", xml(title));
-    let _ = write!(
-        s,
-        r#"<text class="plot-title" x="{LEFT}" y="20">{}</text>"#,
-        xml(title)
-    );
+    }
+}
+
+/// The value axis of [`distribution`] at the bottom, with its grid and ticks.
+fn value_axis(s: &mut String, x: &Scale, height: f64, axis: &str) {
     let axis_y = height - BOTTOM;
-    for t in ticks(lo, hi) {
-        let tx = x(t);
+    for t in ticks(x.lo, x.hi) {
+        let tx = x.at(t);
         let _ = write!(
             s,
             r##"<line class="grid" x1="{tx:.1}" y1="{TOP}" x2="{tx:.1}" y2="{axis_y}" stroke="#e5e7eb"/><text class="tick" x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
@@ -144,74 +195,106 @@ pub(crate) fn distribution(
         s,
         r##"<line class="axis" x1="{LEFT}" y1="{axis_y}" x2="{:.1}" y2="{axis_y}" stroke="#6b7280"/><text class="axis-label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
         WIDTH - RIGHT,
-        LEFT + plot_w / 2.0,
+        LEFT + x.len / 2.0,
         height - 8.0,
         xml(axis)
     );
-    for (row, serie) in series.iter().enumerate() {
-        let cy = TOP + ROW * row as f64 + ROW / 2.0;
-        let c = color(serie.index);
+}
+
+/// One variant's row of [`distribution`] at height `cy`: its name, then
+/// its box, dots and mean (none without values).
+fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64) {
+    let row = Row {
+        x,
+        cy,
+        c: color(serie.index),
+    };
+    let _ = write!(
+        s,
+        r#"<g class="series" data-variant="{}"><text class="label" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+        xml(serie.name),
+        LEFT - 10.0,
+        cy + 4.0,
+        xml(serie.name)
+    );
+    if !serie.values.is_empty() {
+        let mut sorted = serie.values.clone();
+        sorted.sort_by(f64::total_cmp);
+        row.box_plot(s, &sorted);
+        row.dots(s, &serie.values);
+        row.mean(s, sorted.iter().sum::<f64>() / sorted.len() as f64);
+    }
+    s.push_str("</g>");
+}
+
+/// Where and in which colour a row of [`distribution`] is drawn.
+struct Row<'a> {
+    x: &'a Scale,
+    /// The row's middle.
+    cy: f64,
+    /// The variant's colour.
+    c: &'static str,
+}
+
+impl Row<'_> {
+    /// Whiskers from min to max, the box from the quartiles, the median.
+    fn box_plot(&self, s: &mut String, sorted: &[f64]) {
+        let Row { x, cy, c } = *self;
+        let (q1, med, q3) = quartiles(sorted);
+        let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
         let _ = write!(
             s,
-            r#"<g class="series" data-variant="{}"><text class="label" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            xml(serie.name),
-            LEFT - 10.0,
-            cy + 4.0,
-            xml(serie.name)
+            r#"<line class="whisker" x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="{c}"/>"#,
+            x.at(min),
+            x.at(max)
         );
-        if !serie.values.is_empty() {
-            let mut sorted = serie.values.clone();
-            sorted.sort_by(f64::total_cmp);
-            let (q1, med, q3) = quartiles(&sorted);
-            let (min, max) = (sorted[0], sorted[sorted.len() - 1]);
-            let mean = sorted.iter().sum::<f64>() / sorted.len() as f64;
+        let _ = write!(
+            s,
+            r#"<rect class="box" x="{:.1}" y="{:.1}" width="{:.1}" height="18" fill="{c}" fill-opacity="0.18" stroke="{c}"/>"#,
+            x.at(q1),
+            cy - 9.0,
+            (x.at(q3) - x.at(q1)).max(1.0)
+        );
+        let _ = write!(
+            s,
+            r#"<line class="median" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2"/>"#,
+            x.at(med),
+            cy - 9.0,
+            x.at(med),
+            cy + 9.0
+        );
+    }
+
+    /// Every value as a dot, jittered by its position.
+    fn dots(&self, s: &mut String, values: &[f64]) {
+        let Row { x, cy, c } = *self;
+        for (i, v) in values.iter().enumerate() {
+            // Deterministic jitter in -6..6 px.
+            let jitter = ((i * 7919) % 13) as f64 - 6.0;
             let _ = write!(
                 s,
-                r#"<line class="whisker" x1="{:.1}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="{c}"/>"#,
-                x(min),
-                x(max)
-            );
-            let _ = write!(
-                s,
-                r#"<rect class="box" x="{:.1}" y="{:.1}" width="{:.1}" height="18" fill="{c}" fill-opacity="0.18" stroke="{c}"/>"#,
-                x(q1),
-                cy - 9.0,
-                (x(q3) - x(q1)).max(1.0)
-            );
-            let _ = write!(
-                s,
-                r#"<line class="median" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="2"/>"#,
-                x(med),
-                cy - 9.0,
-                x(med),
-                cy + 9.0
-            );
-            for (i, v) in serie.values.iter().enumerate() {
-                // Deterministic jitter in -6..6 px.
-                let jitter = ((i * 7919) % 13) as f64 - 6.0;
-                let _ = write!(
-                    s,
-                    r#"<circle class="dot" cx="{:.1}" cy="{:.1}" r="3" fill="{c}" fill-opacity="0.75"><title>{}</title></circle>"#,
-                    x(*v),
-                    cy + jitter,
-                    num(*v)
-                );
-            }
-            let mx = x(mean);
-            let _ = write!(
-                s,
-                r#"<path class="mean" d="M{mx:.1} {:.1} L{:.1} {cy:.1} L{mx:.1} {:.1} L{:.1} {cy:.1} Z" fill="white" stroke="{c}" stroke-width="1.5"><title>mean {}</title></path>"#,
-                cy - 5.0,
-                mx + 5.0,
-                cy + 5.0,
-                mx - 5.0,
-                num(mean)
+                r#"<circle class="dot" cx="{:.1}" cy="{:.1}" r="3" fill="{c}" fill-opacity="0.75"><title>{}</title></circle>"#,
+                x.at(*v),
+                cy + jitter,
+                num(*v)
             );
         }
-        s.push_str("</g>");
     }
-    s.push_str("</svg>");
-    s
+
+    /// The mean as a diamond.
+    fn mean(&self, s: &mut String, mean: f64) {
+        let Row { x, cy, c } = *self;
+        let mx = x.at(mean);
+        let _ = write!(
+            s,
+            r#"<path class="mean" d="M{mx:.1} {:.1} L{:.1} {cy:.1} L{mx:.1} {:.1} L{:.1} {cy:.1} Z" fill="white" stroke="{c}" stroke-width="1.5"><title>mean {}</title></path>"#,
+            cy - 5.0,
+            mx + 5.0,
+            cy + 5.0,
+            mx - 5.0,
+            num(mean)
+        );
+    }
 }
 
 /// One variant in [`cost_quality`].
@@ -334,6 +417,144 @@ pub(crate) fn place_labels(
     placed
 }
 
+/// Height and margins of [`cost_quality`].
+const CQ_HEIGHT: f64 = 380.0;
+const CQ_LEFT: f64 = 70.0;
+const CQ_RIGHT: f64 = 40.0;
+const CQ_TOP: f64 = 36.0;
+const CQ_BOTTOM: f64 = 50.0;
+
+/// The plane of [`cost_quality`]: cost across, quality up.
+struct Plane {
+    cost: Scale,
+    quality: Scale,
+}
+
+impl Plane {
+    /// Cost from 0 to 10% past the dearest point, quality from 0 to 1 (or
+    /// the best point, past 1).
+    fn of(points: &[Point<'_>]) -> Plane {
+        let (clo, chi) = range(0.0, points.iter().map(|p| p.cost).fold(0.0, f64::max) * 1.1);
+        let (qlo, qhi) = (0.0, points.iter().map(|p| p.quality).fold(1.0, f64::max));
+        Plane {
+            cost: Scale {
+                lo: clo,
+                hi: chi,
+                start: CQ_LEFT,
+                len: WIDTH - CQ_LEFT - CQ_RIGHT,
+                inverted: false,
+            },
+            quality: Scale {
+                lo: qlo,
+                hi: qhi,
+                start: CQ_TOP,
+                len: CQ_HEIGHT - CQ_TOP - CQ_BOTTOM,
+                inverted: true,
+            },
+        }
+    }
+
+    /// Where `p` is drawn.
+    fn centre(&self, p: &Point<'_>) -> (f64, f64) {
+        (self.cost.at(p.cost), self.quality.at(p.quality))
+    }
+
+    /// The grid and ticks of both axes, the axes and their labels.
+    fn axes(&self, s: &mut String, quality_label: &str) {
+        let (pw, ph) = (self.cost.len, self.quality.len);
+        for t in ticks(self.cost.lo, self.cost.hi) {
+            let tx = self.cost.at(t);
+            let _ = write!(
+                s,
+                r##"<line class="grid" x1="{tx:.1}" y1="{CQ_TOP}" x2="{tx:.1}" y2="{:.1}" stroke="#e5e7eb"/><text class="tick" x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                CQ_TOP + ph,
+                CQ_TOP + ph + 16.0,
+                xml(&usd(t))
+            );
+        }
+        for t in ticks(self.quality.lo, self.quality.hi) {
+            let ty = self.quality.at(t);
+            let _ = write!(
+                s,
+                r##"<line class="grid" x1="{CQ_LEFT}" y1="{ty:.1}" x2="{:.1}" y2="{ty:.1}" stroke="#e5e7eb"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+                CQ_LEFT + pw,
+                CQ_LEFT - 8.0,
+                ty + 4.0,
+                num(t)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<line class="axis" x1="{CQ_LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#6b7280"/><line class="axis" x1="{CQ_LEFT}" y1="{CQ_TOP}" x2="{CQ_LEFT}" y2="{:.1}" stroke="#6b7280"/>"##,
+            CQ_TOP + ph,
+            CQ_LEFT + pw,
+            CQ_TOP + ph,
+            CQ_TOP + ph
+        );
+        let _ = write!(
+            s,
+            r#"<text class="axis-label" x="{:.1}" y="{:.1}" text-anchor="middle">mean cost per case (USD)</text><text class="axis-label" transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+            CQ_LEFT + pw / 2.0,
+            CQ_HEIGHT - 10.0,
+            CQ_TOP + ph / 2.0,
+            xml(quality_label)
+        );
+    }
+
+    /// A staircase through the frontier's `steps` (cheapest first) when
+    /// there are two or more: from each point right, then up to the next.
+    /// Returns its segments' rectangles, which labels keep off.
+    fn staircase(&self, s: &mut String, steps: &[&Point<'_>]) -> Vec<[f64; 4]> {
+        let mut lines = Vec::new();
+        if steps.len() < 2 {
+            return lines;
+        }
+        let mut d = String::new();
+        for (i, p) in steps.iter().enumerate() {
+            let (px, py) = self.centre(p);
+            if i == 0 {
+                let _ = write!(d, "M{px:.1} {py:.1}");
+            } else {
+                let _ = write!(d, " H{px:.1} V{py:.1}");
+                let (lx, ly) = self.centre(steps[i - 1]);
+                lines.push([lx, ly - 1.0, px, ly + 1.0]);
+                lines.push([px - 1.0, py.min(ly), px + 1.0, py.max(ly)]);
+            }
+        }
+        let _ = write!(
+            s,
+            r##"<path class="frontier" d="{d}" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="6 4"><title>Pareto frontier (quality, cost)</title></path>"##
+        );
+        lines
+    }
+
+    /// A ring around each frontier point: visible when it is the only one.
+    fn rings(&self, s: &mut String, steps: &[&Point<'_>]) {
+        for p in steps {
+            let (px, py) = self.centre(p);
+            let _ = write!(
+                s,
+                r##"<circle class="frontier-mark" cx="{px:.1}" cy="{py:.1}" r="10" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="3 2"><title>{}: on the Pareto frontier</title></circle>"##,
+                xml(p.name)
+            );
+        }
+    }
+
+    /// Every point's label, right of the quality axis and above the cost
+    /// axis, clear of the points, `lines` and each other.
+    fn labels(&self, points: &[Point<'_>], lines: &[[f64; 4]]) -> Vec<Label> {
+        let centres: Vec<(f64, f64)> = points.iter().map(|p| self.centre(p)).collect();
+        let names: Vec<&str> = points.iter().map(|p| p.name).collect();
+        let bottom = CQ_TOP + self.quality.len;
+        place_labels(
+            &centres,
+            &names,
+            lines,
+            [CQ_LEFT + 2.0, 24.0, WIDTH - 2.0, bottom],
+        )
+    }
+}
+
 /// Cost per case against quality, as an `<svg>` with `id`: the variants
 /// named in `frontier` (the comparison's Pareto frontier) are filled and
 /// ringed, and joined by a staircase when there are two or more.
@@ -343,68 +564,11 @@ pub(crate) fn cost_quality(
     points: &[Point<'_>],
     frontier: &[String],
 ) -> String {
-    const H: f64 = 380.0;
-    const L: f64 = 70.0;
-    const R: f64 = 40.0;
-    const T: f64 = 36.0;
-    const B: f64 = 50.0;
-    let (clo, chi) = range(0.0, points.iter().map(|p| p.cost).fold(0.0, f64::max) * 1.1);
-    let (qlo, qhi) = (0.0, points.iter().map(|p| p.quality).fold(1.0, f64::max));
-    let pw = WIDTH - L - R;
-    let ph = H - T - B;
-    let x = |v: f64| L + (v - clo) / (chi - clo) * pw;
-    let y = |v: f64| T + ph - (v - qlo) / (qhi - qlo) * ph;
+    let plane = Plane::of(points);
     let title = format!("Cost per case vs {quality_label}");
     let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg id="{}" class="plot cost-quality" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {H}" width="{WIDTH}" height="{H}" role="img" aria-label="{}">"#,
-        xml(id),
-        xml(&title)
-    );
-    let _ = write!(s, "<title>{}</title>", xml(&title));
-    let _ = write!(
-        s,
-        r#"<text class="plot-title" x="{L}" y="20">{}</text>"#,
-        xml(&title)
-    );
-    for t in ticks(clo, chi) {
-        let tx = x(t);
-        let _ = write!(
-            s,
-            r##"<line class="grid" x1="{tx:.1}" y1="{T}" x2="{tx:.1}" y2="{:.1}" stroke="#e5e7eb"/><text class="tick" x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            T + ph,
-            T + ph + 16.0,
-            xml(&usd(t))
-        );
-    }
-    for t in ticks(qlo, qhi) {
-        let ty = y(t);
-        let _ = write!(
-            s,
-            r##"<line class="grid" x1="{L}" y1="{ty:.1}" x2="{:.1}" y2="{ty:.1}" stroke="#e5e7eb"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            L + pw,
-            L - 8.0,
-            ty + 4.0,
-            num(t)
-        );
-    }
-    let _ = write!(
-        s,
-        r##"<line class="axis" x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#6b7280"/><line class="axis" x1="{L}" y1="{T}" x2="{L}" y2="{:.1}" stroke="#6b7280"/>"##,
-        T + ph,
-        L + pw,
-        T + ph,
-        T + ph
-    );
-    let _ = write!(
-        s,
-        r#"<text class="axis-label" x="{:.1}" y="{:.1}" text-anchor="middle">mean cost per case (USD)</text><text class="axis-label" transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        L + pw / 2.0,
-        H - 10.0,
-        T + ph / 2.0,
-        xml(quality_label)
-    );
+    open_svg(&mut s, id, "plot cost-quality", CQ_HEIGHT, &title, CQ_LEFT);
+    plane.axes(&mut s, quality_label);
     let on = |p: &Point<'_>| frontier.iter().any(|f| f == p.name);
     let mut steps: Vec<&Point<'_>> = points.iter().filter(|p| on(p)).collect();
     steps.sort_by(|a, b| {
@@ -412,52 +576,41 @@ pub(crate) fn cost_quality(
             .total_cmp(&b.cost)
             .then(a.quality.total_cmp(&b.quality))
     });
-    // The staircase's segments, which labels keep off.
-    let mut lines = Vec::new();
-    if steps.len() > 1 {
-        // A staircase: from each frontier point right, then up to the next.
-        let mut d = String::new();
-        for (i, p) in steps.iter().enumerate() {
-            let (px, py) = (x(p.cost), y(p.quality));
-            if i == 0 {
-                let _ = write!(d, "M{px:.1} {py:.1}");
-            } else {
-                let _ = write!(d, " H{px:.1} V{py:.1}");
-                let (lx, ly) = (x(steps[i - 1].cost), y(steps[i - 1].quality));
-                lines.push([lx, ly - 1.0, px, ly + 1.0]);
-                lines.push([px - 1.0, py.min(ly), px + 1.0, py.max(ly)]);
-            }
-        }
-        let _ = write!(
-            s,
-            r##"<path class="frontier" d="{d}" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="6 4"><title>Pareto frontier (quality, cost)</title></path>"##
-        );
+    let lines = plane.staircase(&mut s, &steps);
+    plane.rings(&mut s, &steps);
+    let labels = plane.labels(points, &lines);
+    for (p, label) in points.iter().zip(labels) {
+        let mark = PointMark {
+            point: p,
+            centre: plane.centre(p),
+            label,
+            on_frontier: on(p),
+        };
+        mark.write(&mut s, quality_label);
     }
-    // A ring marks each frontier point: visible when it is the only one.
-    for p in &steps {
-        let _ = write!(
-            s,
-            r##"<circle class="frontier-mark" cx="{:.1}" cy="{:.1}" r="10" fill="none" stroke="#111827" stroke-width="1.5" stroke-dasharray="3 2"><title>{}: on the Pareto frontier</title></circle>"##,
-            x(p.cost),
-            y(p.quality),
-            xml(p.name)
-        );
-    }
-    let centres: Vec<(f64, f64)> = points.iter().map(|p| (x(p.cost), y(p.quality))).collect();
-    let names: Vec<&str> = points.iter().map(|p| p.name).collect();
-    // Labels stay right of the quality axis and above the cost axis.
-    let labels = place_labels(
-        &centres,
-        &names,
-        &lines,
-        [L + 2.0, 24.0, WIDTH - 2.0, T + ph],
-    );
-    for ((p, (px, py)), label) in points.iter().zip(centres).zip(labels) {
+    legend(&mut s);
+    s.push_str("</svg>");
+    s
+}
+
+/// One point of [`cost_quality`] as drawn: where, its label, whether it
+/// is on the frontier.
+struct PointMark<'a> {
+    point: &'a Point<'a>,
+    centre: (f64, f64),
+    label: Label,
+    on_frontier: bool,
+}
+
+impl PointMark<'_> {
+    /// The point's group: a leader to a far label, the dot, the label.
+    fn write(&self, s: &mut String, quality_label: &str) {
+        let (p, label, (px, py)) = (self.point, &self.label, self.centre);
         let c = color(p.index);
         let _ = write!(
             s,
             r#"<g class="point{}" data-variant="{}">"#,
-            if on(p) { " on-frontier" } else { "" },
+            if self.on_frontier { " on-frontier" } else { "" },
             xml(p.name)
         );
         if label.far {
@@ -476,7 +629,7 @@ pub(crate) fn cost_quality(
         let _ = write!(
             s,
             r#"<circle cx="{px:.1}" cy="{py:.1}" r="6" fill="{}" stroke="{c}" stroke-width="2"><title>{}: {} per case, {} {}</title></circle><text class="label" x="{:.1}" y="{:.1}" text-anchor="{}">{}</text></g>"#,
-            if on(p) { c } else { "white" },
+            if self.on_frontier { c } else { "white" },
             xml(p.name),
             xml(&usd(p.cost)),
             xml(quality_label),
@@ -487,7 +640,10 @@ pub(crate) fn cost_quality(
             xml(p.name)
         );
     }
-    // The legend sits above the plot, on the right.
+}
+
+/// The legend, above the plot on the right.
+fn legend(s: &mut String) {
     let ly = 20.0;
     let _ = write!(
         s,
@@ -500,8 +656,6 @@ pub(crate) fn cost_quality(
         ly - 4.0,
         WIDTH - 210.0
     );
-    s.push_str("</svg>");
-    s
 }
 
 #[cfg(test)]

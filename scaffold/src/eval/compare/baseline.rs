@@ -32,7 +32,7 @@
 //! are reported as warnings marked `quarantined`, and the pass-rate drop
 //! that blocks is computed without them (on both sides).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -296,7 +296,7 @@ type Key = (String, String, String, u32);
 /// The cells of `results` by key, but for those `excluded`.
 fn counted<'a>(
     results: &'a [CellRecord],
-    excluded: &std::collections::BTreeSet<Key>,
+    excluded: &BTreeSet<Key>,
 ) -> BTreeMap<Key, &'a CellRecord> {
     results
         .iter()
@@ -365,33 +365,113 @@ pub fn compare(
     let trials = baseline.config.trials.max(candidate.config.trials);
     // A cell excluded on either side (it errored, under `OnError::Exclude`)
     // is evidence of nothing: compared on neither.
-    let excluded: std::collections::BTreeSet<Key> = (baseline.results.iter())
+    let excluded: BTreeSet<Key> = (baseline.results.iter())
         .chain(&candidate.results)
         .filter(|c| c.excluded)
         .map(key)
         .collect();
     let base = counted(&baseline.results, &excluded);
     let cand = counted(&candidate.results, &excluded);
-    let mut regressions = Vec::new();
-    let mut improvements = Vec::new();
-    let mut unchanged = Vec::new();
-    let mut new_cases = Vec::new();
-    let mut removed_cases = Vec::new();
+    let mut changes = CellChanges::of(&base, &cand, trials, options);
+    let b_run = ComparedRun::of(baseline);
+    let c_run = ComparedRun::of(candidate);
+    // Critical regressions first, in every report that lists them (a
+    // report that cuts its list must not hide one behind metric warnings).
+    changes
+        .regressions
+        .sort_by_key(|r| r.severity != Severity::Critical);
+    let gated = GatedRates::of(&base, &cand, &b_run, &c_run);
+    let summary = summarize(&b_run, &c_run, &changes, &gated, options);
+    Comparison {
+        baseline: b_run,
+        candidate: c_run,
+        regressions: changes.regressions,
+        improvements: changes.improvements,
+        unchanged: changes.unchanged,
+        new_cases: changes.new_cases,
+        removed_cases: changes.removed_cases,
+        summary,
+    }
+}
 
-    for (k, c) in &cand {
-        let label = c.label(trials);
-        let Some(b) = base.get(k) else {
-            new_cases.push(label);
-            continue;
-        };
-        let (regs, imps) = (regressions.len(), improvements.len());
-        let side = |cell: &CellRecord, value: Option<f64>| Side {
-            passed: cell.passed,
-            value,
-        };
+/// The cell-by-cell outcome of a comparison.
+#[derive(Default)]
+struct CellChanges {
+    regressions: Vec<Regression>,
+    improvements: Vec<Improvement>,
+    unchanged: Vec<String>,
+    new_cases: Vec<String>,
+    removed_cases: Vec<String>,
+}
+
+/// A cell in both runs: its label and its two sides.
+struct Matched<'a> {
+    label: String,
+    base: &'a CellRecord,
+    cand: &'a CellRecord,
+}
+
+/// A metric of a matched cell that moved past its threshold.
+struct MetricMove {
+    /// `latency`, `cost` or `score:{name}`.
+    name: String,
+    /// The metric in words.
+    what: String,
+    base: f64,
+    cand: f64,
+    worse: bool,
+}
+
+impl CellChanges {
+    /// Every cell of `cand` against its match in `base`, then the cells
+    /// only in `base`.
+    fn of(
+        base: &BTreeMap<Key, &CellRecord>,
+        cand: &BTreeMap<Key, &CellRecord>,
+        trials: u32,
+        options: &CompareOptions,
+    ) -> CellChanges {
+        let mut changes = CellChanges::default();
+        for (k, c) in cand {
+            let label = c.label(trials);
+            match base.get(k) {
+                Some(b) => changes.diff(
+                    Matched {
+                        label,
+                        base: b,
+                        cand: c,
+                    },
+                    options,
+                ),
+                None => changes.new_cases.push(label),
+            }
+        }
+        for (k, b) in base {
+            if !cand.contains_key(k) {
+                changes.removed_cases.push(b.label(trials));
+            }
+        }
+        changes
+    }
+
+    /// One matched cell: its pass/fail change, then each metric's.
+    fn diff(&mut self, cell: Matched<'_>, options: &CompareOptions) {
+        let (regs, imps) = (self.regressions.len(), self.improvements.len());
+        self.pass_change(&cell, options);
+        for m in metric_moves(&cell, options) {
+            self.metric_change(&cell, m);
+        }
+        if self.regressions.len() == regs && self.improvements.len() == imps {
+            self.unchanged.push(cell.label);
+        }
+    }
+
+    /// Pass → fail is a regression, fail → pass an improvement.
+    fn pass_change(&mut self, cell: &Matched<'_>, options: &CompareOptions) {
+        let (b, c) = (cell.base, cell.cand);
         match (b.passed, c.passed) {
-            (true, false) => regressions.push(Regression {
-                case_id: label.clone(),
+            (true, false) => self.regressions.push(Regression {
+                case_id: cell.label.clone(),
                 kind: RegressionKind::PassToFail,
                 metric: None,
                 description: format!(
@@ -414,8 +494,8 @@ pub fn compare(
                 failed_assertions: c.assertions.iter().filter(|a| !a.passed).cloned().collect(),
                 quarantined: c.quarantined,
             }),
-            (false, true) => improvements.push(Improvement {
-                case_id: label.clone(),
+            (false, true) => self.improvements.push(Improvement {
+                case_id: cell.label.clone(),
                 kind: ImprovementKind::FailToPass,
                 metric: None,
                 description: "failed in the baseline, passes now".into(),
@@ -425,130 +505,130 @@ pub fn compare(
             }),
             _ => {}
         }
-        let mut metric = |name: String, what: &str, bv: f64, cv: f64, change: Option<bool>| {
-            let Some(worse) = change else { return };
-            let description = format!(
-                "{what} {} from {} to {} ({})",
-                if worse { "worsened" } else { "improved" },
-                num(bv),
-                num(cv),
-                rel_text(bv, cv)
-            );
-            if worse {
-                regressions.push(Regression {
-                    case_id: label.clone(),
-                    kind: RegressionKind::MetricDegraded,
-                    metric: Some(name),
-                    description,
-                    baseline: side(b, Some(bv)),
-                    candidate: side(c, Some(cv)),
-                    delta: Some(cv - bv),
-                    severity: Severity::Warning,
-                    failed_assertions: Vec::new(),
-                    quarantined: c.quarantined,
-                });
-            } else {
-                improvements.push(Improvement {
-                    case_id: label.clone(),
-                    kind: ImprovementKind::MetricImproved,
-                    metric: Some(name),
-                    description,
-                    baseline: side(b, Some(bv)),
-                    candidate: side(c, Some(cv)),
-                    delta: Some(cv - bv),
-                });
-            }
-        };
-        let (bl, cl) = (b.metrics.latency_ms as f64, c.metrics.latency_ms as f64);
-        metric(
-            "latency".into(),
-            "latency (ms)",
-            bl,
-            cl,
-            moved(
-                bl,
-                cl,
-                options.latency_threshold,
-                options.min_latency_delta_ms,
-            ),
-        );
-        // A cell with an unpriced call has no known cost: nothing to compare.
-        let (bc, cc) = (b.metrics.cost_usd, c.metrics.cost_usd);
-        if b.metrics.unpriced_calls == 0 && c.metrics.unpriced_calls == 0 {
-            metric(
-                "cost".into(),
-                "cost (USD)",
-                bc,
-                cc,
-                moved(bc, cc, options.cost_threshold, options.min_cost_delta_usd),
-            );
-        }
-        for (name, cs) in &c.scores {
-            let Some(bs) = b.scores.get(name) else {
-                continue;
-            };
-            let delta = cs.value - bs.value;
-            // A score going down is worse.
-            let change =
-                (delta.abs() >= options.score_threshold && delta != 0.0).then_some(delta < 0.0);
-            metric(
-                format!("score:{name}"),
-                &format!("score `{name}`"),
-                bs.value,
-                cs.value,
-                change,
-            );
-        }
-        if regressions.len() == regs && improvements.len() == imps {
-            unchanged.push(label);
-        }
-    }
-    for (k, b) in &base {
-        if !cand.contains_key(k) {
-            removed_cases.push(b.label(trials));
-        }
     }
 
-    let b_run = ComparedRun::of(baseline);
-    let c_run = ComparedRun::of(candidate);
-    let pass_rate_delta = c_run.pass_rate - b_run.pass_rate;
-    let relative = |b: f64, c: f64| if b == 0.0 { 0.0 } else { (c - b) / b };
-    // Critical regressions first, in every report that lists them (a
-    // report that cuts its list must not hide one behind metric warnings).
-    regressions.sort_by_key(|r| r.severity != Severity::Critical);
-    let critical: Vec<&str> = regressions
-        .iter()
-        .filter(|r| r.severity == Severity::Critical)
-        .map(|r| r.case_id.as_str())
-        .collect();
-    let fell = pass_rate_delta <= -options.pass_rate_threshold;
-    let better = pass_rate_delta >= options.pass_rate_threshold || !improvements.is_empty();
-    let worse = fell || !regressions.is_empty();
-    let verdict = match (better, worse) {
-        // Improvements elsewhere never outweigh a critical regression or a drop.
-        _ if fell || !critical.is_empty() => Verdict::Worse,
-        (true, false) => Verdict::Better,
-        (false, true) => Verdict::Worse,
-        (true, true) => Verdict::Mixed,
-        (false, false) => Verdict::Equivalent,
-    };
-    let mut reasons = Vec::new();
-    if !critical.is_empty() {
-        reasons.push(format!(
-            "{} cell(s) went from pass to fail: {}",
-            critical.len(),
-            list(&critical)
-        ));
+    /// A metric that got worse is a (warning) regression, better an improvement.
+    fn metric_change(&mut self, cell: &Matched<'_>, m: MetricMove) {
+        let description = format!(
+            "{} {} from {} to {} ({})",
+            m.what,
+            if m.worse { "worsened" } else { "improved" },
+            num(m.base),
+            num(m.cand),
+            rel_text(m.base, m.cand)
+        );
+        let (baseline, candidate) = (side(cell.base, Some(m.base)), side(cell.cand, Some(m.cand)));
+        if m.worse {
+            self.regressions.push(Regression {
+                case_id: cell.label.clone(),
+                kind: RegressionKind::MetricDegraded,
+                metric: Some(m.name),
+                description,
+                baseline,
+                candidate,
+                delta: Some(m.cand - m.base),
+                severity: Severity::Warning,
+                failed_assertions: Vec::new(),
+                quarantined: cell.cand.quarantined,
+            });
+        } else {
+            self.improvements.push(Improvement {
+                case_id: cell.label.clone(),
+                kind: ImprovementKind::MetricImproved,
+                metric: Some(m.name),
+                description,
+                baseline,
+                candidate,
+                delta: Some(m.cand - m.base),
+            });
+        }
     }
-    // The drop that blocks leaves out the candidate's quarantined cells, on both sides.
-    let quarantined: Vec<&Key> = cand
-        .iter()
-        .filter(|(_, c)| c.quarantined)
-        .map(|(k, _)| k)
-        .collect();
-    let (gated_base, gated_cand) = if quarantined.is_empty() {
-        (b_run.pass_rate, c_run.pass_rate)
-    } else {
+}
+
+fn side(cell: &CellRecord, value: Option<f64>) -> Side {
+    Side {
+        passed: cell.passed,
+        value,
+    }
+}
+
+/// The metrics of `cell` that moved past their thresholds: latency, cost,
+/// then each scorer both sides ran.
+fn metric_moves(cell: &Matched<'_>, options: &CompareOptions) -> Vec<MetricMove> {
+    let (b, c) = (&cell.base.metrics, &cell.cand.metrics);
+    let mut moves = Vec::new();
+    let mut push = |name: String, what: String, base: f64, cand: f64, change: Option<bool>| {
+        if let Some(worse) = change {
+            moves.push(MetricMove {
+                name,
+                what,
+                base,
+                cand,
+                worse,
+            });
+        }
+    };
+    let (bl, cl) = (b.latency_ms as f64, c.latency_ms as f64);
+    let latency = moved(
+        bl,
+        cl,
+        options.latency_threshold,
+        options.min_latency_delta_ms,
+    );
+    push("latency".into(), "latency (ms)".into(), bl, cl, latency);
+    // A cell with an unpriced call has no known cost: nothing to compare.
+    if b.unpriced_calls == 0 && c.unpriced_calls == 0 {
+        let (bc, cc) = (b.cost_usd, c.cost_usd);
+        let cost = moved(bc, cc, options.cost_threshold, options.min_cost_delta_usd);
+        push("cost".into(), "cost (USD)".into(), bc, cc, cost);
+    }
+    for (name, cs) in &cell.cand.scores {
+        let Some(bs) = cell.base.scores.get(name) else {
+            continue;
+        };
+        let delta = cs.value - bs.value;
+        // A score going down is worse.
+        let change =
+            (delta.abs() >= options.score_threshold && delta != 0.0).then_some(delta < 0.0);
+        push(
+            format!("score:{name}"),
+            format!("score `{name}`"),
+            bs.value,
+            cs.value,
+            change,
+        );
+    }
+    moves
+}
+
+/// The pass rates the blocking drop is measured on: the candidate's
+/// quarantined cells left out, on both sides.
+struct GatedRates {
+    base: f64,
+    cand: f64,
+    /// Some cells were left out.
+    quarantined: bool,
+}
+
+impl GatedRates {
+    fn of(
+        base: &BTreeMap<Key, &CellRecord>,
+        cand: &BTreeMap<Key, &CellRecord>,
+        b_run: &ComparedRun,
+        c_run: &ComparedRun,
+    ) -> GatedRates {
+        let quarantined: Vec<&Key> = cand
+            .iter()
+            .filter(|(_, c)| c.quarantined)
+            .map(|(k, _)| k)
+            .collect();
+        if quarantined.is_empty() {
+            return GatedRates {
+                base: b_run.pass_rate,
+                cand: c_run.pass_rate,
+                quarantined: false,
+            };
+        }
         let rate = |cells: &BTreeMap<Key, &CellRecord>| {
             let kept: Vec<bool> = cells
                 .iter()
@@ -562,19 +642,89 @@ pub fn compare(
                 passed as f64 / kept.len() as f64
             }
         };
-        (rate(&base), rate(&cand))
-    };
-    let gated_delta = gated_cand - gated_base;
+        GatedRates {
+            base: rate(base),
+            cand: rate(cand),
+            quarantined: true,
+        }
+    }
+}
+
+/// Totals, verdict and blocking of the sorted `changes`.
+fn summarize(
+    b_run: &ComparedRun,
+    c_run: &ComparedRun,
+    changes: &CellChanges,
+    gated: &GatedRates,
+    options: &CompareOptions,
+) -> ComparisonSummary {
+    let pass_rate_delta = c_run.pass_rate - b_run.pass_rate;
+    let relative = |b: f64, c: f64| if b == 0.0 { 0.0 } else { (c - b) / b };
+    let critical: Vec<&str> = changes
+        .regressions
+        .iter()
+        .filter(|r| r.severity == Severity::Critical)
+        .map(|r| r.case_id.as_str())
+        .collect();
+    let reasons = block_reasons(&changes.regressions, &critical, gated, options);
+    ComparisonSummary {
+        pass_rate_delta,
+        avg_latency_delta_ms: c_run.avg_latency_ms - b_run.avg_latency_ms,
+        avg_latency_delta_pct: relative(b_run.avg_latency_ms, c_run.avg_latency_ms),
+        cost_delta: c_run.avg_cost_usd - b_run.avg_cost_usd,
+        cost_delta_pct: relative(b_run.avg_cost_usd, c_run.avg_cost_usd),
+        verdict: verdict(pass_rate_delta, changes, !critical.is_empty(), options),
+        should_block: !reasons.is_empty(),
+        block_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+    }
+}
+
+/// The verdict (see the module doc).
+fn verdict(
+    pass_rate_delta: f64,
+    changes: &CellChanges,
+    any_critical: bool,
+    options: &CompareOptions,
+) -> Verdict {
+    let fell = pass_rate_delta <= -options.pass_rate_threshold;
+    let better = pass_rate_delta >= options.pass_rate_threshold || !changes.improvements.is_empty();
+    let worse = fell || !changes.regressions.is_empty();
+    match (better, worse) {
+        // Improvements elsewhere never outweigh a critical regression or a drop.
+        _ if fell || any_critical => Verdict::Worse,
+        (true, false) => Verdict::Better,
+        (false, true) => Verdict::Worse,
+        (true, true) => Verdict::Mixed,
+        (false, false) => Verdict::Equivalent,
+    }
+}
+
+/// Why the change blocks (empty: it does not).
+fn block_reasons(
+    regressions: &[Regression],
+    critical: &[&str],
+    gated: &GatedRates,
+    options: &CompareOptions,
+) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if !critical.is_empty() {
+        reasons.push(format!(
+            "{} cell(s) went from pass to fail: {}",
+            critical.len(),
+            list(critical)
+        ));
+    }
+    let gated_delta = gated.cand - gated.base;
     if options.block_on_pass_rate_drop && gated_delta <= -options.pass_rate_threshold {
         reasons.push(format!(
             "the pass rate fell by {:.1} points ({:.1}% → {:.1}%{}), past the {:.1}-point threshold",
             -gated_delta * 100.0,
-            gated_base * 100.0,
-            gated_cand * 100.0,
-            if quarantined.is_empty() {
-                ""
-            } else {
+            gated.base * 100.0,
+            gated.cand * 100.0,
+            if gated.quarantined {
                 ", quarantined cells left out"
+            } else {
+                ""
             },
             options.pass_rate_threshold * 100.0
         ));
@@ -593,26 +743,7 @@ pub fn compare(
             ));
         }
     }
-    let summary = ComparisonSummary {
-        pass_rate_delta,
-        avg_latency_delta_ms: c_run.avg_latency_ms - b_run.avg_latency_ms,
-        avg_latency_delta_pct: relative(b_run.avg_latency_ms, c_run.avg_latency_ms),
-        cost_delta: c_run.avg_cost_usd - b_run.avg_cost_usd,
-        cost_delta_pct: relative(b_run.avg_cost_usd, c_run.avg_cost_usd),
-        verdict,
-        should_block: !reasons.is_empty(),
-        block_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
-    };
-    Comparison {
-        baseline: b_run,
-        candidate: c_run,
-        regressions,
-        improvements,
-        unchanged,
-        new_cases,
-        removed_cases,
-        summary,
-    }
+    reasons
 }
 
 /// Up to five items, then `and N more`.

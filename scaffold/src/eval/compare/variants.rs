@@ -401,7 +401,71 @@ pub fn compare_variants(
     options: &VariantCompareOptions,
 ) -> VariantComparison {
     let quality_scorer = deciding_scorer(summaries, options.quality.as_deref());
-    let points: Vec<(&str, Point)> = summaries
+    let points = points(summaries, quality_scorer);
+    let ranks = Rankings::of(&points);
+    let quality_name = quality_scorer.unwrap_or("pass").to_string();
+    // When no variant passed a cell there is nothing to recommend.
+    let best =
+        (ranks.frontier.first().copied()).filter(|_| points.iter().any(|(_, p)| p.pass_rate > 0.0));
+    let significance = best.map_or_else(Vec::new, |(best_name, _)| {
+        (points.iter().filter(|(n, _)| n != best_name))
+            .map(|(other, _)| pairwise(best_name, other, cells, quality_scorer, options.alpha))
+            .collect()
+    });
+    let trials = trials_per_case(cells);
+    let too_few = trials < options.min_trials_for_winner;
+    let clear = !too_few && !significance.is_empty() && significance.iter().all(|t| t.significant);
+    let verdict = if clear {
+        WinnerVerdict::ClearWinner
+    } else {
+        WinnerVerdict::NoClearWinner
+    };
+    let recommendation = best.map(|(name, point)| {
+        let standing = Standing {
+            name,
+            point,
+            points: &points,
+            tests: &significance,
+            quality: &quality_name,
+            options,
+        };
+        let mut r = standing.recommend(&ranks.frontier);
+        if too_few {
+            r.reason.push_str(&format!(
+                "; not enough trials ({trials} < {}) to call a winner",
+                options.min_trials_for_winner
+            ));
+            r.confidence = Confidence::Low;
+        }
+        r
+    });
+    VariantComparison {
+        by_pass_rate: names(&ranks.by_pass_rate),
+        by_cost: names(&ranks.by_cost),
+        cost_unknown: points
+            .iter()
+            .filter(|(_, p)| p.cost.is_nan())
+            .map(|(n, _)| n.to_string())
+            .collect(),
+        by_latency: names(&ranks.by_latency),
+        pareto_frontier: names(&ranks.frontier),
+        quality: quality_name,
+        quality_by_variant: points
+            .iter()
+            .map(|(n, p)| (n.to_string(), p.quality))
+            .collect(),
+        recommendation,
+        significance,
+        verdict,
+        alpha: options.alpha,
+        trials_per_case: trials,
+        min_trials_for_winner: options.min_trials_for_winner,
+    }
+}
+
+/// Each variant's point, in the order of `summaries`.
+fn points<'s>(summaries: &'s [VariantSummary], quality_scorer: Option<&str>) -> Vec<Named<'s>> {
+    summaries
         .iter()
         .map(|s| {
             (
@@ -417,111 +481,79 @@ pub fn compare_variants(
                 },
             )
         })
-        .collect();
+        .collect()
+}
 
-    let mut by_pass_rate: Vec<&(&str, Point)> = points.iter().collect();
-    by_pass_rate.sort_by(|(an, a), (bn, b)| {
-        cmp_f(b.pass_rate, a.pass_rate)
-            .then(cmp_f(b.quality, a.quality))
-            .then(cmp_f(a.cost, b.cost))
-            .then(cmp_f(a.latency, b.latency))
-            .then(an.cmp(bn))
-    });
-    let mut by_cost: Vec<&(&str, Point)> =
-        points.iter().filter(|(_, p)| !p.cost.is_nan()).collect();
-    by_cost.sort_by(|(an, a), (bn, b)| {
-        cmp_f(a.cost, b.cost)
-            .then(cmp_f(b.pass_rate, a.pass_rate))
-            .then(an.cmp(bn))
-    });
-    let mut by_latency: Vec<&(&str, Point)> = points.iter().collect();
-    by_latency.sort_by(|(an, a), (bn, b)| {
-        cmp_f(a.latency, b.latency)
-            .then(cmp_f(b.pass_rate, a.pass_rate))
-            .then(an.cmp(bn))
-    });
+/// A variant and its point.
+type Named<'p> = (&'p str, Point);
+
+/// The variants ranked, and the Pareto frontier.
+struct Rankings<'p> {
+    by_pass_rate: Vec<&'p Named<'p>>,
+    by_cost: Vec<&'p Named<'p>>,
+    by_latency: Vec<&'p Named<'p>>,
+    /// Best quality first: the first is the variant recommended.
+    frontier: Vec<&'p Named<'p>>,
+}
+
+impl<'p> Rankings<'p> {
+    fn of(points: &'p [Named<'p>]) -> Rankings<'p> {
+        let by_pass_rate = ranked(points.iter(), |(an, a), (bn, b)| {
+            cmp_f(b.pass_rate, a.pass_rate)
+                .then(cmp_f(b.quality, a.quality))
+                .then(cmp_f(a.cost, b.cost))
+                .then(cmp_f(a.latency, b.latency))
+                .then(an.cmp(bn))
+        });
+        let priced = points.iter().filter(|(_, p)| !p.cost.is_nan());
+        let by_cost = ranked(priced, |(an, a), (bn, b)| {
+            cmp_f(a.cost, b.cost)
+                .then(cmp_f(b.pass_rate, a.pass_rate))
+                .then(an.cmp(bn))
+        });
+        let by_latency = ranked(points.iter(), |(an, a), (bn, b)| {
+            cmp_f(a.latency, b.latency)
+                .then(cmp_f(b.pass_rate, a.pass_rate))
+                .then(an.cmp(bn))
+        });
+        Rankings {
+            by_pass_rate,
+            by_cost,
+            by_latency,
+            frontier: frontier(points),
+        }
+    }
+}
+
+/// The variants no other dominates, best quality first (ties: cheaper,
+/// higher pass rate, faster, then by name).
+fn frontier<'p>(points: &'p [Named<'p>]) -> Vec<&'p Named<'p>> {
     // Quality decides; the frontier's first is the variant recommended.
-    let mut by_quality: Vec<&(&str, Point)> = points.iter().collect();
-    by_quality.sort_by(|(an, a), (bn, b)| {
+    let by_quality = ranked(points.iter(), |(an, a), (bn, b)| {
         cmp_f(b.quality, a.quality)
             .then(cmp_f(a.cost, b.cost))
             .then(cmp_f(b.pass_rate, a.pass_rate))
             .then(cmp_f(a.latency, b.latency))
             .then(an.cmp(bn))
     });
-    let frontier: Vec<&(&str, Point)> = by_quality
+    by_quality
         .into_iter()
         .filter(|(_, p)| !points.iter().any(|(_, o)| o.dominates(p)))
-        .collect();
-    let names = |v: &[&(&str, Point)]| v.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+        .collect()
+}
 
-    let quality_name = quality_scorer.unwrap_or("pass").to_string();
-    // When no variant passed a cell there is nothing to recommend.
-    let best = frontier
-        .first()
-        .copied()
-        .filter(|_| points.iter().any(|(_, p)| p.pass_rate > 0.0));
-    let mut significance = Vec::new();
-    if let Some((best_name, _)) = best {
-        for (other, _) in points.iter().filter(|(n, _)| n != best_name) {
-            significance.push(pairwise(
-                best_name,
-                other,
-                cells,
-                quality_scorer,
-                options.alpha,
-            ));
-        }
-    }
-    let trials = trials_per_case(cells);
-    let too_few = trials < options.min_trials_for_winner;
-    let clear = !too_few && !significance.is_empty() && significance.iter().all(|t| t.significant);
-    let verdict = if clear {
-        WinnerVerdict::ClearWinner
-    } else {
-        WinnerVerdict::NoClearWinner
-    };
-    let recommendation = best.map(|(name, point)| {
-        let mut r = recommend(
-            name,
-            point,
-            &points,
-            &frontier,
-            &significance,
-            &quality_name,
-            options,
-        );
-        if too_few {
-            r.reason.push_str(&format!(
-                "; not enough trials ({trials} < {}) to call a winner",
-                options.min_trials_for_winner
-            ));
-            r.confidence = Confidence::Low;
-        }
-        r
-    });
-    VariantComparison {
-        by_pass_rate: names(&by_pass_rate),
-        by_cost: names(&by_cost),
-        cost_unknown: points
-            .iter()
-            .filter(|(_, p)| p.cost.is_nan())
-            .map(|(n, _)| n.to_string())
-            .collect(),
-        by_latency: names(&by_latency),
-        pareto_frontier: names(&frontier),
-        quality: quality_name,
-        quality_by_variant: points
-            .iter()
-            .map(|(n, p)| (n.to_string(), p.quality))
-            .collect(),
-        recommendation,
-        significance,
-        verdict,
-        alpha: options.alpha,
-        trials_per_case: trials,
-        min_trials_for_winner: options.min_trials_for_winner,
-    }
+/// `points` sorted by `order`.
+fn ranked<'p>(
+    points: impl Iterator<Item = &'p Named<'p>>,
+    order: impl FnMut(&&'p Named<'p>, &&'p Named<'p>) -> Ordering,
+) -> Vec<&'p Named<'p>> {
+    let mut v: Vec<&Named<'_>> = points.collect();
+    v.sort_by(order);
+    v
+}
+
+fn names(v: &[&Named<'_>]) -> Vec<String> {
+    v.iter().map(|(n, _)| n.to_string()).collect()
 }
 
 /// The per-cell quality of `cell`: the scorer's value, or 1/0 for pass/fail.
@@ -614,54 +646,81 @@ fn pairwise(
     }
 }
 
-fn recommend(
-    name: &str,
-    point: &Point,
-    points: &[(&str, Point)],
-    frontier: &[&(&str, Point)],
-    tests: &[PairwiseTest],
-    quality: &str,
-    options: &VariantCompareOptions,
-) -> Recommendation {
-    let mut reason = if quality == "pass" {
-        format!("highest pass rate ({})", pct(point.pass_rate))
-    } else {
-        format!(
-            "highest {quality} ({:.2}), pass rate {}",
-            point.quality,
-            pct(point.pass_rate)
-        )
-    };
-    let others = points.len() - 1;
-    if others > 0
-        && points
-            .iter()
-            .all(|(n, o)| *n == name || o.cost > point.cost)
-    {
-        reason.push_str(&format!(", cheapest ({} per case)", usd(point.cost)));
+/// The recommended variant among the others, and the tests against them.
+struct Standing<'a> {
+    name: &'a str,
+    point: &'a Point,
+    points: &'a [Named<'a>],
+    tests: &'a [PairwiseTest],
+    /// What quality means: `pass` or a scorer's name.
+    quality: &'a str,
+    options: &'a VariantCompareOptions,
+}
+
+impl Standing<'_> {
+    fn recommend(&self, frontier: &[&Named<'_>]) -> Recommendation {
+        Recommendation {
+            variant: self.name.to_string(),
+            reason: self.reason(),
+            tradeoffs: (frontier.iter().copied())
+                .filter(|(n, _)| *n != self.name)
+                .filter_map(|(other, o)| self.tradeoff(other, o))
+                .collect(),
+            confidence: self.confidence(),
+        }
     }
-    if others > 0
-        && points
-            .iter()
-            .all(|(n, o)| *n == name || o.latency > point.latency)
-    {
-        reason.push_str(&format!(", fastest ({} avg)", ms(point.latency)));
+
+    fn others(&self) -> usize {
+        self.points.len() - 1
     }
-    if others == 0 {
-        reason.push_str("; the only variant");
-    } else if tests.iter().all(|t| t.significant) {
-        reason.push_str(&format!(
-            "; significantly better than {} (sign-flip permutation test over the cases, p < {})",
-            if others == 1 {
-                tests[0].other.clone()
-            } else {
-                format!("all {others} other variants")
-            },
-            options.alpha
-        ));
-    } else {
-        let weak: Vec<String> = tests
-            .iter()
+
+    /// Better than every other variant on `metric`.
+    fn beats_all(&self, metric: fn(&Point) -> f64) -> bool {
+        let mine = metric(self.point);
+        (self.points.iter()).all(|(n, o)| *n == self.name || metric(o) > mine)
+    }
+
+    /// Why, in a sentence: quality, cheapest, fastest, significance.
+    fn reason(&self) -> String {
+        let point = self.point;
+        let mut reason = if self.quality == "pass" {
+            format!("highest pass rate ({})", pct(point.pass_rate))
+        } else {
+            format!(
+                "highest {} ({:.2}), pass rate {}",
+                self.quality,
+                point.quality,
+                pct(point.pass_rate)
+            )
+        };
+        if self.others() > 0 && self.beats_all(|p| p.cost) {
+            reason.push_str(&format!(", cheapest ({} per case)", usd(point.cost)));
+        }
+        if self.others() > 0 && self.beats_all(|p| p.latency) {
+            reason.push_str(&format!(", fastest ({} avg)", ms(point.latency)));
+        }
+        reason.push_str(&self.significance_text());
+        reason
+    }
+
+    /// The reason's last clause: what the tests say.
+    fn significance_text(&self) -> String {
+        let others = self.others();
+        if others == 0 {
+            return "; the only variant".to_string();
+        }
+        if self.tests.iter().all(|t| t.significant) {
+            return format!(
+                "; significantly better than {} (sign-flip permutation test over the cases, p < {})",
+                if others == 1 {
+                    self.tests[0].other.clone()
+                } else {
+                    format!("all {others} other variants")
+                },
+                self.options.alpha
+            );
+        }
+        let weak: Vec<String> = (self.tests.iter())
             .filter(|t| !t.significant)
             .map(|t| {
                 let p = t
@@ -676,13 +735,30 @@ fn recommend(
                 )
             })
             .collect();
-        reason.push_str(&format!(
+        format!(
             "; not significantly better than {}: more cases, not more trials, would tell",
             weak.join(", ")
-        ));
+        )
     }
-    let mut tradeoffs = Vec::new();
-    for (other, o) in frontier.iter().copied().filter(|(n, _)| *n != name) {
+
+    /// What frontier variant `other` does better, and worse (none when
+    /// it does nothing better).
+    fn tradeoff(&self, other: &str, o: &Point) -> Option<String> {
+        let better = self.better_of(o);
+        if better.is_empty() {
+            return None;
+        }
+        let worse = self.worse_of(o);
+        let mut line = format!("{other} is {}", join_and(&better));
+        if !worse.is_empty() {
+            line.push_str(&format!(" but {}", join_and(&worse)));
+        }
+        Some(line)
+    }
+
+    /// Where `o` beats the recommended variant.
+    fn better_of(&self, o: &Point) -> Vec<String> {
+        let (point, quality) = (self.point, self.quality);
         let mut better = Vec::new();
         if o.cost < point.cost {
             better.push(format!(
@@ -704,6 +780,12 @@ fn recommend(
                 o.quality, point.quality
             ));
         }
+        better
+    }
+
+    /// Where `o` loses to the recommended variant.
+    fn worse_of(&self, o: &Point) -> Vec<String> {
+        let (point, quality) = (self.point, self.quality);
         let mut worse = Vec::new();
         if o.pass_rate < point.pass_rate {
             worse.push(format!(
@@ -732,38 +814,27 @@ fn recommend(
                 ms(point.latency)
             ));
         }
-        if better.is_empty() {
-            continue;
-        }
-        let mut line = format!("{other} is {}", join_and(&better));
-        if !worse.is_empty() {
-            line.push_str(&format!(" but {}", join_and(&worse)));
-        }
-        tradeoffs.push(line);
+        worse
     }
-    let dominates_all = points
-        .iter()
-        .filter(|(n, _)| *n != name)
-        .all(|(_, o)| point.dominates(o));
-    let confidence = if others > 0 && tests.iter().all(|t| t.significant) {
-        if tests
-            .iter()
-            .all(|t| t.pairs >= options.high_confidence_pairs)
-        {
-            Confidence::High
-        } else {
+
+    /// High when significant against every other on enough pairs, medium
+    /// when significant on fewer or dominating every other, else low.
+    fn confidence(&self) -> Confidence {
+        let others = self.others();
+        let dominates_all = (self.points.iter())
+            .filter(|(n, _)| *n != self.name)
+            .all(|(_, o)| self.point.dominates(o));
+        if others > 0 && self.tests.iter().all(|t| t.significant) {
+            if (self.tests.iter()).all(|t| t.pairs >= self.options.high_confidence_pairs) {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            }
+        } else if others > 0 && dominates_all {
             Confidence::Medium
+        } else {
+            Confidence::Low
         }
-    } else if others > 0 && dominates_all {
-        Confidence::Medium
-    } else {
-        Confidence::Low
-    };
-    Recommendation {
-        variant: name.to_string(),
-        reason,
-        tradeoffs,
-        confidence,
     }
 }
 
