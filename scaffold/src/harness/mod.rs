@@ -95,6 +95,7 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
+use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
@@ -207,6 +208,9 @@ struct Harness {
     /// Per eval (same order as `evals`): how its results are judged, with
     /// the quarantine of `evals/quarantine.yaml` added.
     gate_options: Vec<GateOptions>,
+    /// The run's per-provider rate limiters, shared by every cell; none in
+    /// playback, which never waits for one.
+    limits: Option<RateLimits>,
 }
 
 /// Why the suite could not start.
@@ -1050,6 +1054,7 @@ fn run_harness(
         formats,
         progress,
         gate_options,
+        limits: (mode != RecorderMode::Playback).then(RateLimits::new),
     });
     if set_up.is_err() {
         return Err(line("the harness was set up twice".into()));
@@ -1212,7 +1217,12 @@ impl Harness {
             .into());
         }
         let env = &self.envs[eval];
-        let outcome = self.runtime.block_on(erased.run_cell(cell, env));
+        let outcome = self.runtime.block_on(async {
+            match &self.limits {
+                Some(limits) => with_rate_limits(limits.clone(), erased.run_cell(cell, env)).await,
+                None => erased.run_cell(cell, env).await,
+            }
+        });
         let unplayable = playback_failed(&outcome.session.signals);
         if unplayable {
             self.unplayable.fetch_add(1, Ordering::Relaxed);
@@ -1440,6 +1450,9 @@ impl Harness {
                 }
             };
             self.write_reports(&dir, &mut results, comparison.as_ref());
+        }
+        for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
+            eprintln!("\n{line}");
         }
         let mut store_failed = false;
         if let (Some(store), Some(run)) = (&self.store, &self.run) {

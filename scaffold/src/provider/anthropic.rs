@@ -24,6 +24,7 @@ use super::http::{
     HttpClient, HttpConfig, RetryPolicy, api_name, env_nonempty, join_url, message_from_json,
     parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
 };
+use super::limit::{ProviderLimit, RateLimit};
 use super::recorder::secrets_of;
 use super::transport::{HttpRequest, Transport};
 use super::{
@@ -80,6 +81,7 @@ pub struct Anthropic {
     headers: Vec<(String, String)>,
     transport: Option<Arc<dyn Transport>>,
     config: HttpConfig,
+    limit: ProviderLimit,
     max_tokens: u32,
     structured: StructuredOutput,
 }
@@ -110,6 +112,7 @@ impl Anthropic {
             headers: Vec::new(),
             transport: None,
             config: HttpConfig::default(),
+            limit: ProviderLimit::default(),
             max_tokens: DEFAULT_MAX_TOKENS,
             structured: StructuredOutput::default(),
         }
@@ -160,6 +163,15 @@ impl Anthropic {
     /// Set timeouts and retries at once.
     pub fn http_config(mut self, config: HttpConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Limit the calls to this API: requests and tokens per window, calls
+    /// in flight (see [`RateLimit`]). Every provider at the same base URL
+    /// shares one budget in a run; outside a run, this provider and its
+    /// clones share it.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.limit = ProviderLimit::new(NAME, &self.base_url, limit);
         self
     }
 
@@ -243,6 +255,7 @@ impl Anthropic {
             provider: NAME,
             transport,
             config: &self.config,
+            limit: Some((&self.limit, &self.base_url)),
         }
     }
 
