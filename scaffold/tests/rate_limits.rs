@@ -224,9 +224,11 @@ async fn a_429_storm_slows_the_provider_down_for_every_cell() {
         in_flight * 3 < alone * 2,
         "{in_flight} 429s with the adaptive limiter, {alone} without"
     );
-    // Slowing down costs no time: the server's rate is the bound either way.
+    // Slowing down costs little time: the server's rate is the bound
+    // either way, but the limiter counts each request 100 ms past a window
+    // (against network jitter), a third of the server's 300 ms here.
     assert!(
-        adaptive_wall < alone_wall + ms(600),
+        adaptive_wall < alone_wall.mul_f64(1.8),
         "{adaptive_wall:?} vs {alone_wall:?}"
     );
 }

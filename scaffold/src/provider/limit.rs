@@ -12,7 +12,8 @@
 //!
 //! Before a request is sent the limiter waits until it fits: at most the
 //! limit's requests in any window (a sliding log, so no window of that length
-//! ever holds more), at most its tokens (a request counts its prompt's
+//! ever holds more, with a fiftieth of the window, at least 100 ms, to spare
+//! for requests that take longer on the way than others), at most its tokens (a request counts its prompt's
 //! characters / 4 plus its `max_tokens` until its answer reports the real
 //! usage) and at most its calls in flight. A wait for the limiter counts
 //! against the call's timeout like a retry's backoff, and is part of the
@@ -209,6 +210,9 @@ impl fmt::Debug for Limiter {
     }
 }
 
+/// The least time a request counts beyond its window (see `State::counted_for`).
+const GUARD: Duration = Duration::from_millis(100);
+
 struct Spend {
     id: u64,
     at: Instant,
@@ -256,8 +260,16 @@ impl State {
         }
     }
 
+    /// How long a request counts: the window, and a fiftieth of it more
+    /// (at least [`GUARD`]), so that the server, which counts requests as
+    /// they arrive, never sees more than the limit in a window when some
+    /// take longer on the way than others (a new connection, a busy machine).
+    fn counted_for(&self) -> Duration {
+        self.limit.window + (self.limit.window / 50).max(GUARD)
+    }
+
     fn forget_before(&mut self, now: Instant) {
-        let window = self.limit.window;
+        let window = self.counted_for();
         while self.sent.front().is_some_and(|&at| at + window <= now) {
             self.sent.pop_front();
         }
@@ -280,7 +292,7 @@ impl State {
         if let Some(r) = self.rate {
             let cap = (r as usize).max(1);
             if self.sent.len() >= cap {
-                return Admit::At(self.sent[self.sent.len() - cap] + self.limit.window);
+                return Admit::At(self.sent[self.sent.len() - cap] + self.counted_for());
             }
         }
         if let Some(at) = self.tokens_free_at(estimate) {
@@ -311,7 +323,7 @@ impl State {
         for s in &self.spent {
             used -= s.tokens;
             if used.saturating_add(estimate) <= limit || used == 0 {
-                return Some(s.at + self.limit.window);
+                return Some(s.at + self.counted_for());
             }
         }
         None
