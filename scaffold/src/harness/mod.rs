@@ -34,6 +34,10 @@
 //!   includes them. Needs a database file (not `:memory:`) and the run's
 //!   own selection of cells (test filter and flags, `SCAFFOLD_TAGS`,
 //!   `SCAFFOLD_VARIANTS`); a run that another live process runs is refused.
+//! - `SCAFFOLD_MAX_COST` (US dollars above 0): the run's cost budget, for
+//!   every eval, replacing their `max_cost_usd`; once the finished cells
+//!   have spent it no cell starts and the run stays unfinished (see
+//!   `budget.rs`).
 //! - `SCAFFOLD_FORK_FROM` (a session id of the database, or an exported
 //!   `.json` session file) with `SCAFFOLD_FORK_AT` (`phase:<name>:first|last|<n>`
 //!   or `index:<n>`): every variant forks from that point of the session
