@@ -1132,3 +1132,47 @@ fn under_nextest_the_budget_counts_what_the_runs_processes_spent() {
     }
     assert_eq!(dir.started().len(), 3);
 }
+
+#[test]
+fn the_cells_of_a_live_run_share_one_limiter_per_api_and_the_summary_says_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(
+            scaffold::testing::FakeProviderServer::builder()
+                .latency(Duration::from_millis(10))
+                .start(),
+        )
+        .unwrap();
+    let dir = TempDir::new("resume-rate-limit");
+    let base = server.openai_base_url();
+    // Both variants (two models on one API) limited to 2 requests per 500 ms.
+    let out = run(
+        &dir,
+        &["--test-threads", "8"],
+        &[
+            ("SCAFFOLD_MODE", "live"),
+            ("OPENAI_BASE_URL", base.as_str()),
+            ("RESUME_FIXTURE_RATE_LIMIT", "2"),
+        ],
+    );
+    let all = text(&out);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 8, "{all}");
+    let mut at: Vec<Instant> = requests.iter().map(|r| r.received).collect();
+    at.sort();
+    // No 500 ms (less 20 ms for the way to the server) holds more than 2.
+    for (i, first) in at.iter().enumerate() {
+        let within = at[i..]
+            .iter()
+            .take_while(|&&t| t < *first + Duration::from_millis(480))
+            .count();
+        assert!(within <= 2, "{within} requests within 500 ms: {all}");
+    }
+    let line = line_of(&all, "Rate limit openai ").unwrap_or_default();
+    assert!(
+        line.starts_with(&format!(
+            "Rate limit openai {base} (2 requests per 500 ms): 6 of 8 calls waited "
+        )),
+        "{all}"
+    );
+}

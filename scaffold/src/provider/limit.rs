@@ -414,9 +414,10 @@ impl Limiter {
     fn configure(&self, limit: &RateLimit) {
         let mut state = self.lock();
         if state.limit.is_none() && !limit.is_none() {
-            let stats = state.stats;
-            *state = State::new(*limit);
-            state.stats = stats;
+            // What is in flight and in the window stays counted.
+            state.limit = *limit;
+            state.rate = limit.requests.map(f64::from);
+            state.concurrency = limit.concurrent.map(|c| c as f64);
         }
     }
 
@@ -828,6 +829,7 @@ mod tests {
         assert!(Arc::ptr_eq(&none, &limited), "one limiter for one API");
         assert_eq!(limited.key(), "openai http://h/v1", "no query in the key");
         assert_eq!(limited.limit().requests(), Some(5), "a limit replaces none");
+        assert_eq!(limited.lock().rate, Some(5.0));
         run.limiter(
             &api_key("openai", "http://h/v1"),
             Some(&RateLimit::per_minute(9)),
