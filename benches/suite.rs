@@ -40,6 +40,11 @@
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
 //!   concurrency⌉ × latency. Baseline: the same 200 calls made by the
 //!   provider alone, as many at a time, in this process.
+//! - **ratelimit**: the live eval's 200 cells on one API (two variants, two
+//!   models) limited to 40 requests a second (`RateLimit::per`), 32 test
+//!   threads, 100 ms latency: the most requests the server received in any
+//!   second, and the wall time as a ratio to the ideal the limit allows
+//!   (cells / requests per second).
 //! - **datasets**: a generated 5 MB dataset (6,000 cases × 4 assertions) as
 //!   YAML and as JSON, each loaded from its file (the median of 3 loads),
 //!   and at a quarter and half that size: milliseconds per MB at each size (flat when
@@ -52,7 +57,7 @@
 //!   `icontains`, `regex` and a `javascript` check, the same fake server),
 //!   alternating with ours, and the ratios.
 //!
-//! Environment: `SCAFFOLD_BENCH_PARTS` (default `playback,live,datasets,store,assertions`),
+//! Environment: `SCAFFOLD_BENCH_PARTS` (default `playback,live,ratelimit,datasets,store,assertions`),
 //! `SCAFFOLD_BENCH_SIZES` (cells, default `200,2000,10000`),
 //! `SCAFFOLD_BENCH_REPS` (timed runs of each configuration, default 3, 2
 //! from 5,000 cells; the median is reported), `SCAFFOLD_BENCH_KEEP=1` (keep the temporary packages,
@@ -73,6 +78,7 @@ use scaffold::dataset::{Dataset, DatasetError};
 use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use scaffold::provider::anthropic::Anthropic;
+use scaffold::provider::limit::RateLimit;
 use scaffold::provider::openai::OpenAi;
 use scaffold::provider::{CompletionRequest, Message};
 use scaffold::testing::FakeProviderServer;
@@ -95,6 +101,11 @@ const BUDGET_PLAYBACK_MS: f64 = 0.1;
 /// The harness's exit code when a cell fails (the gate then fails too).
 const RUN_FAILED: i32 = 1;
 const BUDGET_LIVE_RATIO: f64 = 1.10;
+/// The rate-limited live eval: at most this many requests a window, to one API.
+const RATE_LIMIT_REQUESTS: u32 = 40;
+const RATE_LIMIT_WINDOW: Duration = Duration::from_secs(1);
+/// DESIGN.md: live runs within 5% of what a per-provider rate limit allows.
+const BUDGET_RATE_LIMIT_RATIO: f64 = 1.05;
 
 // ---------------------------------------------------------------------------
 // The child: the evals this binary registers, run by the real harness.
@@ -175,6 +186,32 @@ fn live_anthropic() -> Workflow<Doc> {
 #[scaffold::dataset(eval = "live_eval")]
 fn live_cases() -> Result<Dataset, DatasetError> {
     cases_of("live")
+}
+
+/// `model` on the OpenAI API, limited: both variants share one budget.
+fn limited(model: &str) -> Arc<dyn Provider> {
+    let limit = RateLimit::per(RATE_LIMIT_WINDOW, RATE_LIMIT_REQUESTS);
+    Arc::new(OpenAi::new(model).rate_limit(limit))
+}
+
+#[scaffold::eval(name = "ratelimit")]
+fn ratelimit_eval() -> Eval<Doc> {
+    Eval::new().scorer(code_check())
+}
+
+#[scaffold::variant(eval = "ratelimit_eval", name = "mini")]
+fn ratelimit_mini() -> Workflow<Doc> {
+    common::one_agent_workflow(limited("gpt-4o-mini"))
+}
+
+#[scaffold::variant(eval = "ratelimit_eval", name = "full")]
+fn ratelimit_full() -> Workflow<Doc> {
+    common::one_agent_workflow(limited("gpt-4o"))
+}
+
+#[scaffold::dataset(eval = "ratelimit_eval")]
+fn ratelimit_cases() -> Result<Dataset, DatasetError> {
+    cases_of("ratelimit")
 }
 
 fn child(dir: &str) -> ExitCode {
@@ -721,7 +758,7 @@ type Side = Vec<(String, f64, f64, &'static str)>;
 fn parent() -> Res<()> {
     let parts = env_list(
         "SCAFFOLD_BENCH_PARTS",
-        "playback,live,datasets,store,assertions",
+        "playback,live,ratelimit,datasets,store,assertions",
     );
     let sizes: Vec<usize> = env_list("SCAFFOLD_BENCH_SIZES", "200,2000,10000")
         .iter()
@@ -776,6 +813,11 @@ fn parent() -> Res<()> {
             &mut side,
             &mut verdicts,
         )?;
+    }
+    if parts.iter().any(|p| p == "ratelimit") {
+        let server = runtime.block_on(FakeProviderServer::start())?;
+        with_urls(&server);
+        rate_limited(&root, reps.unwrap_or(3), &server, &mut verdicts)?;
     }
     if parts.iter().any(|p| p == "datasets") {
         datasets(&root, &mut verdicts)?;
@@ -1245,6 +1287,89 @@ fn live(
             if *ratio <= BUDGET_LIVE_RATIO { "met" } else { "NOT met" }
         ));
     }
+    if !keep() {
+        let _ = std::fs::remove_dir_all(&pkg.dir);
+    }
+    Ok(())
+}
+
+/// The most requests received in any `window`, by arrival time.
+fn most_in_a_window(requests: &[scaffold::testing::RecordedRequest], window: Duration) -> usize {
+    let mut at: Vec<Instant> = requests.iter().map(|r| r.received).collect();
+    at.sort();
+    (0..at.len())
+        .map(|i| at[i..].iter().take_while(|&&t| t < at[i] + window).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The live eval's cells on one rate-limited API, in the harness (live
+/// mode, 32 test threads): the most requests in any window the server saw,
+/// and the wall time against the ideal the limit allows.
+fn rate_limited(
+    root: &Path,
+    reps: usize,
+    server: &FakeProviderServer,
+    verdicts: &mut Vec<String>,
+) -> Res<()> {
+    let ideal = RATE_LIMIT_WINDOW.mul_f64(LIVE_CELLS as f64 / f64::from(RATE_LIMIT_REQUESTS));
+    // The sliding window lets the first batch go at once: the last batch
+    // goes ⌈cells / limit⌉ − 1 windows later (each with the limiter's
+    // guard of 100 ms against network jitter) and takes one latency.
+    let batches = LIVE_CELLS.div_ceil(RATE_LIMIT_REQUESTS as usize) as u32;
+    let tight = (RATE_LIMIT_WINDOW + Duration::from_millis(100)) * (batches - 1) + LATENCY;
+    println!(
+        "\nratelimit: {LIVE_CELLS} cells (100 cases × 2 variants on one API) limited to {RATE_LIMIT_REQUESTS} requests \
+         per {} ms,\n32 test threads, {} ms latency; wall time of the whole process ({reps} runs, median) against the\n\
+         ideal the limit allows (cells / limit × window = {:.0} ms; the last batch's start plus a latency: {:.0} ms).",
+        RATE_LIMIT_WINDOW.as_millis(),
+        LATENCY.as_millis(),
+        ms(ideal),
+        ms(tight),
+    );
+    let pkg = Package::new(root, "ratelimit", LIVE_CELLS / 2)?;
+    server.set_latency(LATENCY);
+    let args = vec!["--test-threads".to_string(), "32".to_string()];
+    let off = Path::new("off");
+    let (mut walls, mut most) = (Vec::new(), 0);
+    for _ in 0..reps {
+        let before = server.request_count();
+        let sample = pkg.run_with(
+            "ratelimit",
+            "live",
+            false,
+            &args,
+            &[("SCAFFOLD_SNAPSHOTS", off)],
+            &[0],
+        )?;
+        let requests = server.requests();
+        let requests = requests.get(before..).unwrap_or_default();
+        if requests.len() != LIVE_CELLS {
+            return Err(format!("{} requests for {LIVE_CELLS} cells", requests.len()).into());
+        }
+        most = most.max(most_in_a_window(requests, RATE_LIMIT_WINDOW));
+
+        walls.push(sample.wall);
+    }
+    walls.sort();
+    let wall = common::median(&walls);
+    let ratio = wall.as_secs_f64() / ideal.as_secs_f64();
+    println!(
+        "  most requests in any {} ms: {most} (limit {RATE_LIMIT_REQUESTS}); wall {:.0} ms: {ratio:.3}× the ideal, \
+         {:.3}× the last batch's start plus a latency",
+        RATE_LIMIT_WINDOW.as_millis(),
+        ms(wall),
+        wall.as_secs_f64() / tight.as_secs_f64()
+    );
+    verdicts.push(format!(
+        "live under a rate limit: {most} requests in a window of a limit of {RATE_LIMIT_REQUESTS}, \
+         {ratio:.3}× the ideal wall time, budget {BUDGET_RATE_LIMIT_RATIO:.2}×: {}",
+        if most <= RATE_LIMIT_REQUESTS as usize && ratio <= BUDGET_RATE_LIMIT_RATIO {
+            "met"
+        } else {
+            "NOT met"
+        }
+    ));
     if !keep() {
         let _ = std::fs::remove_dir_all(&pkg.dir);
     }

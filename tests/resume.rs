@@ -99,7 +99,9 @@ fn fixture_command(dir: &TempDir, args: &[&str], envs: &[(&str, &str)]) -> Comma
         .env("SCAFFOLD_OUTPUT", dir.out())
         .env("RESUME_FIXTURE_LOG", dir.log())
         .env_remove("RESUME_FIXTURE_SLEEP_MS")
-        .env_remove("RESUME_FIXTURE_QUARANTINE");
+        .env_remove("RESUME_FIXTURE_QUARANTINE")
+        .env_remove("RESUME_FIXTURE_PRICED")
+        .env_remove("RESUME_FIXTURE_MAX_COST");
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -959,4 +961,218 @@ fn a_quarantined_cell_fails_loudly_without_failing_its_test_or_the_gate() {
         .find(|c| c.case == "c1" && c.variant == "alpha")
         .unwrap();
     assert!(cell.quarantined && !cell.passed);
+}
+
+/// The line of `out` that starts with `prefix`.
+fn line_of(out: &str, prefix: &str) -> Option<String> {
+    out.lines()
+        .find(|l| l.starts_with(prefix))
+        .map(str::to_string)
+}
+
+#[test]
+fn a_cost_budget_stops_new_cells_and_resumes_finish_them() {
+    let dir = TempDir::new("resume-budget");
+    // $0.10 a cell, $0.25 an invocation, one cell at a time: three cells
+    // run ($0.30: the third starts with $0.20 spent), five do not start.
+    let budget = [
+        ("RESUME_FIXTURE_PRICED", "1"),
+        ("SCAFFOLD_MAX_COST", "0.25"),
+    ];
+    let first = run(&dir, &["--test-threads", "1"], &budget);
+    let out = text(&first);
+    assert!(!first.status.success(), "{out}");
+    assert_eq!(dir.started().len(), 3, "{out}");
+    assert!(dir.started().keys().eq(sorted_cells(0..3).iter()), "{out}");
+    let not_started = "not started: the cost budget is spent ($0.30 of $0.25, SCAFFOLD_MAX_COST); \
+                       the run stays unfinished: resume it with SCAFFOLD_RESUME=1";
+    assert_eq!(out.matches(not_started).count(), 5, "{out}");
+    assert!(!out.contains("crashed"), "{out}");
+    let store = Store::open(dir.db()).unwrap();
+    let runs = store.eval_runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    let id = runs[0].id.clone();
+    assert!(!runs[0].finished, "the run stays unfinished");
+    assert_eq!(
+        line_of(&out, "Budget: ").as_deref(),
+        Some(
+            format!(
+                "Budget: $0.30 spent of $0.25 (SCAFFOLD_MAX_COST); 5 of 8 cells not started; \
+                 run {id} stays unfinished: resume it with SCAFFOLD_RESUME=1"
+            )
+            .as_str()
+        ),
+        "{out}"
+    );
+    let (json, cells) = written_results(&dir);
+    assert_eq!(cells, sorted_cells(0..3));
+    assert!(!json.complete);
+    let counts = json.cell_counts.expect("cell counts");
+    assert_eq!((counts.planned, counts.recorded, counts.missing), (8, 3, 5));
+    assert!(
+        out.contains("run not finished: 5 of 8 planned cells missing (3 recorded)"),
+        "{out}"
+    );
+
+    // A resume spends its own budget on the cells left: three more.
+    let mut resume = budget.to_vec();
+    resume.push(("SCAFFOLD_RESUME", "1"));
+    let second = run(&dir, &["--test-threads", "1"], &resume);
+    let out = text(&second);
+    assert!(!second.status.success(), "{out}");
+    assert!(dir.started().keys().eq(sorted_cells(0..6).iter()), "{out}");
+    assert!(
+        out.contains("Budget: $0.30 spent of $0.25 (SCAFFOLD_MAX_COST); 2 of 8 cells not started"),
+        "{out}"
+    );
+    assert!(!store.eval_run(&id).unwrap().unwrap().finished);
+
+    // The last two cost $0.20: the run finishes, whole, and passes its gate.
+    let third = run(&dir, &["--test-threads", "1"], &resume);
+    let out = text(&third);
+    assert!(third.status.success(), "{out}");
+    assert!(!out.contains("Budget: "), "{out}");
+    assert!(
+        dir.started().values().all(|&n| n == 1),
+        "{:?}",
+        dir.started()
+    );
+    assert_eq!(dir.started().len(), 8);
+    assert!(store.eval_run(&id).unwrap().unwrap().finished);
+    let (json, cells) = written_results(&dir);
+    assert_eq!(cells, sorted_cells(0..8));
+    assert!(json.complete, "{out}");
+}
+
+#[test]
+fn an_evals_own_budget_counts_its_cells() {
+    let dir = TempDir::new("resume-eval-budget");
+    let out = run(
+        &dir,
+        &["--test-threads", "1"],
+        &[
+            ("RESUME_FIXTURE_PRICED", "1"),
+            ("RESUME_FIXTURE_MAX_COST", "0.15"),
+        ],
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert_eq!(dir.started().len(), 2, "{all}");
+    assert!(
+        all.contains(
+            "Budget: $0.20 spent of $0.15 (max_cost_usd of eval `resume-fixture`); \
+             6 of 8 cells not started"
+        ),
+        "{all}"
+    );
+    // SCAFFOLD_MAX_COST replaces it.
+    let dir = TempDir::new("resume-eval-budget-env");
+    let out = run(
+        &dir,
+        &["--test-threads", "1"],
+        &[
+            ("RESUME_FIXTURE_PRICED", "1"),
+            ("RESUME_FIXTURE_MAX_COST", "0.15"),
+            ("SCAFFOLD_MAX_COST", "5"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(dir.started().len(), 8);
+}
+
+#[test]
+fn a_budget_that_is_no_cost_stops_the_suite_at_set_up() {
+    for bad in ["abc", "-1", "NaN", "0"] {
+        let dir = TempDir::new("resume-budget-bad");
+        let out = run(&dir, &[], &[("SCAFFOLD_MAX_COST", bad)]);
+        assert!(!out.status.success());
+        assert!(
+            text(&out).contains(&format!(
+                "SCAFFOLD_MAX_COST: expected a cost in US dollars above 0 (e.g. 0.50), got `{bad}`"
+            )),
+            "{}",
+            text(&out)
+        );
+        assert!(dir.started().is_empty());
+    }
+    let dir = TempDir::new("resume-budget-bad-eval");
+    let out = run(&dir, &[], &[("RESUME_FIXTURE_MAX_COST", "-1")]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("max_cost_usd -1 is not a cost in US dollars above 0 (e.g. 0.50)"),
+        "{}",
+        text(&out)
+    );
+    assert!(dir.started().is_empty());
+}
+
+#[test]
+fn under_nextest_the_budget_counts_what_the_runs_processes_spent() {
+    let dir = TempDir::new("resume-budget-nextest");
+    let envs = [
+        ("NEXTEST_RUN_ID", "budget-run"),
+        ("RESUME_FIXTURE_PRICED", "1"),
+        ("SCAFFOLD_MAX_COST", "0.25"),
+    ];
+    // Not the first cell, which fails on purpose.
+    for (i, cell) in CELLS[1..6].iter().enumerate() {
+        let out = run(&dir, &["--exact", cell], &envs);
+        let all = text(&out);
+        if i < 3 {
+            assert!(out.status.success(), "{cell}: {all}");
+        } else {
+            assert!(!out.status.success(), "{cell}: {all}");
+            assert!(
+                all.contains(
+                    "not started: the cost budget is spent ($0.30 of $0.25, SCAFFOLD_MAX_COST)"
+                ),
+                "{cell}: {all}"
+            );
+        }
+    }
+    assert_eq!(dir.started().len(), 3);
+}
+
+#[test]
+fn the_cells_of_a_live_run_share_one_limiter_per_api_and_the_summary_says_it() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(
+            scaffold::testing::FakeProviderServer::builder()
+                .latency(Duration::from_millis(10))
+                .start(),
+        )
+        .unwrap();
+    let dir = TempDir::new("resume-rate-limit");
+    let base = server.openai_base_url();
+    // Both variants (two models on one API) limited to 2 requests per 500 ms.
+    let out = run(
+        &dir,
+        &["--test-threads", "8"],
+        &[
+            ("SCAFFOLD_MODE", "live"),
+            ("OPENAI_BASE_URL", base.as_str()),
+            ("RESUME_FIXTURE_RATE_LIMIT", "2"),
+        ],
+    );
+    let all = text(&out);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 8, "{all}");
+    let mut at: Vec<Instant> = requests.iter().map(|r| r.received).collect();
+    at.sort();
+    // No 500 ms (less 20 ms for the way to the server) holds more than 2.
+    for (i, first) in at.iter().enumerate() {
+        let within = at[i..]
+            .iter()
+            .take_while(|&&t| t < *first + Duration::from_millis(480))
+            .count();
+        assert!(within <= 2, "{within} requests within 500 ms: {all}");
+    }
+    let line = line_of(&all, "Rate limit openai ").unwrap_or_default();
+    assert!(
+        line.starts_with(&format!(
+            "Rate limit openai {base} (2 requests per 500 ms): 6 of 8 calls waited "
+        )),
+        "{all}"
+    );
 }

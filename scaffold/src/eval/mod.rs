@@ -69,6 +69,7 @@ pub struct Eval<S> {
     pub(crate) borderline: Option<Borderline>,
     pub(crate) on_error: OnError,
     pub(crate) pricing: Option<Arc<Pricing>>,
+    pub(crate) max_cost_usd: Option<f64>,
 }
 
 /// What an eval makes of a cell whose run errored (a provider error, a
@@ -141,6 +142,7 @@ impl<S: State> Eval<S> {
             borderline: None,
             on_error: OnError::default(),
             pricing: None,
+            max_cost_usd: None,
         }
     }
 
@@ -290,6 +292,16 @@ impl<S: State> Eval<S> {
     /// How many cells may run at once (default: the test threads).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Stop starting cells once the finished ones have cost `usd` US
+    /// dollars (their `metrics.costUsd`): the run ends unfinished, to be
+    /// resumed with `SCAFFOLD_RESUME`. `SCAFFOLD_MAX_COST` replaces it with
+    /// one budget for every eval of the run. A budget that is not a number
+    /// above 0 stops the suite at set-up.
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.max_cost_usd = Some(usd);
         self
     }
 

@@ -127,6 +127,10 @@ pub trait ErasedEval: Send + Sync {
     }
     /// How the results are judged: quarantine, confidence, pass@k, gate.
     fn gate_options(&self) -> GateOptions;
+    /// The eval's cost budget in US dollars, if it has one.
+    fn max_cost_usd(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// What [`ErasedEval::check`] says of an eval without cases.
@@ -187,6 +191,11 @@ impl<S: State> ErasedEval for Eval<S> {
         self.gate.check()?;
         self.gate
             .check_primary_scorer(&ErasedEval::scorer_names(self))?;
+        if let Some(usd) = self.max_cost_usd.filter(|usd| !super::budget::valid(*usd)) {
+            return Err(format!(
+                "max_cost_usd {usd} is not a cost in US dollars above 0 (e.g. 0.50)"
+            ));
+        }
         for (name, wf) in &self.variants {
             if let Err(errors) = wf.validate() {
                 return Err(format!("variant `{name}`: {}", errors.join("; ")));
@@ -309,6 +318,10 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn gate_options(&self) -> GateOptions {
         Eval::gate_options(self).clone()
+    }
+
+    fn max_cost_usd(&self) -> Option<f64> {
+        self.max_cost_usd
     }
 }
 

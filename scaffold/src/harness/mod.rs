@@ -34,6 +34,10 @@
 //!   includes them. Needs a database file (not `:memory:`) and the run's
 //!   own selection of cells (test filter and flags, `SCAFFOLD_TAGS`,
 //!   `SCAFFOLD_VARIANTS`); a run that another live process runs is refused.
+//! - `SCAFFOLD_MAX_COST` (US dollars above 0): the run's cost budget, for
+//!   every eval, replacing their `max_cost_usd`; once the finished cells
+//!   have spent it no cell starts and the run stays unfinished (see
+//!   `budget.rs`).
 //! - `SCAFFOLD_FORK_FROM` (a session id of the database, or an exported
 //!   `.json` session file) with `SCAFFOLD_FORK_AT` (`phase:<name>:first|last|<n>`
 //!   or `index:<n>`): every variant forks from that point of the session
@@ -66,6 +70,7 @@
 //! baseline). With `markdown` selected and `GITHUB_STEP_SUMMARY` set, the
 //! Markdown is appended to the step summary.
 
+mod budget;
 mod erased;
 mod finished;
 mod fork;
@@ -95,6 +100,7 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
+use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
@@ -103,6 +109,7 @@ use crate::store::{
     SessionFilter, SessionStatus, Store, StoreError,
 };
 use crate::util::file_safe;
+use budget::Budget;
 use finished::Finished;
 use selection::Selection;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
@@ -207,6 +214,13 @@ struct Harness {
     /// Per eval (same order as `evals`): how its results are judged, with
     /// the quarantine of `evals/quarantine.yaml` added.
     gate_options: Vec<GateOptions>,
+    /// The run's per-provider rate limiters, shared by every cell; none in
+    /// playback, which never waits for one.
+    limits: Option<RateLimits>,
+    /// Per eval: its cost budget (`SCAFFOLD_MAX_COST`'s is shared by all).
+    budgets: Vec<Option<Arc<Budget>>>,
+    /// Per eval: the cells this process runs or reports.
+    planned: Vec<usize>,
 }
 
 /// Why the suite could not start.
@@ -803,6 +817,7 @@ fn run_harness(
     // read them back from here rather than parse them again.
     crate::dataset::cache::keep_in(results_dir(manifest_dir).join("datasets"), under_nextest());
     let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
+    let budgets = budget::budgets(settings.max_cost, &evals);
     if let Some(trials) = settings.trials {
         for eval in &mut evals {
             eval.set_trials(trials);
@@ -1051,6 +1066,9 @@ fn run_harness(
         formats,
         progress,
         gate_options,
+        limits: (mode != RecorderMode::Playback).then(RateLimits::new),
+        budgets,
+        planned: running.clone(),
     });
     if set_up.is_err() {
         return Err(line("the harness was set up twice".into()));
@@ -1212,8 +1230,16 @@ impl Harness {
             )
             .into());
         }
+        if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
+            self.check_budget(budget)?;
+        }
         let env = &self.envs[eval];
-        let outcome = self.runtime.block_on(erased.run_cell(cell, env));
+        let outcome = self.runtime.block_on(async {
+            match &self.limits {
+                Some(limits) => with_rate_limits(limits.clone(), erased.run_cell(cell, env)).await,
+                None => erased.run_cell(cell, env).await,
+            }
+        });
         let unplayable = playback_failed(&outcome.session.signals);
         if unplayable {
             self.unplayable.fetch_add(1, Ordering::Relaxed);
@@ -1227,6 +1253,9 @@ impl Harness {
             CellRecord::from(&outcome.result),
             snapshot_ok,
         );
+        if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
+            budget.spend(recorded.record.metrics.cost_usd);
+        }
         drop(outcome);
         let mut stored = false;
         let mut store_failure = None;
@@ -1281,6 +1310,54 @@ impl Harness {
         } else {
             Err(failures.join("\n").into())
         }
+    }
+
+    /// Fail a cell that may not start because `budget` is spent. Under
+    /// nextest (a process per cell) what the run spent is what its cells
+    /// recorded in the store.
+    fn check_budget(&self, budget: &Budget) -> Result<(), Failed> {
+        if under_nextest()
+            && let (Some(store), Some(run)) = (&self.store, &self.run)
+        {
+            let cells = store.recorded_cells(&run.id).map_err(|e| {
+                format!("not started: the cost budget could not be checked in the store: {e}")
+            })?;
+            budget.spent_as_recorded(&cells);
+        }
+        if !budget.is_spent() {
+            return Ok(());
+        }
+        if let Some(p) = &self.progress {
+            p.tick(true);
+        }
+        Err(budget.not_started().into())
+    }
+
+    /// The summary's lines of the budgets that kept cells from starting
+    /// (each once), and how many cells they kept.
+    fn budget_lines(&self) -> (Vec<String>, usize) {
+        let run = self.run.as_ref().map(|r| r.id.as_str());
+        let (mut lines, mut skipped) = (Vec::new(), 0);
+        let mut seen: Vec<&Arc<Budget>> = Vec::new();
+        for (index, budget) in self.budgets.iter().enumerate() {
+            let Some(budget) = budget else { continue };
+            if seen.iter().any(|b| Arc::ptr_eq(b, budget)) {
+                continue;
+            }
+            seen.push(budget);
+            // A budget of every eval counts every eval's cells.
+            let planned: usize = (index..self.budgets.len())
+                .filter(|&i| {
+                    self.budgets[i]
+                        .as_ref()
+                        .is_some_and(|b| Arc::ptr_eq(b, budget))
+                })
+                .map(|i| self.planned.get(i).copied().unwrap_or(0))
+                .sum();
+            skipped += budget.skipped();
+            lines.extend(budget.line(planned, run));
+        }
+        (lines, skipped)
     }
 
     /// Check the cell's snapshot, adding what fails to `failures`; whether
@@ -1413,6 +1490,13 @@ impl Harness {
             let options = self.gate_options[index].clone();
             let mut results =
                 EvalResults::new_with(name, timestamp.clone(), config, options, cells);
+            if self.budgets[index]
+                .as_ref()
+                .is_some_and(|b| b.skipped() > 0)
+            {
+                // Cells did not start: the results say how many are missing.
+                results = results.with_planned_cells(self.planned[index]);
+            }
             if self.formats.contains(&Format::Table) {
                 eprintln!("\n{}", reports::table::render_results(&results));
             } else {
@@ -1445,6 +1529,13 @@ impl Harness {
             };
             self.write_reports(&dir, &mut results, comparison.as_ref());
         }
+        for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
+            eprintln!("\n{line}");
+        }
+        let (budget_lines, over_budget) = self.budget_lines();
+        for line in &budget_lines {
+            eprintln!("\n{line}");
+        }
         let mut store_failed = false;
         if let (Some(store), Some(run)) = (&self.store, &self.run) {
             let resumed = match resumed {
@@ -1452,8 +1543,11 @@ impl Harness {
                 n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
             };
             eprintln!("\nRun: {}{resumed}", run.id);
-            match store.finish_eval_run(&run.id) {
-                Ok(()) => {
+            // A run stopped by its budget stays unfinished, to be resumed.
+            let finished = (over_budget == 0).then(|| store.finish_eval_run(&run.id));
+            match finished {
+                None => {}
+                Some(Ok(())) => {
                     let claim = match run.claim.lock() {
                         Ok(mut c) => c.take(),
                         Err(poisoned) => poisoned.into_inner().take(),
@@ -1462,7 +1556,7 @@ impl Harness {
                         claim.release_finished();
                     }
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     eprintln!("error: the session store could not be written: {e}");
                     store_failed = true;
                 }
@@ -1483,7 +1577,8 @@ impl Harness {
         }
         // Cells that fail only their checks are judged by the gate; anything
         // else that failed (snapshot drift, a crashed cell) fails the run.
-        let explained = explained + self.drifted_passing.load(Ordering::Relaxed);
+        // Cells a budget kept from starting failed as not started.
+        let explained = explained + self.drifted_passing.load(Ordering::Relaxed) + over_budget;
         let unexplained_failures = num_failed as usize > explained;
         if unexplained_failures {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
@@ -1496,6 +1591,7 @@ impl Harness {
             || unplayable > 0
             || unexplained_failures
             || store_failed
+            || over_budget > 0
         {
             ExitCode::FAILURE
         } else {
@@ -1948,6 +2044,7 @@ mod tests {
             resume: None,
             whole_records: 0,
             test_threads,
+            max_cost: None,
         }
     }
 

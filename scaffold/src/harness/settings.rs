@@ -20,6 +20,9 @@ pub const RESUME_ENV: &str = "SCAFFOLD_RESUME";
 pub const WHOLE_RECORDS_ENV: &str = "SCAFFOLD_WHOLE_RECORDS";
 /// The default of [`WHOLE_RECORDS_ENV`]: small runs never read their cells back.
 pub const DEFAULT_WHOLE_RECORDS: usize = 256;
+/// Environment variable: the run's cost budget in US dollars; once its
+/// cells have spent it, no new cell starts.
+pub const MAX_COST_ENV: &str = "SCAFFOLD_MAX_COST";
 /// Environment variable: how many cells run at once, as libtest reads it
 /// (`--test-threads` wins).
 pub const TEST_THREADS_ENV: &str = "RUST_TEST_THREADS";
@@ -69,6 +72,8 @@ pub(crate) struct Settings {
     pub(crate) whole_records: usize,
     /// `RUST_TEST_THREADS`, as libtest reads it (`--test-threads` wins).
     pub(crate) test_threads: Option<usize>,
+    /// `SCAFFOLD_MAX_COST`, in US dollars.
+    pub(crate) max_cost: Option<f64>,
 }
 
 /// The value of `name`, trimmed; `None` when unset or blank.
@@ -175,7 +180,9 @@ impl Settings {
             })?,
         };
         let test_threads = at_least_one::<usize>(TEST_THREADS_ENV, "threads")?;
+        let max_cost = var(MAX_COST_ENV)?.map(|raw| max_cost(&raw)).transpose()?;
         Ok(Settings {
+            max_cost,
             whole_records,
             test_threads,
             trials,
@@ -184,6 +191,17 @@ impl Settings {
             snapshots,
             resume,
         })
+    }
+}
+
+/// `SCAFFOLD_MAX_COST`'s dollars: a number above 0, `$` allowed before it.
+fn max_cost(raw: &str) -> Result<f64, String> {
+    let number = raw.strip_prefix('$').unwrap_or(raw).trim();
+    match number.parse::<f64>() {
+        Ok(usd) if super::budget::valid(usd) => Ok(usd),
+        _ => Err(format!(
+            "{MAX_COST_ENV}: expected a cost in US dollars above 0 (e.g. 0.50), got `{raw}`"
+        )),
     }
 }
 
@@ -275,6 +293,20 @@ mod tests {
         assert!(glob_matches("a*b*c", "axxbyybc"));
         assert!(!glob_matches("a*b*c", "axxbyyb"));
         assert!(glob_matches("**x", "abx"));
+    }
+
+    #[test]
+    fn a_cost_budget_is_dollars_above_zero() {
+        assert_eq!(max_cost("0.5"), Ok(0.5));
+        assert_eq!(max_cost("$2"), Ok(2.0));
+        for bad in ["abc", "-1", "0", "NaN", "inf", "$"] {
+            assert_eq!(
+                max_cost(bad),
+                Err(format!(
+                    "SCAFFOLD_MAX_COST: expected a cost in US dollars above 0 (e.g. 0.50), got `{bad}`"
+                ))
+            );
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ use super::http::{
     message_from_json, parse_event, parse_json, resolve_transport, status_for_error_type,
     without_secrets,
 };
+use super::limit::{ProviderLimit, RateLimit};
 use super::recorder::secrets_of;
 use super::schema::anthropic_subset;
 use super::transport::{HttpRequest, Transport};
@@ -85,6 +86,7 @@ pub struct Anthropic {
     headers: Vec<(String, String)>,
     transport: Option<Arc<dyn Transport>>,
     config: HttpConfig,
+    limit: ProviderLimit,
     max_tokens: u32,
     structured: StructuredOutput,
 }
@@ -115,6 +117,7 @@ impl Anthropic {
             headers: Vec::new(),
             transport: None,
             config: HttpConfig::default(),
+            limit: ProviderLimit::default(),
             max_tokens: DEFAULT_MAX_TOKENS,
             structured: StructuredOutput::default(),
         }
@@ -165,6 +168,15 @@ impl Anthropic {
     /// Set timeouts and retries at once.
     pub fn http_config(mut self, config: HttpConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Limit the calls to this API: requests and tokens per window, calls
+    /// in flight (see [`RateLimit`]). Every provider at the same base URL
+    /// shares one budget in a run; outside a run, this provider and its
+    /// clones share it.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.limit = ProviderLimit::new(NAME, &self.base_url, limit);
         self
     }
 
@@ -251,6 +263,7 @@ impl Anthropic {
             provider: NAME,
             transport,
             config: &self.config,
+            limit: Some((&self.limit, &self.base_url)),
         }
     }
 

@@ -27,6 +27,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::limit::{Permit, ProviderLimit, estimate_tokens};
 use super::recorder::PLAYED_BACK_HEADER;
 use super::transport::{
     ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
@@ -735,6 +736,8 @@ pub(crate) struct HttpClient<'a> {
     pub(crate) provider: &'a str,
     pub(crate) transport: &'a dyn Transport,
     pub(crate) config: &'a HttpConfig,
+    /// The provider's rate limit and base URL (which API it limits).
+    pub(crate) limit: Option<(&'a ProviderLimit, &'a str)>,
 }
 
 enum Expect {
@@ -744,7 +747,7 @@ enum Expect {
 
 enum Success {
     Json(Bytes),
-    Sse(ByteStream),
+    Sse(ByteStream, Option<Permit>),
 }
 
 enum FailureKind {
@@ -783,7 +786,7 @@ impl HttpClient<'_> {
     ) -> Result<Bytes, ProviderError> {
         match self.execute(request, context, Expect::Json).await? {
             (Success::Json(bytes), _) => Ok(bytes),
-            (Success::Sse(_), _) => Err(self.protocol("expected a JSON body, got a stream")),
+            (Success::Sse(..), _) => Err(self.protocol("expected a JSON body, got a stream")),
         }
     }
 
@@ -799,8 +802,9 @@ impl HttpClient<'_> {
             .execute_until(request, context, Expect::Sse, start, deadline)
             .await?
         {
-            (Success::Sse(body), attempts) => Ok(SseStream {
+            (Success::Sse(body, permit), attempts) => Ok(SseStream {
                 provider: self.provider.to_string(),
+                permit,
                 body: Some(body),
                 parser: SseParser::new(),
                 queue: VecDeque::new(),
@@ -846,6 +850,13 @@ impl HttpClient<'_> {
     ) -> Result<(Success, u32), ProviderError> {
         let policy = &self.config.retry;
         let max_attempts = policy.max_attempts.max(1);
+        let limiter = self
+            .limit
+            .and_then(|(limit, base_url)| limit.resolve(self.provider, base_url, context));
+        let estimate = match &limiter {
+            Some(l) if l.counts_tokens() => estimate_tokens(&request),
+            _ => 0,
+        };
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -853,13 +864,34 @@ impl HttpClient<'_> {
                 attempt: attempt - 1,
                 ..context.clone()
             };
+            // The wait for the limiter counts against the call's timeout.
+            let permit = match &limiter {
+                Some(limiter) => {
+                    match tokio::time::timeout_at(deadline, limiter.acquire(estimate)).await {
+                        Ok(permit) => Some(permit),
+                        Err(_) => return Err(self.timeout(start, "total")),
+                    }
+                }
+                None => None,
+            };
             let failure = match self
                 .attempt(request.clone(), &this_attempt, &expect, start, deadline)
                 .await
             {
-                Ok(success) => return Ok((success, attempt)),
+                Ok(success) => return Ok((settled(success, permit), attempt)),
                 Err(failure) => failure,
             };
+            // A 429 slows the API down for every caller, and its wait is
+            // the limiter's pause rather than this call's own sleep.
+            let delay = policy.delay(attempt, failure.hint);
+            let throttled = match (&permit, &failure.kind) {
+                (Some(permit), FailureKind::Status { status: 429, .. }) => {
+                    permit.throttled(delay);
+                    true
+                }
+                _ => false,
+            };
+            drop(permit);
             if !failure.retriable || attempt >= max_attempts {
                 return Err(self.finish(failure.kind, attempt, None));
             }
@@ -870,7 +902,6 @@ impl HttpClient<'_> {
             if failure.played_back {
                 continue;
             }
-            let delay = policy.delay(attempt, failure.hint);
             if later(Instant::now(), delay) >= deadline {
                 let note = format!(
                     "not retried: waiting {} ms would pass the {} ms call timeout",
@@ -879,7 +910,9 @@ impl HttpClient<'_> {
                 );
                 return Err(self.finish(failure.kind, attempt, Some(note)));
             }
-            tokio::time::sleep(delay).await;
+            if !throttled {
+                tokio::time::sleep(delay).await;
+            }
         }
     }
 
@@ -1033,12 +1066,13 @@ impl HttpClient<'_> {
                         snippet(&body, 200)
                     ))));
                 }
-                Ok(Success::Sse(match body {
+                let stream = match body {
                     HttpBody::Stream(stream) => stream,
                     HttpBody::Full(bytes) => {
                         Box::pin(futures_util::stream::iter([Ok::<_, TransportError>(bytes)]))
                     }
-                }))
+                };
+                Ok(Success::Sse(stream, None))
             }
         }
     }
@@ -1066,6 +1100,26 @@ impl HttpClient<'_> {
                 message,
             }),
         }
+    }
+}
+
+/// A success with its limiter permit: a JSON answer reports its usage and
+/// lets the permit go; a stream keeps it until it ends.
+fn settled(success: Success, permit: Option<Permit>) -> Success {
+    let Some(mut permit) = permit else {
+        return success;
+    };
+    permit.succeeded();
+    match success {
+        Success::Json(bytes) => {
+            if permit.limiter().counts_tokens()
+                && let Ok(answer) = serde_json::from_slice::<Value>(&bytes)
+            {
+                permit.observe_usage(&answer);
+            }
+            Success::Json(bytes)
+        }
+        Success::Sse(stream, _) => Success::Sse(stream, Some(permit)),
     }
 }
 
@@ -1289,6 +1343,9 @@ impl SseParser {
 /// A streamed answer being read event by event within the call's limits.
 pub(crate) struct SseStream {
     provider: String,
+    /// The limiter's permit: the stream is in flight until it ends, and its
+    /// usage events settle its tokens.
+    permit: Option<Permit>,
     body: Option<ByteStream>,
     parser: SseParser,
     queue: VecDeque<SseEvent>,
@@ -1315,9 +1372,11 @@ impl SseStream {
         loop {
             if let Some(event) = self.queue.pop_front() {
                 self.events += 1;
+                self.observe_usage(&event);
                 return Ok(Some(event));
             }
             let Some(body) = self.body.as_mut() else {
+                self.permit = None;
                 return Ok(None);
             };
             let now = Instant::now();
@@ -1372,6 +1431,19 @@ impl SseStream {
                     }
                 }
             }
+        }
+    }
+
+    /// Settle the limiter's token count with a usage the event reports.
+    fn observe_usage(&mut self, event: &SseEvent) {
+        let Some(permit) = self.permit.as_mut() else {
+            return;
+        };
+        if permit.limiter().counts_tokens()
+            && event.data.contains("\"usage\"")
+            && let Ok(data) = serde_json::from_str::<Value>(&event.data)
+        {
+            permit.observe_usage(&data);
         }
     }
 

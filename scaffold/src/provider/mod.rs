@@ -9,6 +9,7 @@
 pub mod anthropic;
 mod error;
 pub mod http;
+pub mod limit;
 pub mod openai;
 pub mod pricing;
 pub mod recorder;
@@ -18,6 +19,7 @@ mod scripted;
 pub mod transport;
 
 pub use error::ProviderError;
+pub use limit::{RateLimit, RateLimits};
 pub use pricing::{ModelPrice, Pricing};
 pub use recording_id::{RecordingId, RecordingIdError};
 pub use scripted::{ScriptedProvider, ScriptedReply};

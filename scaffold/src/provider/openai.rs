@@ -28,6 +28,7 @@ use super::http::{
     HttpClient, HttpConfig, RetryPolicy, api_name, env_nonempty, join_url, message_from_json,
     parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
 };
+use super::limit::{ProviderLimit, RateLimit};
 use super::recorder::secrets_of;
 use super::schema::openai_strict;
 use super::transport::{HttpRequest, Transport};
@@ -84,6 +85,7 @@ pub struct OpenAi {
     headers: Vec<(String, String)>,
     transport: Option<Arc<dyn Transport>>,
     config: HttpConfig,
+    limit: ProviderLimit,
     max_tokens_field: MaxTokensField,
     strict_schema: bool,
 }
@@ -114,6 +116,7 @@ impl OpenAi {
             headers: Vec::new(),
             transport: None,
             config: HttpConfig::default(),
+            limit: ProviderLimit::default(),
             max_tokens_field: MaxTokensField::default(),
             strict_schema: true,
         }
@@ -170,6 +173,15 @@ impl OpenAi {
     /// Set timeouts and retries at once.
     pub fn http_config(mut self, config: HttpConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Limit the calls to this API: requests and tokens per window, calls
+    /// in flight (see [`RateLimit`]). Every provider at the same base URL
+    /// shares one budget in a run; outside a run, this provider and its
+    /// clones share it.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.limit = ProviderLimit::new(NAME, &self.base_url, limit);
         self
     }
 
@@ -300,6 +312,7 @@ impl OpenAi {
             provider: NAME,
             transport,
             config: &self.config,
+            limit: Some((&self.limit, &self.base_url)),
         }
     }
 

@@ -118,6 +118,8 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The raw body.
     pub body: Vec<u8>,
+    /// When it arrived (its head and body read).
+    pub received: std::time::Instant,
 }
 
 impl RecordedRequest {
@@ -144,6 +146,8 @@ struct Settings {
     api_key: Option<String>,
     write_chunk: Option<usize>,
     embedding_dims: usize,
+    /// At most this many requests answered in any window; the others get a 429.
+    rate_limit: Option<(Duration, usize)>,
 }
 
 impl Default for Settings {
@@ -156,6 +160,7 @@ impl Default for Settings {
             api_key: None,
             write_chunk: None,
             embedding_dims: 64,
+            rate_limit: None,
         }
     }
 }
@@ -167,6 +172,10 @@ struct Shared {
     log: Mutex<Vec<RecordedRequest>>,
     replies: Mutex<VecDeque<FakeReply>>,
     rules: Vec<Rule>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    /// When each request the rate limit let through arrived.
+    admitted: Mutex<VecDeque<std::time::Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -197,6 +206,14 @@ impl FakeServerBuilder {
     /// Faults for the first requests, in arrival order; later ones are served normally.
     pub fn fault_plan(mut self, faults: Vec<Fault>) -> Self {
         self.settings.faults = faults;
+        self
+    }
+
+    /// Answer at most `requests` requests in any `window`, as an API's rate
+    /// limit does: the others get a 429 whose `retry-after-ms` says when a
+    /// request would next be answered.
+    pub fn rate_limit(mut self, window: Duration, requests: usize) -> Self {
+        self.settings.rate_limit = Some((window, requests.max(1)));
         self
     }
 
@@ -323,6 +340,11 @@ impl FakeProviderServer {
         log
     }
 
+    /// The most requests the server was answering at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+
     /// The most recent request.
     pub fn last_request(&self) -> Option<RecordedRequest> {
         lock(&self.shared.log).iter().max_by_key(|r| r.seq).cloned()
@@ -411,7 +433,11 @@ async fn serve_connection(
         let close = request
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        match handle(&mut socket, request, &shared, &mut shutdown).await {
+        let in_flight = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_in_flight.fetch_max(in_flight, Ordering::SeqCst);
+        let handled = handle(&mut socket, request, &shared, &mut shutdown).await;
+        shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        match handled {
             Ok(true) if !close => {}
             // Dropping the socket closes it (or resets it, after `Fault::Reset`).
             _ => return,
@@ -528,6 +554,28 @@ fn request_id_header(route: Route, seq: usize) -> (String, String) {
     (name.to_string(), format!("req_fake{seq:06}"))
 }
 
+/// The server's rate limit on a request arriving `now`: a 429 saying when
+/// the oldest request of the window leaves it, or none (and it counts).
+fn over_rate_limit(
+    shared: &Shared,
+    now: std::time::Instant,
+    window: Duration,
+    requests: usize,
+) -> Fault {
+    let mut admitted = lock(&shared.admitted);
+    while admitted.front().is_some_and(|&at| at + window <= now) {
+        admitted.pop_front();
+    }
+    if admitted.len() < requests {
+        admitted.push_back(now);
+        return Fault::None;
+    }
+    let oldest = admitted.front().copied().unwrap_or(now);
+    Fault::RateLimited {
+        retry_after: Some((oldest + window).saturating_duration_since(now)),
+    }
+}
+
 /// Serve one request; `Ok(true)` keeps the connection open.
 async fn handle(
     socket: &mut TcpStream,
@@ -540,16 +588,24 @@ async fn handle(
         let settings = lock(&shared.settings);
         settings.clone()
     };
+    let received = std::time::Instant::now();
     let fault = seq
         .checked_sub(settings.plan_start)
         .and_then(|i| settings.faults.get(i).cloned())
         .unwrap_or_default();
+    let fault = match settings.rate_limit {
+        Some((window, requests)) if fault == Fault::None => {
+            over_rate_limit(shared, received, window, requests)
+        }
+        _ => fault,
+    };
     lock(&shared.log).push(RecordedRequest {
         seq,
         method: request.method.clone(),
         path: request.path.clone(),
         headers: request.headers.clone(),
         body: request.body.clone(),
+        received,
     });
 
     let route = route(&request.path);
@@ -712,6 +768,7 @@ async fn handle(
             path: request.path,
             headers: request.headers,
             body: request.body,
+            received,
         };
         match router::route(&shared.rules, api, &seen, &body) {
             Ok(routed) => (routed.message, (request_id.0, routed.request_id)),
