@@ -3,9 +3,11 @@
 //! path dependency) in this workspace's target directory, so that only the
 //! new crates compile.
 //!
-//! - The README's "Your first eval" guide: its files, taken from the
-//!   README's code blocks, recorded against the fake provider, played back,
-//!   snapshots accepted, played back again.
+//! - The "Your first eval" guide (`docs/first-eval.md`): its files, taken
+//!   from the guide's code blocks, recorded against the fake provider,
+//!   played back, snapshots accepted, played back again.
+//! - The README's example suite is `tests/evals.rs`, word for word, and no
+//!   link of the README or the guides leaves the repository.
 //! - Two packages sharing one `CARGO_TARGET_DIR` keep separate databases
 //!   and reports, and `SCAFFOLD_RESUME` does not pick the other's run.
 
@@ -67,25 +69,176 @@ fn check(out: &Output, ok: bool, what: &str) {
     );
 }
 
-/// The files of the README's "Your first eval": each code block whose
-/// first line is a comment naming a file (`# Cargo.toml`, `// tests/evals.rs`).
-fn guide_files() -> Vec<(String, String)> {
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README");
-    let start = readme
-        .find("\n## Your first eval\n")
-        .expect("the README has a `Your first eval` section");
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
-    let mut files = Vec::new();
-    let mut lines = section.lines();
+/// Whether `line` opens or closes a code block (in a list item too).
+fn is_fence(line: &str) -> bool {
+    line.trim_start().starts_with("```")
+}
+
+/// The code blocks of `text`, each as its lines.
+fn code_blocks(text: &str) -> Vec<Vec<&str>> {
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
     while let Some(line) = lines.next() {
-        if !line.starts_with("```") {
-            continue;
+        if is_fence(line) {
+            blocks.push(lines.by_ref().take_while(|l| !is_fence(l)).collect());
         }
-        let block: Vec<&str> = lines
-            .by_ref()
-            .take_while(|l| !l.starts_with("```"))
-            .collect();
+    }
+    blocks
+}
+
+/// The lines of `text` outside its code blocks, with their numbers.
+fn prose(text: &str) -> Vec<(usize, &str)> {
+    let mut inside = false;
+    let mut lines = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if is_fence(line) {
+            inside = !inside;
+        } else if !inside {
+            lines.push((n + 1, line));
+        }
+    }
+    lines
+}
+
+/// The README and the guides of `docs/`, by path from the root.
+fn doc_pages() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(Path::new(ROOT).join("docs"))
+        .expect("docs/")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, Path::new(ROOT).join("README.md"));
+    pages
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of the headings of the page at `path`.
+fn anchors(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    prose(&text)
+        .into_iter()
+        .filter_map(|(_, l)| l.strip_prefix('#'))
+        .map(|l| anchor(l.trim_start_matches('#')))
+        .collect()
+}
+
+/// The targets of the inline links (`[text](target)`) of `line`.
+fn link_targets(line: &str) -> Vec<&str> {
+    line.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &line[at + 2..];
+            rest.find(')').map(|end| rest[..end].trim())
+        })
+        .collect()
+}
+
+/// What is wrong with the link to `target` on a page in `dir`, if anything.
+fn broken_link(page: &Path, target: &str) -> Option<String> {
+    if target.contains("://") || target.starts_with("mailto:") || target.starts_with("www.") {
+        return Some(format!("{target} leaves the repository"));
+    }
+    let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+    let dir = page.parent().expect("a page is in a directory");
+    let path = if file.is_empty() {
+        page.to_path_buf()
+    } else {
+        dir.join(file)
+    };
+    // ARCHITECTURE.md is written on another branch: its link may come first.
+    let architecture = path == Path::new(ROOT).join("ARCHITECTURE.md");
+    if !path.exists() {
+        return (!architecture).then(|| format!("{target}: {} does not exist", path.display()));
+    }
+    let is_page = path.extension().is_some_and(|e| e == "md");
+    (!fragment.is_empty() && is_page && !anchors(&path).iter().any(|a| a == fragment))
+        .then(|| format!("{target}: {} has no heading #{fragment}", path.display()))
+}
+
+/// Every problem with the links of `page`: external, or to nothing.
+fn link_problems(page: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(page).expect("read the page");
+    let mut problems = Vec::new();
+    for (n, line) in prose(&text) {
+        let bare = ["http://", "https://", "<www.", " www."]
+            .iter()
+            .any(|p| line.contains(p));
+        if bare {
+            problems.push(format!("line {n}: a link out of the repository: {line}"));
+        }
+        for target in link_targets(line) {
+            if let Some(why) = broken_link(page, target) {
+                problems.push(format!("line {n}: {why}"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn no_link_of_the_docs_leaves_the_repository_or_points_at_nothing() {
+    let pages = doc_pages();
+    assert!(pages.len() >= 9, "the README and the guides: {pages:?}");
+    let problems: Vec<String> = pages
+        .iter()
+        .flat_map(|page| {
+            link_problems(page)
+                .into_iter()
+                .map(move |p| format!("{}: {p}", page.display()))
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_link_check_finds_external_and_broken_links() {
+    let tmp = TempDir::new("links");
+    let page = tmp.join("page.md");
+    std::fs::write(
+        &page,
+        "# Title\n\n[ok](#title) [out](https://example.com) <http://example.com>\n\
+         [gone](missing.md) [no heading](page.md#nowhere) [page](page.md#title)\n\
+         ```sh\ncurl https://example.com   # code, not a link\n```\n",
+    )
+    .expect("write");
+    let problems = link_problems(&page);
+    assert_eq!(problems.len(), 4, "{problems:#?}");
+    assert!(problems[0].contains("line 3: a link out"), "{problems:#?}");
+    assert!(
+        problems[1].contains("https://example.com leaves"),
+        "{problems:#?}"
+    );
+    assert!(problems[2].contains("missing.md: "), "{problems:#?}");
+    assert!(
+        problems[3].contains("has no heading #nowhere"),
+        "{problems:#?}"
+    );
+}
+
+/// The files of the guide "Your first eval" (`docs/first-eval.md`, up to its
+/// first `##` section): each code block whose first line is a comment naming
+/// a file (`# Cargo.toml`, `// tests/evals.rs`).
+fn guide_files() -> Vec<(String, String)> {
+    let path = Path::new(ROOT).join("docs/first-eval.md");
+    let guide = std::fs::read_to_string(&path).expect("docs/first-eval.md");
+    assert!(
+        guide.starts_with("# Your first eval\n"),
+        "{}",
+        path.display()
+    );
+    let section = &guide[..guide.find("\n## ").unwrap_or(guide.len())];
+    let mut files = Vec::new();
+    for block in code_blocks(section) {
         let named = block.first().and_then(|first| {
             first
                 .strip_prefix("// ")
@@ -97,6 +250,19 @@ fn guide_files() -> Vec<(String, String)> {
         }
     }
     files
+}
+
+#[test]
+fn the_readme_example_suite_is_tests_evals_rs() {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).expect("README");
+    let suite = std::fs::read_to_string(Path::new(ROOT).join("tests/evals.rs")).expect("suite");
+    let shown: Vec<String> = code_blocks(&readme)
+        .into_iter()
+        .map(|block| block.join("\n") + "\n")
+        .filter(|block| block.contains("scaffold::main!()"))
+        .collect();
+    assert_eq!(shown.len(), 1, "the README shows one suite: {shown:#?}");
+    assert_eq!(shown[0], suite, "the README's suite is not tests/evals.rs");
 }
 
 /// The guide's crate in `dir`, its scaffold dependency pointed at this workspace.
@@ -136,7 +302,7 @@ fn write_guide_crate(dir: &Path) {
 }
 
 #[test]
-fn the_readme_guide_records_plays_back_and_accepts_snapshots() {
+fn the_first_eval_guide_records_plays_back_and_accepts_snapshots() {
     let tmp = TempDir::new("first-eval");
     let dir = tmp.join("greeter-evals");
     std::fs::create_dir_all(&dir).expect("mkdir");

@@ -229,6 +229,126 @@ fn every_subcommand_has_help() {
     }
 }
 
+/// Every `cargo scaffold …` command of the README and the guides, each as
+/// the words after `cargo scaffold` (to the end of its code span or line).
+fn documented_commands() -> Vec<(String, Vec<String>)> {
+    let root = workspace();
+    let mut pages = vec![root.join("README.md")];
+    let mut guides: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    guides.sort();
+    pages.extend(guides);
+    let mut commands = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).expect("read the page");
+        let name = page
+            .strip_prefix(&root)
+            .unwrap_or(&page)
+            .display()
+            .to_string();
+        for line in text.lines() {
+            for (at, _) in line.match_indices("cargo scaffold ") {
+                let rest = &line[at + "cargo scaffold ".len()..];
+                let command = rest.split('`').next().unwrap_or_default();
+                let words = command.split_whitespace().map(str::to_string).collect();
+                commands.push((name.clone(), words));
+            }
+        }
+    }
+    commands
+}
+
+/// Whether `word` is a subcommand's name (not an argument).
+fn is_name(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_lowercase())
+}
+
+/// Whether `help` lists `flag` (`--run`, not `--run-id`).
+fn has_flag(help: &str, flag: &str) -> bool {
+    help.match_indices(flag).any(|(at, _)| {
+        let next = help[at + flag.len()..].chars().next();
+        !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+    })
+}
+
+/// What is wrong with one documented command: a subcommand or a flag that
+/// its `--help` does not know.
+fn check_documented(words: &[String]) -> Result<(), String> {
+    let Some(sub) = words.first().filter(|w| is_name(w)) else {
+        return Ok(()); // `cargo scaffold …`: no subcommand named
+    };
+    let help = cli(&["scaffold", sub, "--help"]);
+    if help.code != 0 {
+        return Err(format!("`{sub}` is not a subcommand: {}", help.all()));
+    }
+    let nested: Vec<&str> = words
+        .get(1)
+        .map(|w| w.split('|').collect())
+        .unwrap_or_default();
+    let nested: Vec<&str> = nested
+        .into_iter()
+        .filter(|w| is_name(w) && help.stdout.contains(&format!("\n  {w} ")))
+        .collect();
+    let mut helps = vec![help.stdout];
+    for w in nested {
+        let out = cli(&["scaffold", sub, w, "--help"]);
+        if out.code != 0 {
+            return Err(format!("`{sub} {w}`: {}", out.all()));
+        }
+        helps.push(out.stdout);
+    }
+    let flags = words
+        .iter()
+        .take_while(|w| *w != "--")
+        .filter(|w| w.starts_with("--"))
+        .map(|w| w.split('=').next().unwrap_or(w));
+    // A nested subcommand's flags are its own.
+    let own = &helps[helps.len().min(2) - 1..];
+    for flag in flags {
+        if !own.iter().all(|h| has_flag(h, flag)) {
+            return Err(format!("`{sub}` has no flag {flag}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_documented_command_exists_with_its_flags() {
+    let commands = documented_commands();
+    let named: std::collections::BTreeSet<&str> = commands
+        .iter()
+        .filter_map(|(_, words)| words.first().map(String::as_str).filter(|w| is_name(w)))
+        .collect();
+    assert!(
+        named.len() >= 10,
+        "the docs name the subcommands: {named:?}"
+    );
+    for (page, words) in &commands {
+        if let Err(why) = check_documented(words) {
+            panic!("{page}: cargo scaffold {}: {why}", words.join(" "));
+        }
+    }
+}
+
+#[test]
+fn the_documented_command_check_refuses_unknown_ones() {
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert!(check_documented(&words("gate --min-pass-rate 90%")).is_ok());
+    assert!(check_documented(&words("sessions export|import")).is_ok());
+    let unknown = check_documented(&words("publish --results merged/")).unwrap_err();
+    assert!(
+        unknown.contains("`publish` is not a subcommand"),
+        "{unknown}"
+    );
+    let flag = check_documented(&words("gate --min-pass 90%")).unwrap_err();
+    assert!(flag.contains("no flag --min-pass"), "{flag}");
+    let nested = check_documented(&words("sessions list --colour")).unwrap_err();
+    assert!(nested.contains("no flag --colour"), "{nested}");
+}
+
 #[test]
 fn bad_input_is_one_line_with_exit_2() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -58,3 +58,27 @@ pub mod prelude {
         Agent, Phase, RunOptions, RunResult, RunStatus, Tool, ToolContext, Workflow, run, run_with,
     };
 }
+
+/// The guides of `docs/`, included so that `cargo test --doc` compiles
+/// (and, unless marked `no_run`, runs) every Rust example in them.
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../../docs/first-eval.md")]
+    struct FirstEval;
+    #[doc = include_str!("../../docs/datasets.md")]
+    struct Datasets;
+    #[doc = include_str!("../../docs/workflows.md")]
+    struct Workflows;
+    #[doc = include_str!("../../docs/recording.md")]
+    struct Recording;
+    #[doc = include_str!("../../docs/ci.md")]
+    struct Ci;
+    #[doc = include_str!("../../docs/statistics.md")]
+    struct Statistics;
+    #[doc = include_str!("../../docs/sessions.md")]
+    struct Sessions;
+    #[doc = include_str!("../../docs/cli.md")]
+    struct Cli;
+    #[doc = include_str!("../../docs/performance.md")]
+    struct Performance;
+}

@@ -769,3 +769,107 @@ fn a_tab_error_points_at_the_tab() {
         ["5:3: error: tabs disallowed within this context (block indentation)"]
     );
 }
+
+// ------------------------------------------------------- the guides' YAML
+
+/// The ```yaml blocks of the guide `docs/{page}`, each without the
+/// indentation of its fence (blocks in list items are indented).
+fn guide_yaml(page: &str) -> Vec<String> {
+    let path = format!("{}/../docs/{page}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut blocks = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let indent = line.len() - line.trim_start().len();
+        if line.trim_start() != "```yaml" {
+            continue;
+        }
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.trim_start().starts_with("```"))
+            .map(|l| l.get(indent..).unwrap_or(l.trim_start()))
+            .collect();
+        blocks.push(block.join("\n") + "\n");
+    }
+    blocks
+}
+
+/// `block` loaded as what it shows: a whole dataset (it has `cases:`), a
+/// case's assertions (a list), or a quarantine file (a mapping of evals to
+/// cell patterns). Any error or warning is an `Err`.
+fn check_guide_yaml(block: &str) -> Result<&'static str, String> {
+    let starts_list = block
+        .lines()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .is_some_and(|l| l.starts_with("- "));
+    if block.lines().any(|l| l.starts_with("cases:")) {
+        check_dataset_yaml(block).map(|()| "dataset")
+    } else if starts_list {
+        let indented: String = block.lines().map(|l| format!("      {l}\n")).collect();
+        let dataset = format!(
+            "name: guide\ncases:\n  - id: guide\n    input: {{}}\n    assertions:\n{indented}"
+        );
+        check_dataset_yaml(&dataset).map(|()| "assertions")
+    } else {
+        check_quarantine_yaml(block).map(|()| "quarantine")
+    }
+}
+
+fn check_dataset_yaml(src: &str) -> Result<(), String> {
+    let found = diagnostics(src, Format::Yaml);
+    if !found.is_empty() {
+        return Err(format!("{}\nin:\n{src}", found.join("\n")));
+    }
+    let dataset = load_str(src, Format::Yaml, "guide.yaml").map_err(|e| e.to_string())?;
+    match dataset
+        .cases
+        .iter()
+        .all(|c| c.assertions().next().is_some())
+    {
+        true => Ok(()),
+        false => Err(format!("a case checks nothing in:\n{src}")),
+    }
+}
+
+fn check_quarantine_yaml(src: &str) -> Result<(), String> {
+    let dir = temp_dir("quarantine");
+    let hash = std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), src);
+    let path = dir.join(format!("{hash:x}.yaml"));
+    std::fs::write(&path, src).map_err(|e| e.to_string())?;
+    let loaded = scaffold::eval::gate::load_quarantine(&path).map_err(|e| e.to_string());
+    let _ = std::fs::remove_file(&path);
+    let quarantine = loaded?;
+    match quarantine.values().any(|patterns| !patterns.is_empty()) {
+        true => Ok(()),
+        false => Err(format!("no cell pattern in:\n{src}")),
+    }
+}
+
+#[test]
+fn the_guides_yaml_examples_load() {
+    let mut kinds = Vec::new();
+    for page in ["datasets.md", "statistics.md"] {
+        for block in guide_yaml(page) {
+            let kind = check_guide_yaml(&block).unwrap_or_else(|e| panic!("docs/{page}: {e}"));
+            kinds.push((page, kind));
+        }
+    }
+    assert_eq!(
+        kinds,
+        [
+            ("datasets.md", "dataset"),
+            ("datasets.md", "assertions"),
+            ("statistics.md", "quarantine"),
+        ]
+    );
+}
+
+#[test]
+fn the_guides_yaml_check_refuses_a_broken_example() {
+    let typo = check_guide_yaml("- type: signal.contans\n  pattern: x\n").unwrap_err();
+    assert!(typo.contains("did you mean `signal.contains`"), "{typo}");
+    let no_cases = check_guide_yaml("name: x\ncases: []\n").unwrap_err();
+    assert!(no_cases.contains("error"), "{no_cases}");
+    let not_patterns = check_guide_yaml("code-review: 3\n").unwrap_err();
+    assert!(not_patterns.contains("not a mapping"), "{not_patterns}");
+}
