@@ -279,6 +279,15 @@ async fn a_recorded_429_then_200_plays_back_with_its_recorded_time_and_no_sleep(
         .unwrap();
     assert_eq!(ms(&end.payload["durationMs"]), recorded_ms);
     assert_eq!(replayed.metrics.latency_ms, recorded_ms);
+    // The retry stays visible afterwards, live and played back alike.
+    let attempts = |r: &scaffold::workflow::RunResult<Doc>| {
+        r.signals
+            .iter()
+            .find(|s| s.name == "provider:end")
+            .map(|s| s.payload["attempts"].clone())
+    };
+    assert_eq!(attempts(&recorded), Some(json!(2)));
+    assert_eq!(attempts(&replayed), Some(json!(2)));
 
     // Whatever the clock (a judge's or an embedding's call has none of the
     // run's), a played-back failure is retried at once: never slept.
@@ -341,4 +350,37 @@ async fn a_failed_re_record_keeps_the_good_recording() {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A call that failed after its retries says how many attempts it took on
+/// `provider:error`; one that took one attempt says nothing of it.
+#[tokio::test]
+async fn a_call_that_ran_out_of_retries_says_how_many_attempts_it_took() {
+    use scaffold::provider::http::RetryPolicy;
+    use scaffold::testing::Fault;
+    let server = FakeProviderServer::builder()
+        .fault_plan(vec![
+            Fault::ServerError,
+            Fault::ServerError,
+            Fault::ServerError,
+        ])
+        .start()
+        .await
+        .unwrap();
+    let policy = RetryPolicy::new(3).base_delay(std::time::Duration::from_millis(1));
+    let wf = one_call(&server.openai_base_url(), policy.clone());
+    let failed = run_with(&wf, json!("rust"), &RunOptions::new()).await;
+    let error = failed
+        .signals
+        .iter()
+        .find(|s| s.name == "provider:error")
+        .expect("provider:error");
+    assert_eq!(error.payload["attempts"], 3, "{}", error.payload);
+    let answered = run_with(&wf, json!("rust"), &RunOptions::new()).await;
+    let end = answered
+        .signals
+        .iter()
+        .find(|s| s.name == "provider:end")
+        .expect("provider:end");
+    assert!(end.payload.get("attempts").is_none(), "{}", end.payload);
 }

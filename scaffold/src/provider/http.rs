@@ -860,6 +860,7 @@ impl HttpClient<'_> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
+            context.attempts.set(attempt);
             let this_attempt = CallContext {
                 attempt: attempt - 1,
                 ..context.clone()

@@ -157,6 +157,44 @@ pub struct CallContext {
     /// recorded timing (see [`crate::clock`]). Not part of what is asked.
     #[serde(skip)]
     pub clock: Option<Clock>,
+    /// Where the HTTP client tells how many attempts the call took (its
+    /// retries), for `provider:end` and `provider:error`. Not part of what
+    /// is asked.
+    #[serde(skip)]
+    pub attempts: Attempts,
+}
+
+/// How many attempts a call took, told by the HTTP client as it retries;
+/// clones share the count.
+///
+/// ```
+/// use scaffold::provider::Attempts;
+/// let attempts = Attempts::default();
+/// let told = attempts.clone();
+/// told.set(3);
+/// assert_eq!(attempts.get(), 3);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Attempts(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl Attempts {
+    /// Attempts made so far (0 before the first, or for a provider
+    /// without HTTP).
+    pub fn get(&self) -> u32 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Record that the call is on its `n`-th attempt.
+    pub fn set(&self, n: u32) {
+        self.0.store(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl PartialEq for Attempts {
+    /// A count to be told, not part of what is asked: always equal.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 fn is_zero(n: &u32) -> bool {

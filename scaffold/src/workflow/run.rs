@@ -830,6 +830,8 @@ impl Execution {
         );
         let call_began = self.clock.elapsed_ms();
         let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
+        let attempts = request.context.attempts.clone();
+        attempts.set(0);
         let response = {
             let mut sink = DeltaSink {
                 exec: &mut *self,
@@ -852,11 +854,9 @@ impl Execution {
             Err(source) => {
                 // Whatever provider wrote it: no key-shaped string goes on.
                 let source = source.redacted();
-                self.emit(
-                    names::PROVIDER_ERROR,
-                    json!({"error": source.to_string(), "code": source.code()}),
-                    Some(&agent.name),
-                );
+                let mut payload = json!({"error": source.to_string(), "code": source.code()});
+                with_retries(&mut payload, &attempts);
+                self.emit(names::PROVIDER_ERROR, payload, Some(&agent.name));
                 return Err(RunError::Provider {
                     agent: agent.name.clone(),
                     source,
@@ -869,19 +869,17 @@ impl Execution {
         } else {
             json!({"text": response.text, "toolCalls": response.tool_calls})
         };
-        self.emit(
-            names::PROVIDER_END,
-            json!({
-                "provider": provider.name(),
-                "model": response.model,
-                "output": output,
-                "usage": response.usage,
-                "costUsd": cost,
-                "durationMs": self.clock.elapsed_ms().saturating_sub(call_began),
-                "stopReason": response.stop_reason,
-            }),
-            Some(&agent.name),
-        );
+        let mut payload = json!({
+            "provider": provider.name(),
+            "model": response.model,
+            "output": output,
+            "usage": response.usage,
+            "costUsd": cost,
+            "durationMs": self.clock.elapsed_ms().saturating_sub(call_began),
+            "stopReason": response.stop_reason,
+        });
+        with_retries(&mut payload, &attempts);
+        self.emit(names::PROVIDER_END, payload, Some(&agent.name));
         if request.options.stream && !response.text.is_empty() {
             self.emit(
                 names::TEXT_COMPLETE,
@@ -1071,6 +1069,14 @@ impl Execution {
         let invocation = *n;
         *n += 1;
         Some((recorder, scope.recording_id(&node, invocation)))
+    }
+}
+
+/// `attempts` on a `provider:end`/`provider:error` payload when the call
+/// was retried (a call that took one attempt says nothing, as before).
+fn with_retries(payload: &mut Value, attempts: &crate::provider::Attempts) {
+    if attempts.get() > 1 {
+        payload["attempts"] = json!(attempts.get());
     }
 }
 
