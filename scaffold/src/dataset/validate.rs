@@ -373,14 +373,7 @@ impl<'f> Validator<'f> {
                 }
             }
             FieldKind::Path => self.path(node, name),
-            FieldKind::Number => match &node.kind {
-                Kind::Number(n) if n.as_f64().is_some_and(|x| x >= 0.0) => {}
-                _ => self.wrong(node, name, "a number >= 0"),
-            },
-            FieldKind::Score => match &node.kind {
-                Kind::Number(n) if n.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) => {}
-                _ => self.wrong(node, name, "a number from 0 to 1"),
-            },
+            FieldKind::Number | FieldKind::Score => self.number(spec.kind, node, name),
             FieldKind::Count => {
                 self.count(node, name);
             }
@@ -399,51 +392,7 @@ impl<'f> Validator<'f> {
                 }
             }
             FieldKind::Any => {}
-            FieldKind::Steps => match &node.kind {
-                Kind::Seq(items) => {
-                    if items.is_empty() {
-                        self.error(
-                            DiagnosticKind::BadValue,
-                            node.pos,
-                            format!("`{name}` must list at least one step"),
-                        );
-                    }
-                    for item in items {
-                        match &item.kind {
-                            Kind::Str(_) => self.glob(item, "pattern"),
-                            Kind::Map(_) => {
-                                self.unknown_fields(
-                                    item,
-                                    &["pattern", "payload"],
-                                    "a trajectory step",
-                                );
-                                match item.get("pattern") {
-                                    Some((_, p)) => self.glob(p, "pattern"),
-                                    None => self.error(
-                                        DiagnosticKind::MissingField,
-                                        item.pos,
-                                        "missing required field `pattern` in a trajectory step"
-                                            .into(),
-                                    ),
-                                }
-                                if let Some((_, p)) = item.get("payload") {
-                                    if matches!(p.kind, Kind::Map(_)) {
-                                        self.expected(p);
-                                    } else {
-                                        self.wrong(p, "payload", "a mapping (a partial payload)");
-                                    }
-                                }
-                            }
-                            _ => self.wrong(
-                                item,
-                                "a trajectory step",
-                                "a pattern or {pattern, payload}",
-                            ),
-                        }
-                    }
-                }
-                _ => self.wrong(node, name, "a list of patterns"),
-            },
+            FieldKind::Steps => self.steps(node, name),
             FieldKind::StrList => self.string_list(node, name, false),
             FieldKind::GlobList => match &node.kind {
                 Kind::Seq(items) => items.iter().for_each(|item| self.glob(item, name)),
@@ -451,48 +400,116 @@ impl<'f> Validator<'f> {
             },
             FieldKind::Criteria => self.string_list(node, name, true),
             FieldKind::Assertion => self.assertion(node),
-            FieldKind::Assertions => match &node.kind {
-                Kind::Seq(items) => {
-                    if items.is_empty() {
-                        self.error(
-                            DiagnosticKind::BadValue,
-                            node.pos,
-                            format!("`{name}` must hold at least one assertion"),
-                        );
-                    }
-                    for item in items {
-                        self.assertion(item);
-                    }
-                }
-                _ => self.wrong(node, name, "a list of assertions"),
-            },
-            FieldKind::Schema => match &node.kind {
-                Kind::Map(_) | Kind::Bool(_) => {
-                    if let Err(e) = jsonschema::validator_for(&node.to_value()) {
-                        self.error(
-                            DiagnosticKind::BadValue,
-                            node.pos,
-                            format!("invalid JSON schema: {e}"),
-                        );
-                    }
-                }
-                _ => self.wrong(node, name, "a JSON schema (a mapping)"),
-            },
-            FieldKind::TokenField => {
-                if let Some(s) = self.string(node, name) {
-                    const FIELDS: &[&str] = &["input", "output", "total"];
-                    if !FIELDS.contains(&s) {
-                        let help = did_you_mean(s, FIELDS);
-                        self.push(
-                            Severity::Error,
-                            DiagnosticKind::BadValue,
-                            node.pos,
-                            format!("`field` must be input, output or total, found `{s}`"),
-                            help,
-                        );
-                    }
-                }
+            FieldKind::Assertions => self.assertions(node, name),
+            FieldKind::Schema => self.schema(node, name),
+            FieldKind::TokenField => self.token_field(node, name),
+        }
+    }
+
+    /// A number >= 0 (`Number`) or from 0 to 1 (`Score`).
+    fn number(&mut self, kind: FieldKind, node: &Node, name: &str) {
+        let x = match &node.kind {
+            Kind::Number(n) => n.as_f64(),
+            _ => None,
+        };
+        match kind {
+            FieldKind::Score if !x.is_some_and(|x| (0.0..=1.0).contains(&x)) => {
+                self.wrong(node, name, "a number from 0 to 1")
             }
+            FieldKind::Number if !x.is_some_and(|x| x >= 0.0) => {
+                self.wrong(node, name, "a number >= 0")
+            }
+            _ => {}
+        }
+    }
+
+    /// A trajectory: a non-empty list of patterns or `{pattern, payload}`.
+    fn steps(&mut self, node: &Node, name: &str) {
+        let Kind::Seq(items) = &node.kind else {
+            return self.wrong(node, name, "a list of patterns");
+        };
+        if items.is_empty() {
+            self.error(
+                DiagnosticKind::BadValue,
+                node.pos,
+                format!("`{name}` must list at least one step"),
+            );
+        }
+        for item in items {
+            match &item.kind {
+                Kind::Str(_) => self.glob(item, "pattern"),
+                Kind::Map(_) => self.step(item),
+                _ => self.wrong(item, "a trajectory step", "a pattern or {pattern, payload}"),
+            }
+        }
+    }
+
+    /// One `{pattern, payload}` step of a trajectory.
+    fn step(&mut self, item: &Node) {
+        self.unknown_fields(item, &["pattern", "payload"], "a trajectory step");
+        match item.get("pattern") {
+            Some((_, p)) => self.glob(p, "pattern"),
+            None => self.error(
+                DiagnosticKind::MissingField,
+                item.pos,
+                "missing required field `pattern` in a trajectory step".into(),
+            ),
+        }
+        if let Some((_, p)) = item.get("payload") {
+            if matches!(p.kind, Kind::Map(_)) {
+                self.expected(p);
+            } else {
+                self.wrong(p, "payload", "a mapping (a partial payload)");
+            }
+        }
+    }
+
+    /// A non-empty list of assertions.
+    fn assertions(&mut self, node: &Node, name: &str) {
+        let Kind::Seq(items) = &node.kind else {
+            return self.wrong(node, name, "a list of assertions");
+        };
+        if items.is_empty() {
+            self.error(
+                DiagnosticKind::BadValue,
+                node.pos,
+                format!("`{name}` must hold at least one assertion"),
+            );
+        }
+        for item in items {
+            self.assertion(item);
+        }
+    }
+
+    /// A JSON schema that compiles.
+    fn schema(&mut self, node: &Node, name: &str) {
+        if !matches!(node.kind, Kind::Map(_) | Kind::Bool(_)) {
+            return self.wrong(node, name, "a JSON schema (a mapping)");
+        }
+        if let Err(e) = jsonschema::validator_for(&node.to_value()) {
+            self.error(
+                DiagnosticKind::BadValue,
+                node.pos,
+                format!("invalid JSON schema: {e}"),
+            );
+        }
+    }
+
+    /// `input`, `output` or `total`.
+    fn token_field(&mut self, node: &Node, name: &str) {
+        let Some(s) = self.string(node, name) else {
+            return;
+        };
+        const FIELDS: &[&str] = &["input", "output", "total"];
+        if !FIELDS.contains(&s) {
+            let help = did_you_mean(s, FIELDS);
+            self.push(
+                Severity::Error,
+                DiagnosticKind::BadValue,
+                node.pos,
+                format!("`field` must be input, output or total, found `{s}`"),
+                help,
+            );
         }
     }
 
@@ -702,49 +719,7 @@ impl<'f> Validator<'f> {
             return;
         }
         self.unknown_fields(node, CASE_FIELDS, "case");
-        let id = match node.get("id") {
-            Some((_, v)) => match self.string(v, "id") {
-                Some("") => {
-                    self.error(
-                        DiagnosticKind::BadValue,
-                        v.pos,
-                        "`id` must not be empty".into(),
-                    );
-                    None
-                }
-                Some(id) => {
-                    let file = file_safe(id);
-                    match seen.get(&file) {
-                        Some((first_id, first)) if *first_id == id => self.error(
-                            DiagnosticKind::DuplicateCaseId,
-                            v.pos,
-                            format!("duplicate case id `{id}` (first used at {first})"),
-                        ),
-                        Some((first_id, first)) => self.error(
-                            DiagnosticKind::DuplicateCaseId,
-                            v.pos,
-                            format!(
-                                "case id `{id}` names the same files as `{first_id}` (used at {first}): \
-                                 recordings and snapshots write both as `{file}`; rename one"
-                            ),
-                        ),
-                        None => {
-                            seen.insert(file, (id, v.pos));
-                        }
-                    }
-                    Some(id.to_string())
-                }
-                None => None,
-            },
-            None => {
-                self.error(
-                    DiagnosticKind::MissingField,
-                    node.pos,
-                    "missing required field `id` in case".into(),
-                );
-                None
-            }
-        };
+        let id = self.case_id(node, seen);
         let which = id
             .as_deref()
             .map(|i| format!("case `{i}`"))
@@ -780,6 +755,56 @@ impl<'f> Validator<'f> {
                 None,
             );
         }
+        self.case_options(node, &which);
+    }
+
+    /// The case's `id`, checked: present, not empty, and naming files of its own.
+    fn case_id<'n>(
+        &mut self,
+        node: &'n Node,
+        seen: &mut HashMap<String, (&'n str, Pos)>,
+    ) -> Option<String> {
+        let Some((_, v)) = node.get("id") else {
+            self.error(
+                DiagnosticKind::MissingField,
+                node.pos,
+                "missing required field `id` in case".into(),
+            );
+            return None;
+        };
+        let id = self.string(v, "id")?;
+        if id.is_empty() {
+            self.error(
+                DiagnosticKind::BadValue,
+                v.pos,
+                "`id` must not be empty".into(),
+            );
+            return None;
+        }
+        let file = file_safe(id);
+        match seen.get(&file) {
+            Some((first_id, first)) if *first_id == id => self.error(
+                DiagnosticKind::DuplicateCaseId,
+                v.pos,
+                format!("duplicate case id `{id}` (first used at {first})"),
+            ),
+            Some((first_id, first)) => self.error(
+                DiagnosticKind::DuplicateCaseId,
+                v.pos,
+                format!(
+                    "case id `{id}` names the same files as `{first_id}` (used at {first}): \
+                     recordings and snapshots write both as `{file}`; rename one"
+                ),
+            ),
+            None => {
+                seen.insert(file, (id, v.pos));
+            }
+        }
+        Some(id.to_string())
+    }
+
+    /// The case's `tags`, `timeout`, `skip` and `only` (`which` names it).
+    fn case_options(&mut self, node: &Node, which: &str) {
         if let Some((_, v)) = node.get("tags") {
             self.tags(v);
         }

@@ -101,7 +101,8 @@ use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::limit::{RateLimits, with_rate_limits};
-use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
+use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
+use crate::provider::transport::TransportError;
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
@@ -174,6 +175,28 @@ fn run_tag(id: &str) -> String {
     format!("run:{id}")
 }
 
+/// What the summary of each eval adds up for the run.
+#[derive(Default)]
+struct Tally {
+    /// Cells a resumed run finished before its interruption.
+    resumed: usize,
+    /// Session snapshots that changed.
+    drift: usize,
+    /// Failed tests explained by their cells' checks.
+    explained: usize,
+    gate_failed: bool,
+    /// A baseline that could not be read, or a comparison that blocks.
+    blocked: bool,
+}
+
+/// What every eval's summary shares.
+struct Summary<'a> {
+    /// Where the reports go.
+    dir: &'a Path,
+    baseline: &'a Baseline,
+    timestamp: String,
+}
+
 /// The harness's shared state.
 struct Harness {
     evals: Vec<Box<dyn ErasedEval>>,
@@ -181,7 +204,11 @@ struct Harness {
     _http: Option<SharedRuntimeGuard>,
     runtime: tokio::runtime::Runtime,
     envs: Vec<CellEnv>,
+    /// The run's playback server and cassette cache, shared by its evals.
+    playback: Playback,
     manifest_dir: PathBuf,
+    /// Where insta finds the suite's snapshots (see [`insta_workspace`]).
+    insta_workspace: PathBuf,
     /// The suite's file and line, that snapshot headers name.
     source: (PathBuf, u32),
     snapshots: Snapshots,
@@ -638,41 +665,12 @@ fn start_run(
                      {DATABASE_ENV} for the default) or unset {RESUME_ENV}"
                 ));
             }
-            let (run, claim) = claim_to_resume(store, resume, kind)?;
-            check_resumed_selection(store, &run.id, selection)?;
-            let stored = store.eval_run_configs(&run.id).map_err(|e| e.to_string())?;
-            for (name, config) in &configs {
-                if let Some(d) = stored.get(name).and_then(|old| old.difference(config)) {
-                    return Err(format!(
-                        "{RESUME_ENV}: eval `{name}` ran with {} {} in run {}, and would run \
-                         with {} now, so its finished cells cannot be reused; resume with the \
-                         same settings, or unset {RESUME_ENV} to start a fresh run",
-                        d.field, d.first, run.id, d.other
-                    ));
-                }
-            }
-            let done: HashMap<String, RecordedCell> = store
-                .recorded_cells(&run.id)
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .map(|mut c| {
-                    // The store keeps the whole record; memory, its summary.
-                    c.record = c.record.into_summary();
-                    (c.cell.clone(), c)
-                })
-                .collect();
-            // Alone on the run, so whatever of it is still running was cut
-            // short. nextest's processes run beside each other: they leave it.
-            let interrupted = if nextest {
-                0
-            } else {
-                interrupt_sessions(store, &run.id)?
-            };
+            let resumed = resume_run(store, resume, kind, selection, &configs)?;
             (
-                EvalRunMeta::new(run.id, run.origin),
-                done,
-                claim,
-                interrupted,
+                resumed.meta,
+                resumed.done,
+                resumed.claim,
+                resumed.interrupted,
             )
         }
     };
@@ -692,6 +690,63 @@ fn start_run(
         resuming: resume.is_some(),
         planned,
         claim: Mutex::new(Some(claim)),
+        interrupted,
+    })
+}
+
+/// A run taken up again: what it records, its finished cells (as
+/// summaries), this process's claim on it and how many of its sessions
+/// were cut short.
+struct Resumed {
+    meta: EvalRunMeta,
+    done: HashMap<String, RecordedCell>,
+    claim: RunClaim,
+    interrupted: usize,
+}
+
+/// Claim the run `resume` names, check that it runs with `selection` and
+/// `configs` as before, and load its finished cells.
+fn resume_run(
+    store: &Store,
+    resume: &Resume,
+    kind: ClaimKind,
+    selection: &Selection,
+    configs: &[(String, RunConfig)],
+) -> Result<Resumed, String> {
+    let (run, claim) = claim_to_resume(store, resume, kind)?;
+    check_resumed_selection(store, &run.id, selection)?;
+    let stored = store.eval_run_configs(&run.id).map_err(|e| e.to_string())?;
+    for (name, config) in configs {
+        if let Some(d) = stored.get(name).and_then(|old| old.difference(config)) {
+            return Err(format!(
+                "{RESUME_ENV}: eval `{name}` ran with {} {} in run {}, and would run \
+                 with {} now, so its finished cells cannot be reused; resume with the \
+                 same settings, or unset {RESUME_ENV} to start a fresh run",
+                d.field, d.first, run.id, d.other
+            ));
+        }
+    }
+    let done: HashMap<String, RecordedCell> = store
+        .recorded_cells(&run.id)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|mut c| {
+            // The store keeps the whole record; memory, its summary.
+            c.record = c.record.into_summary();
+            (c.cell.clone(), c)
+        })
+        .collect();
+    // Alone on the run, so whatever of it is still running was cut
+    // short. nextest's processes run beside each other: they leave it.
+    let interrupted = if under_nextest() {
+        0
+    } else {
+        interrupt_sessions(store, &run.id)?
+    };
+    Ok(Resumed {
+        meta: EvalRunMeta::new(run.id, run.origin),
+        done,
+        claim,
         interrupted,
     })
 }
@@ -788,70 +843,138 @@ fn interrupt_sessions(store: &Store, id: &str) -> Result<usize, String> {
     Ok(running)
 }
 
-fn run_harness(
-    manifest_dir: &Path,
-    source: &(PathBuf, u32),
-    args: &mut Arguments,
-) -> Result<ExitCode, SetupError> {
-    // insta looks for pending snapshots from the workspace root; ours is the user's package.
-    if std::env::var_os("INSTA_WORKSPACE_ROOT").is_none() {
-        // SAFETY: first thing, before this process starts any other thread
-        // (the store's writer, the runtime, the HTTP client below).
-        unsafe { std::env::set_var("INSTA_WORKSPACE_ROOT", manifest_dir) };
+/// What the suite's settings and definitions make of this process, read
+/// before any cell is built.
+struct Setup {
+    mode: RecorderMode,
+    /// The HTTP client for real APIs, built on a thread of its own meanwhile.
+    client: Option<std::thread::JoinHandle<Result<ReqwestTransport, TransportError>>>,
+    formats: Vec<Format>,
+    settings: Settings,
+    evals: Vec<Box<dyn ErasedEval>>,
+    budgets: Vec<Option<Arc<Budget>>>,
+    /// The store and whether it is in memory; none when only listing.
+    store: Option<Store>,
+    in_memory: bool,
+    fork: Option<fork::ForkPlan>,
+    gate_options: Vec<GateOptions>,
+}
+
+impl Setup {
+    /// Read the settings, build the evals and open the store.
+    fn load(manifest_dir: &Path, args: &Arguments) -> Result<Setup, SetupError> {
+        let line = SetupError::Line;
+        let mode = RecorderMode::from_env().map_err(|e| line(e.to_string()))?;
+        // Calls to real APIs run on the harness's runtime, which the cells run
+        // on too, rather than a hop to the shared client's one-thread background
+        // runtime (at concurrency 32 that one thread serialized every wave's
+        // HTTP work). Playback stays there: its local server answers at once,
+        // and the hop keeps each exchange on one thread (7% less CPU at 2,000
+        // cells). The client (some milliseconds: TLS roots, proxies) is built
+        // while the suite sets up; if it cannot be, the background one reports
+        // why on the first call.
+        let client = (!args.list && mode != RecorderMode::Playback)
+            .then(|| std::thread::spawn(ReqwestTransport::new));
+        let formats = wanted_formats().map_err(line)?;
+        let settings = Settings::from_env(manifest_dir).map_err(line)?;
+        // Each process of a nextest run loads the datasets: all but the first
+        // read them back from here rather than parse them again.
+        crate::dataset::cache::keep_in(results_dir(manifest_dir).join("datasets"), under_nextest());
+        let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
+        let budgets = budget::budgets(settings.max_cost, &evals);
+        apply_settings(&settings, &mut evals).map_err(line)?;
+        if mode == RecorderMode::Record && !args.list {
+            check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
+        }
+        let (store, in_memory) = match args.list {
+            true => (None, false),
+            false => open_store(manifest_dir)
+                .map(|(store, in_memory)| (Some(store), in_memory))
+                .map_err(|e| line(format!("session store: {e}")))?,
+        };
+        let fork = fork::plan(manifest_dir, &mut evals, store.as_ref()).map_err(line)?;
+        if let Some(fork) = fork.as_ref().filter(|_| !args.list) {
+            eprintln!("{}", fork.banner);
+        }
+        let gate_options = gate_options(manifest_dir, &evals).map_err(line)?;
+        Ok(Setup {
+            mode,
+            client,
+            formats,
+            settings,
+            evals,
+            budgets,
+            store,
+            in_memory,
+            fork,
+            gate_options,
+        })
     }
-    let line = SetupError::Line;
-    let mode = RecorderMode::from_env().map_err(|e| line(e.to_string()))?;
-    // Calls to real APIs run on the harness's runtime, which the cells run
-    // on too, rather than a hop to the shared client's one-thread background
-    // runtime (at concurrency 32 that one thread serialized every wave's
-    // HTTP work). Playback stays there: its local server answers at once,
-    // and the hop keeps each exchange on one thread (7% less CPU at 2,000
-    // cells). The client (some milliseconds: TLS roots, proxies) is built
-    // while the suite sets up; if it cannot be, the background one reports
-    // why on the first call.
-    let client = (!args.list && mode != RecorderMode::Playback)
-        .then(|| std::thread::spawn(ReqwestTransport::new));
-    let formats = wanted_formats().map_err(line)?;
-    let settings = Settings::from_env(manifest_dir).map_err(line)?;
-    // Each process of a nextest run loads the datasets: all but the first
-    // read them back from here rather than parse them again.
-    crate::dataset::cache::keep_in(results_dir(manifest_dir).join("datasets"), under_nextest());
-    let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
-    let budgets = budget::budgets(settings.max_cost, &evals);
+
+    /// The environment of each eval's cells: its store and a recorder on
+    /// its recordings folder, playing back on `playback`.
+    fn cell_envs(&self, manifest_dir: &Path, source: &Path, playback: &Playback) -> Vec<CellEnv> {
+        // The default re-record command runs this suite's own test target.
+        let target = std::env::current_exe()
+            .ok()
+            .and_then(|exe| test_target(&exe, source));
+        self.evals
+            .iter()
+            .map(|eval| {
+                let dir = eval
+                    .recordings_dir()
+                    .map(|d| manifest_dir.join(d))
+                    .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
+                let mut recorder = ProviderRecorder::new(dir, self.mode).playback(playback.clone());
+                if let Some(command) = eval.rerecord_command() {
+                    recorder = recorder.rerecord_command(command);
+                } else if let Some(target) = &target {
+                    recorder = recorder.rerecord_command(format!(
+                        "{MODE_ENV}=record cargo test --test {target} -- {{filter}}"
+                    ));
+                }
+                CellEnv {
+                    store: self.store.clone(),
+                    transport: Some(recorder.transport()),
+                    virtual_time: self.mode == RecorderMode::Playback,
+                    tools: Some(recorder.tools()),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Apply `SCAFFOLD_TRIALS` to `evals` and check `SCAFFOLD_VARIANTS` names
+/// some of their variants.
+fn apply_settings(settings: &Settings, evals: &mut [Box<dyn ErasedEval>]) -> Result<(), String> {
     if let Some(trials) = settings.trials {
-        for eval in &mut evals {
+        for eval in evals.iter_mut() {
             eval.set_trials(trials);
         }
     }
-    if let Some(globs) = &settings.variants {
-        let all: Vec<(String, String)> = evals
-            .iter()
-            .flat_map(|e| {
-                let eval = e.name().to_string();
-                e.variant_names()
-                    .into_iter()
-                    .map(move |v| (eval.clone(), v))
-            })
-            .collect();
-        check_variant_globs(globs, &all).map_err(line)?;
-    }
-    if mode == RecorderMode::Record && !args.list {
-        check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
-    }
-    let (store, in_memory) = if args.list {
-        (None, false)
-    } else {
-        let (store, in_memory) =
-            open_store(manifest_dir).map_err(|e| line(format!("session store: {e}")))?;
-        (Some(store), in_memory)
+    let Some(globs) = &settings.variants else {
+        return Ok(());
     };
-    let fork = fork::plan(manifest_dir, &mut evals, store.as_ref()).map_err(line)?;
-    if let Some(fork) = fork.as_ref().filter(|_| !args.list) {
-        eprintln!("{}", fork.banner);
-    }
+    let all: Vec<(String, String)> = evals
+        .iter()
+        .flat_map(|e| {
+            let eval = e.name().to_string();
+            e.variant_names()
+                .into_iter()
+                .map(move |v| (eval.clone(), v))
+        })
+        .collect();
+    check_variant_globs(globs, &all)
+}
+
+/// Per eval, its gate options with the quarantine of `evals/quarantine.yaml` added.
+fn gate_options(
+    manifest_dir: &Path,
+    evals: &[Box<dyn ErasedEval>],
+) -> Result<Vec<GateOptions>, String> {
     let quarantine = gate::load_quarantine(manifest_dir.join(gate::QUARANTINE_FILE))
-        .map_err(|e| line(format!("quarantine: {e}")))?;
-    let gate_options: Vec<GateOptions> = evals
+        .map_err(|e| format!("quarantine: {e}"))?;
+    Ok(evals
         .iter()
         .map(|eval| {
             let mut options = eval.gate_options();
@@ -860,217 +983,299 @@ fn run_harness(
                 .extend(quarantine.get(eval.name()).into_iter().flatten().cloned());
             options
         })
-        .collect();
-    // The default re-record command runs this suite's own test target.
-    let target = std::env::current_exe()
-        .ok()
-        .and_then(|exe| test_target(&exe, &source.0));
-    let envs: Vec<CellEnv> = evals
-        .iter()
-        .map(|eval| {
-            let dir = eval
-                .recordings_dir()
-                .map(|d| manifest_dir.join(d))
-                .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
-            let mut recorder = ProviderRecorder::new(dir, mode);
-            if let Some(command) = eval.rerecord_command() {
-                recorder = recorder.rerecord_command(command);
-            } else if let Some(target) = &target {
-                recorder = recorder.rerecord_command(format!(
-                    "{MODE_ENV}=record cargo test --test {target} -- {{filter}}"
-                ));
-            }
-            CellEnv {
-                store: store.clone(),
-                transport: Some(recorder.transport()),
-                virtual_time: mode == RecorderMode::Playback,
-                tools: Some(recorder.tools()),
-            }
+        .collect())
+}
+
+/// The trials of the cells this process may run, and what the run and the
+/// progress bar need to know of them.
+#[derive(Default)]
+struct Cells {
+    trials: Vec<Trial>,
+    /// Per eval, the distinct cases of its cells.
+    inputs: Vec<usize>,
+    /// Per eval, how many cells this process runs.
+    running: Vec<usize>,
+    /// Per eval, how many the whole run would without a test-name filter
+    /// (what each process of a nextest run, given one name, plans for the run).
+    selected: Vec<usize>,
+    /// The length of the shortest name of a running cell.
+    shortest: Option<usize>,
+    /// The test names of every cell this process may run (empty unless resuming).
+    planned: HashSet<String>,
+    /// `SCAFFOLD_TAGS`: the tags a cell needs one of to run.
+    tags: Option<Vec<String>>,
+}
+
+impl Cells {
+    /// The trials are built before the harness they run on (the run and the
+    /// progress bar depend on which cells they are), one cell at a time: no
+    /// list of the cells is kept beside them.
+    fn build(setup: &Setup, args: &Arguments, shared: &Arc<OnceLock<Harness>>) -> Cells {
+        let evals = &setup.evals;
+        let tags = wanted_tags();
+        let resuming = setup.settings.resume.is_some();
+        // `NAME --exact`, as nextest runs each test: only that cell's trial is
+        // kept (of 10,000 cells, 4 ms of a 23 ms process), as libtest's own
+        // filter decides.
+        let one_cell = args.exact && args.filter.is_some() && !args.list;
+        let nextest = under_nextest();
+        let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
+        let mut cells = Cells {
+            running: vec![0; evals.len()],
+            selected: vec![0; evals.len()],
+            ..Cells::default()
+        };
+        for (e, eval) in evals.iter().enumerate() {
+            eval.for_each_cell(&mut |cell| {
+                if !setup.keeps(tags.as_deref(), e, &cell) {
+                    return;
+                }
+                let name = cell.id.to_string();
+                let (index, ignored) = (cell.index, cell.ignored);
+                cases[e].insert(cell.id.case);
+                if resuming {
+                    cells.planned.insert(name.clone());
+                }
+                let h = shared.clone();
+                let trial = Trial::test(name, move || match h.get() {
+                    Some(h) => h.run_trial(e, index),
+                    None => Err("the harness was not set up".into()),
+                })
+                .with_kind("eval")
+                .with_ignored_flag(ignored);
+                let filtered_out = args.is_filtered_out(&trial);
+                // Under nextest every process counts the same cells, whatever
+                // its own `--ignored` flag (with `--run-ignored`, some have it).
+                let counts = if nextest {
+                    !ignored
+                } else {
+                    !args.is_ignored(&trial)
+                };
+                cells.selected[e] += usize::from(counts);
+                if filtered_out && one_cell {
+                    return;
+                }
+                if !filtered_out && !args.is_ignored(&trial) {
+                    cells.running[e] += 1;
+                    let len = trial.name().chars().count();
+                    cells.shortest = Some(cells.shortest.map_or(len, |s| s.min(len)));
+                }
+                cells.trials.push(trial);
+            });
+        }
+        cells.inputs = cases.iter().map(HashSet::len).collect();
+        cells.tags = tags;
+        // Held until every trial has run: no room to spare (at 10,000 cells the
+        // doubled vector left 0.5 MB unused).
+        cells.trials.shrink_to_fit();
+        cells
+    }
+
+    /// Per eval, its gate options and the cells planned for the run.
+    fn plans(&self, gate_options: &[GateOptions]) -> Vec<EvalPlan> {
+        let planned_cells = if under_nextest() {
+            &self.selected
+        } else {
+            &self.running
+        };
+        gate_options
+            .iter()
+            .zip(planned_cells)
+            .map(|(options, &planned)| EvalPlan {
+                gate_options: options.clone(),
+                planned_cells: Some(planned),
+            })
+            .collect()
+    }
+}
+
+impl Setup {
+    /// Whether the cell of eval `e` is selected by the tags, the variant
+    /// globs and the fork.
+    fn keeps(&self, tags: Option<&[String]>, e: usize, cell: &HarnessCell) -> bool {
+        tags.is_none_or(|tags| cell.tags.iter().any(|t| tags.contains(t)))
+            && self
+                .settings
+                .variants
+                .as_ref()
+                .is_none_or(|globs| globs.iter().any(|g| glob_matches(g, &cell.id.variant)))
+            && self.fork.as_ref().is_none_or(|f| f.keeps(e, cell.index))
+    }
+}
+
+/// Begin the run of `cells` in the store (none when only listing).
+fn begin(
+    setup: &Setup,
+    args: &Arguments,
+    cells: &mut Cells,
+) -> Result<Option<RunState>, SetupError> {
+    let Some(store) = &setup.store else {
+        return Ok(None);
+    };
+    let selection = Selection::new(
+        args,
+        cells.tags.as_deref(),
+        setup.settings.variants.as_deref(),
+        under_nextest(),
+    );
+    let plan = Plan {
+        evals: &setup.evals,
+        inputs: &cells.inputs,
+        plans: cells.plans(&setup.gate_options),
+        planned: std::mem::take(&mut cells.planned),
+        selection: &selection,
+    };
+    start_run(store, setup.in_memory, setup.settings.resume.as_ref(), plan)
+        .map(Some)
+        .map_err(SetupError::Line)
+}
+
+/// The cells' sessions carry their run, so that a resume finds those
+/// its interruption cut short.
+fn tag_envs(envs: Vec<CellEnv>, run: Option<&RunState>) -> Vec<CellEnv> {
+    let Some(run) = run else {
+        return envs;
+    };
+    envs.into_iter()
+        .map(|mut env| {
+            env.store = env.store.map(|s| s.tagging_sessions([run_tag(&run.id)]));
+            env
         })
-        .collect();
+        .collect()
+}
+
+/// Say how much of the resumed `run` is already done.
+fn announce_resume(run: &RunState, args: &Arguments, cells: &Cells) {
+    let done = cells
+        .trials
+        .iter()
+        .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
+        .filter(|t| run.done.contains_key(t.name()))
+        .count();
+    let interrupted = match run.interrupted {
+        0 => String::new(),
+        n => format!("; {n} session(s) cut short by the interruption marked interrupted"),
+    };
+    eprintln!(
+        "resuming run {}: {done} of {} cells already finished{interrupted}",
+        run.id,
+        cells.running.iter().sum::<usize>()
+    );
+}
+
+/// Where this suite's snapshots are: `INSTA_WORKSPACE_ROOT` when set,
+/// else the user's package (insta would look from the workspace root).
+fn insta_workspace(manifest_dir: &Path) -> PathBuf {
+    std::env::var_os("INSTA_WORKSPACE_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir.to_path_buf())
+}
+
+/// What the harness is made of besides the setup and the cells.
+struct Assembly {
+    runtime: tokio::runtime::Runtime,
+    http: Option<SharedRuntimeGuard>,
+    envs: Vec<CellEnv>,
+    playback: Playback,
+    run: Option<RunState>,
+    progress: Option<Progress>,
+}
+
+impl Harness {
+    fn new(
+        setup: Setup,
+        parts: Assembly,
+        running: Vec<usize>,
+        (manifest_dir, source): (&Path, &(PathBuf, u32)),
+    ) -> Harness {
+        // Cells finished before a resume were loaded as summaries.
+        let resumed_summaries = parts.run.as_ref().is_some_and(|r| !r.done.is_empty());
+        // A fork's sessions are not the cells' usual ones: no snapshots
+        // unless SCAFFOLD_SNAPSHOTS asks for them.
+        let snapshots = match &setup.fork {
+            Some(_) if std::env::var_os(SNAPSHOTS_ENV).is_none() => Snapshots::Off,
+            _ => setup.settings.snapshots,
+        };
+        Harness {
+            evals: setup.evals,
+            _http: parts.http,
+            runtime: parts.runtime,
+            envs: parts.envs,
+            playback: parts.playback,
+            manifest_dir: manifest_dir.to_path_buf(),
+            insta_workspace: insta_workspace(manifest_dir),
+            source: source.clone(),
+            snapshots,
+            output: setup.settings.output,
+            store: setup.store,
+            run: parts.run,
+            finished: running
+                .iter()
+                .map(|&n| Mutex::new(Finished::with_capacity(n)))
+                .collect(),
+            unplayable: AtomicUsize::new(0),
+            drifted_passing: AtomicUsize::new(0),
+            whole_left: AtomicUsize::new(setup.settings.whole_records),
+            summarized: AtomicBool::new(resumed_summaries),
+            store_errors: Mutex::new(Vec::new()),
+            store_broken: OnceLock::new(),
+            not_started: AtomicUsize::new(0),
+            trim: memory::Trim::default(),
+            formats: setup.formats,
+            progress: parts.progress,
+            gate_options: setup.gate_options,
+            limits: (setup.mode != RecorderMode::Playback).then(RateLimits::new),
+            budgets: setup.budgets,
+            planned: running,
+        }
+    }
+}
+
+fn run_harness(
+    manifest_dir: &Path,
+    source: &(PathBuf, u32),
+    args: &mut Arguments,
+) -> Result<ExitCode, SetupError> {
+    let line = SetupError::Line;
+    let mut setup = Setup::load(manifest_dir, args)?;
+    // One playback server and cache for the whole run.
+    let playback = Playback::new();
+    let envs = setup.cell_envs(manifest_dir, &source.0, &playback);
     if args.test_threads.is_none() {
-        args.test_threads = default_test_threads(&settings, &evals, mode);
+        args.test_threads = default_test_threads(&setup.settings, &setup.evals, setup.mode);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| line(format!("cannot start the tokio runtime: {e}")))?;
-    let http = client
+    let http = setup
+        .client
+        .take()
         .and_then(|built| built.join().ok()?.ok())
         .map(|transport| transport.serve_as_shared_on(runtime.handle().clone()));
-    // The trials are built before the harness they run on (the run and the
-    // progress bar depend on which cells they are), one cell at a time: no
-    // list of the cells is kept beside them.
     let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
-    let tags = wanted_tags();
-    let resuming = settings.resume.is_some();
-    let mut trials: Vec<Trial> = Vec::new();
-    // `NAME --exact`, as nextest runs each test: only that cell's trial is
-    // kept (of 10,000 cells, 4 ms of a 23 ms process), as libtest's own
-    // filter decides.
-    let one_cell = args.exact && args.filter.is_some() && !args.list;
-    let nextest = under_nextest();
-    let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
-    // Per eval, how many cells this process runs, and how many the whole
-    // run would without a test-name filter (what each process of a nextest
-    // run, given one name, plans for the run).
-    let mut running = vec![0; evals.len()];
-    let mut selected = vec![0; evals.len()];
-    let mut shortest: Option<usize> = None;
-    let mut planned = HashSet::new();
-    for (e, eval) in evals.iter().enumerate() {
-        eval.for_each_cell(&mut |cell| {
-            if let Some(tags) = &tags
-                && !cell.tags.iter().any(|t| tags.contains(t))
-            {
-                return;
-            }
-            if let Some(globs) = &settings.variants
-                && !globs.iter().any(|g| glob_matches(g, &cell.id.variant))
-            {
-                return;
-            }
-            if fork.as_ref().is_some_and(|f| !f.keeps(e, cell.index)) {
-                return;
-            }
-            let name = cell.id.to_string();
-            let (index, ignored) = (cell.index, cell.ignored);
-            cases[e].insert(cell.id.case);
-            if resuming {
-                planned.insert(name.clone());
-            }
-            let h = shared.clone();
-            let trial = Trial::test(name, move || match h.get() {
-                Some(h) => h.run_trial(e, index),
-                None => Err("the harness was not set up".into()),
-            })
-            .with_kind("eval")
-            .with_ignored_flag(ignored);
-            let filtered_out = args.is_filtered_out(&trial);
-            // Under nextest every process counts the same cells, whatever
-            // its own `--ignored` flag (with `--run-ignored`, some have it).
-            let counts = if nextest {
-                !ignored
-            } else {
-                !args.is_ignored(&trial)
-            };
-            selected[e] += usize::from(counts);
-            if filtered_out && one_cell {
-                return;
-            }
-            if !filtered_out && !args.is_ignored(&trial) {
-                running[e] += 1;
-                let len = trial.name().chars().count();
-                shortest = Some(shortest.map_or(len, |s| s.min(len)));
-            }
-            trials.push(trial);
-        });
-    }
-    let inputs: Vec<usize> = cases.iter().map(HashSet::len).collect();
-    drop(cases);
-    let planned_cells = if under_nextest() { &selected } else { &running };
-    let plans: Vec<EvalPlan> = gate_options
-        .iter()
-        .zip(planned_cells)
-        .map(|(options, &planned)| EvalPlan {
-            gate_options: options.clone(),
-            planned_cells: Some(planned),
-        })
-        .collect();
-    // Held until every trial has run: no room to spare (at 10,000 cells the
-    // doubled vector left 0.5 MB unused).
-    trials.shrink_to_fit();
-    let selection = Selection::new(
-        args,
-        tags.as_deref(),
-        settings.variants.as_deref(),
-        under_nextest(),
-    );
-    let run = match &store {
-        Some(store) => Some(
-            start_run(
-                store,
-                in_memory,
-                settings.resume.as_ref(),
-                Plan {
-                    evals: &evals,
-                    inputs: &inputs,
-                    plans,
-                    planned,
-                    selection: &selection,
-                },
-            )
-            .map_err(line)?,
-        ),
-        None => None,
-    };
-    // The cells' sessions carry their run, so that a resume finds those
-    // its interruption cut short.
-    let envs: Vec<CellEnv> = match &run {
-        Some(run) => envs
-            .into_iter()
-            .map(|mut env| {
-                env.store = env.store.map(|s| s.tagging_sessions([run_tag(&run.id)]));
-                env
-            })
-            .collect(),
-        None => envs,
-    };
-    let progress = progress_bar(args, running.iter().sum(), shortest);
+    let mut cells = Cells::build(&setup, args, &shared);
+    let run = begin(&setup, args, &mut cells)?;
+    let envs = tag_envs(envs, run.as_ref());
+    let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);
     if let Some(run) = run.as_ref().filter(|r| r.resuming) {
-        let done = trials
-            .iter()
-            .filter(|t| !args.is_filtered_out(t) && !args.is_ignored(t))
-            .filter(|t| run.done.contains_key(t.name()))
-            .count();
-        let interrupted = match run.interrupted {
-            0 => String::new(),
-            n => format!("; {n} session(s) cut short by the interruption marked interrupted"),
-        };
-        eprintln!(
-            "resuming run {}: {done} of {} cells already finished{interrupted}",
-            run.id,
-            running.iter().sum::<usize>()
-        );
+        announce_resume(run, args, &cells);
     }
-    // Cells finished before a resume were loaded as summaries.
-    let resumed_summaries = run.as_ref().is_some_and(|r| !r.done.is_empty());
-    let set_up = shared.set(Harness {
-        evals,
-        _http: http,
+    let Cells {
+        trials, running, ..
+    } = cells;
+    let parts = Assembly {
         runtime,
+        http,
         envs,
-        manifest_dir: manifest_dir.to_path_buf(),
-        source: source.clone(),
-        // A fork's sessions are not the cells' usual ones: no snapshots
-        // unless SCAFFOLD_SNAPSHOTS asks for them.
-        snapshots: match &fork {
-            Some(_) if std::env::var_os(SNAPSHOTS_ENV).is_none() => Snapshots::Off,
-            _ => settings.snapshots,
-        },
-        output: settings.output,
-        store,
+        playback,
         run,
-        finished: running
-            .iter()
-            .map(|&n| Mutex::new(Finished::with_capacity(n)))
-            .collect(),
-        unplayable: AtomicUsize::new(0),
-        drifted_passing: AtomicUsize::new(0),
-        whole_left: AtomicUsize::new(settings.whole_records),
-        summarized: AtomicBool::new(resumed_summaries),
-        store_errors: Mutex::new(Vec::new()),
-        store_broken: OnceLock::new(),
-        not_started: AtomicUsize::new(0),
-        trim: memory::Trim::default(),
-        formats,
         progress,
-        gate_options,
-        limits: (mode != RecorderMode::Playback).then(RateLimits::new),
-        budgets,
-        planned: running.clone(),
-    });
-    if set_up.is_err() {
+    };
+    if shared
+        .set(Harness::new(setup, parts, running, (manifest_dir, source)))
+        .is_err()
+    {
         return Err(line("the harness was set up twice".into()));
     }
     let list = args.list;
@@ -1078,36 +1283,47 @@ fn run_harness(
     memory::release_free_memory();
     let conclusion = libtest_mimic::run(args, trials);
     // Every trial has run and let go of the harness.
-    let Some(mut harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
+    let Some(harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
         return Err(line("the harness is still in use after the run".into()));
     };
-    // The summary needs no case: the datasets go before it is built.
-    for eval in &mut harness.evals {
-        eval.release_cases();
+    Ok(harness.conclude(manifest_dir, list, conclusion))
+}
+
+impl Harness {
+    /// Once every trial has run: the exit code, after the summary when
+    /// this process reports one.
+    fn conclude(
+        mut self,
+        manifest_dir: &Path,
+        list: bool,
+        conclusion: libtest_mimic::Conclusion,
+    ) -> ExitCode {
+        // The summary needs no case: the datasets go before it is built.
+        for eval in &mut self.evals {
+            eval.release_cases();
+        }
+        if let Some(p) = &self.progress {
+            p.finish();
+        }
+        if list {
+            return conclusion.exit_code();
+        }
+        if self.store_failed() {
+            return ExitCode::FAILURE;
+        }
+        if under_nextest() {
+            // One cell per process: the cell's own verdict is the result.
+            return conclusion.exit_code();
+        }
+        // The summary is the run's peak at 10,000 cells: it goes on what the
+        // cells leave. No more calls will come: the playback server lets go of
+        // the requests it kept since its last reset (their read buffers) and
+        // the parsed cassettes go, and the allocator hands the pages back
+        // (about 0.5 MiB at 10,000 cells).
+        self.runtime.block_on(self.playback.release_idle());
+        memory::release_free_memory();
+        self.summarize(manifest_dir, conclusion.num_failed)
     }
-    if let Some(p) = &harness.progress {
-        p.finish();
-    }
-    if list {
-        return Ok(conclusion.exit_code());
-    }
-    if harness.store_failed() {
-        return Ok(ExitCode::FAILURE);
-    }
-    if under_nextest() {
-        // One cell per process: the cell's own verdict is the result.
-        return Ok(conclusion.exit_code());
-    }
-    // The summary is the run's peak at 10,000 cells: it goes on what the
-    // cells leave. No more calls will come: the playback server lets go of
-    // the requests it kept since its last reset (their read buffers) and
-    // the parsed cassettes go, and the allocator hands the pages back
-    // (about 0.5 MiB at 10,000 cells).
-    harness
-        .runtime
-        .block_on(crate::provider::recorder::release_idle_playback());
-    memory::release_free_memory();
-    Ok(harness.summarize(manifest_dir, conclusion.num_failed))
 }
 
 impl Harness {
@@ -1257,27 +1473,7 @@ impl Harness {
             budget.spend(recorded.record.metrics.cost_usd);
         }
         drop(outcome);
-        let mut stored = false;
-        let mut store_failure = None;
-        if let (Some(store), Some(run)) = (&self.store, &self.run) {
-            // Durable before the test reports: a run killed after this resumes past the cell.
-            let error = match store.record_cell(&run.id, &recorded) {
-                Ok(()) => None,
-                // The cell's record is stored; earlier writes (its session's signals, say) are not.
-                Err(e @ StoreError::QueuedWrites { .. }) => {
-                    stored = true;
-                    Some(e.to_string())
-                }
-                Err(e) => Some(format!("cell {name} was not recorded: {e}")),
-            };
-            stored |= error.is_none();
-            if let Some(e) = error {
-                // The cell fails with the store's error, and no cell starts after it.
-                self.store_error(e.clone());
-                let _ = self.store_broken.set(e.clone());
-                store_failure = Some(format!("the session store could not be written: {e}"));
-            }
-        }
+        let (stored, store_failure) = self.store_cell(name, &recorded);
         // Quarantine and exclusion excuse the workflow's failures, never a
         // changed snapshot, recordings that no longer fit the requests or
         // a store that cannot write.
@@ -1310,6 +1506,35 @@ impl Harness {
         } else {
             Err(failures.join("\n").into())
         }
+    }
+
+    /// Record the cell in the run, durable before the test reports (a run
+    /// killed after this resumes past the cell): whether its record is
+    /// stored, and why the cell fails when the store could not be written
+    /// (no cell starts after it).
+    fn store_cell(&self, name: &str, recorded: &RecordedCell) -> (bool, Option<String>) {
+        let (Some(store), Some(run)) = (&self.store, &self.run) else {
+            return (false, None);
+        };
+        let error = match store.record_cell(&run.id, recorded) {
+            Ok(()) => return (true, None),
+            // The cell's record is stored; earlier writes (its session's signals, say) are not.
+            Err(e @ StoreError::QueuedWrites { .. }) => {
+                return self.store_failed_with(true, e.to_string());
+            }
+            Err(e) => format!("cell {name} was not recorded: {e}"),
+        };
+        self.store_failed_with(false, error)
+    }
+
+    /// Note the store's error `e`: no cell starts after it.
+    fn store_failed_with(&self, stored: bool, e: String) -> (bool, Option<String>) {
+        self.store_error(e.clone());
+        let _ = self.store_broken.set(e.clone());
+        (
+            stored,
+            Some(format!("the session store could not be written: {e}")),
+        )
     }
 
     /// Fail a cell that may not start because `budget` is spent. Under
@@ -1376,7 +1601,11 @@ impl Harness {
         let id = &outcome.result.id;
         let checked = match unplayable {
             true => snapshot::reference(dir, id).map(|()| true),
-            false => snapshot::check(dir, outcome, (&self.source.0, self.source.1)),
+            false => snapshot::check(
+                (dir, &self.insta_workspace),
+                outcome,
+                (&self.source.0, self.source.1),
+            ),
         };
         match checked {
             Ok(true) => true,
@@ -1447,87 +1676,23 @@ impl Harness {
                 Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
             })
             .collect();
-        let (mut resumed, mut drift) = (0, 0);
         let dir = self
             .output
             .clone()
             .unwrap_or_else(|| results_dir(manifest_dir));
         let baseline = Baseline::from_env();
-        let mut gate_failed = false;
-        let mut blocked = false;
+        let mut tally = Tally::default();
         if let Baseline::Invalid(e) = &baseline {
             eprintln!("\nerror: {BASELINE_ENV}: {e}");
-            blocked = true;
+            tally.blocked = true;
         }
-        let timestamp = crate::util::now_rfc3339();
-        let mut explained = 0;
-        for (index, eval) in self.evals.iter().enumerate() {
-            let name = eval.name();
-            let f = std::mem::take(&mut finished[index]);
-            drift += f.drift();
-            let mut cells = f.into_records();
-            if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
-                let (cells_resumed, cells_drifted) = add_resumed(run, eval.as_ref(), &mut cells);
-                resumed += cells_resumed;
-                drift += cells_drifted;
-            }
-            if cells.is_empty() {
-                continue;
-            }
-            // The cells whose tests failed on their checks: a quarantined or
-            // excluded cell's test passed, so it explains no failed test.
-            explained += cells
-                .iter()
-                .filter(|c| !c.passed && !c.quarantined && !c.excluded)
-                .count();
-            let config = RunConfig {
-                trials: eval.trials(),
-                inputs: distinct_inputs(&cells),
-                variants: eval.variant_names(),
-                scorers: eval.scorer_names(),
-                min_pass_rate: eval.min_pass_rate(),
-            };
-            let options = self.gate_options[index].clone();
-            let mut results =
-                EvalResults::new_with(name, timestamp.clone(), config, options, cells);
-            if self.budgets[index]
-                .as_ref()
-                .is_some_and(|b| b.skipped() > 0)
-            {
-                // Cells did not start: the results say how many are missing.
-                results = results.with_planned_cells(self.planned[index]);
-            }
-            if self.formats.contains(&Format::Table) {
-                eprintln!("\n{}", reports::table::render_results(&results));
-            } else {
-                eprintln!();
-            }
-            let gate = results.gate_verdict();
-            gate_failed |= !gate.passed;
-            eprintln!("  Gate: {}", gate.describe());
-            for line in gate.notes(&results.eval, &results.notable_trials()) {
-                eprintln!("  {line}");
-            }
-            if let Some(line) = results.cost_warning() {
-                eprintln!("  {line}");
-            }
-            if let Some(line) = results.excluded_line() {
-                eprintln!("  {line}");
-            }
-            let comparison = match baseline.for_eval(name) {
-                Ok(Some(base)) => {
-                    let cmp = compare(&base, &results, &CompareOptions::default());
-                    blocked |= print_comparison(&cmp);
-                    Some(cmp)
-                }
-                Ok(None) => None,
-                Err(e) => {
-                    eprintln!("  Baseline: error: {e}");
-                    blocked = true;
-                    None
-                }
-            };
-            self.write_reports(&dir, &mut results, comparison.as_ref());
+        let summary = Summary {
+            dir: &dir,
+            baseline: &baseline,
+            timestamp: crate::util::now_rfc3339(),
+        };
+        for (index, f) in finished.iter_mut().enumerate() {
+            self.summarize_eval(index, std::mem::take(f), &summary, &mut tally);
         }
         for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
             eprintln!("\n{line}");
@@ -1536,32 +1701,134 @@ impl Harness {
         for line in &budget_lines {
             eprintln!("\n{line}");
         }
-        let mut store_failed = false;
-        if let (Some(store), Some(run)) = (&self.store, &self.run) {
-            let resumed = match resumed {
-                0 => String::new(),
-                n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
-            };
-            eprintln!("\nRun: {}{resumed}", run.id);
-            // A run stopped by its budget stays unfinished, to be resumed.
-            let finished = (over_budget == 0).then(|| store.finish_eval_run(&run.id));
-            match finished {
-                None => {}
-                Some(Ok(())) => {
-                    let claim = match run.claim.lock() {
-                        Ok(mut c) => c.take(),
-                        Err(poisoned) => poisoned.into_inner().take(),
-                    };
-                    if let Some(claim) = claim {
-                        claim.release_finished();
-                    }
-                }
-                Some(Err(e)) => {
-                    eprintln!("error: the session store could not be written: {e}");
-                    store_failed = true;
-                }
-            }
+        let store_failed = self.finish_run(tally.resumed, over_budget);
+        let unplayable = self.print_replay_notes(tally.drift);
+        // Cells that fail only their checks are judged by the gate; anything
+        // else that failed (snapshot drift, a crashed cell) fails the run.
+        // Cells a budget kept from starting failed as not started.
+        let explained =
+            tally.explained + self.drifted_passing.load(Ordering::Relaxed) + over_budget;
+        let unexplained_failures = num_failed as usize > explained;
+        if unexplained_failures {
+            eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
+        // Recordings that no longer fit the requests fail the run whatever
+        // the gate says, as the snapshot they changed did before.
+        if tally.gate_failed
+            || tally.blocked
+            || tally.drift > 0
+            || unplayable > 0
+            || unexplained_failures
+            || store_failed
+            || over_budget > 0
+        {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+
+    /// Summarize eval `index` from its finished cells `f` (and those a
+    /// resumed run finished before): table, gate, baseline, reports.
+    fn summarize_eval(&self, index: usize, f: Finished, summary: &Summary<'_>, tally: &mut Tally) {
+        let eval = &self.evals[index];
+        tally.drift += f.drift();
+        let mut cells = f.into_records();
+        if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
+            let (cells_resumed, cells_drifted) = add_resumed(run, eval.as_ref(), &mut cells);
+            tally.resumed += cells_resumed;
+            tally.drift += cells_drifted;
+        }
+        if cells.is_empty() {
+            return;
+        }
+        // The cells whose tests failed on their checks: a quarantined or
+        // excluded cell's test passed, so it explains no failed test.
+        tally.explained += cells
+            .iter()
+            .filter(|c| !c.passed && !c.quarantined && !c.excluded)
+            .count();
+        let config = run_config(eval.as_ref(), distinct_inputs(&cells));
+        let options = self.gate_options[index].clone();
+        let timestamp = summary.timestamp.clone();
+        let mut results = EvalResults::new_with(eval.name(), timestamp, config, options, cells);
+        if self.budgets[index]
+            .as_ref()
+            .is_some_and(|b| b.skipped() > 0)
+        {
+            // Cells did not start: the results say how many are missing.
+            results = results.with_planned_cells(self.planned[index]);
+        }
+        tally.gate_failed |= !self.print_verdict(&results);
+        let comparison = match summary.baseline.for_eval(eval.name()) {
+            Ok(Some(base)) => {
+                let cmp = compare(&base, &results, &CompareOptions::default());
+                tally.blocked |= print_comparison(&cmp);
+                Some(cmp)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                eprintln!("  Baseline: error: {e}");
+                tally.blocked = true;
+                None
+            }
+        };
+        self.write_reports(summary.dir, &mut results, comparison.as_ref());
+    }
+
+    /// Print the table (when asked for), the gate and the notes of
+    /// `results`; whether the gate passed.
+    fn print_verdict(&self, results: &EvalResults) -> bool {
+        if self.formats.contains(&Format::Table) {
+            eprintln!("\n{}", reports::table::render_results(results));
+        } else {
+            eprintln!();
+        }
+        let gate = results.gate_verdict();
+        eprintln!("  Gate: {}", gate.describe());
+        for line in gate.notes(&results.eval, &results.notable_trials()) {
+            eprintln!("  {line}");
+        }
+        if let Some(line) = results.cost_warning() {
+            eprintln!("  {line}");
+        }
+        if let Some(line) = results.excluded_line() {
+            eprintln!("  {line}");
+        }
+        gate.passed
+    }
+
+    /// Name the run and mark it finished unless a budget stopped it (it
+    /// stays unfinished, to be resumed); whether the store failed.
+    fn finish_run(&self, resumed: usize, over_budget: usize) -> bool {
+        let (Some(store), Some(run)) = (&self.store, &self.run) else {
+            return false;
+        };
+        let resumed = match resumed {
+            0 => String::new(),
+            n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
+        };
+        eprintln!("\nRun: {}{resumed}", run.id);
+        if over_budget > 0 {
+            return false;
+        }
+        if let Err(e) = store.finish_eval_run(&run.id) {
+            eprintln!("error: the session store could not be written: {e}");
+            return true;
+        }
+        let claim = match run.claim.lock() {
+            Ok(mut c) => c.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(claim) = claim {
+            claim.release_finished();
+        }
+        false
+    }
+
+    /// Say how many snapshots changed (`drift`) and how many cells could
+    /// not be played back; returns the latter.
+    fn print_replay_notes(&self, drift: usize) -> usize {
         if drift > 0 {
             eprintln!(
                 "\n{drift} session snapshot(s) changed: review them with `cargo insta review`."
@@ -1575,28 +1842,7 @@ impl Harness {
                  re-record them as each failure above says."
             );
         }
-        // Cells that fail only their checks are judged by the gate; anything
-        // else that failed (snapshot drift, a crashed cell) fails the run.
-        // Cells a budget kept from starting failed as not started.
-        let explained = explained + self.drifted_passing.load(Ordering::Relaxed) + over_budget;
-        let unexplained_failures = num_failed as usize > explained;
-        if unexplained_failures {
-            eprintln!("\nsome cells crashed before they could be graded (see above).");
-        }
-        // Recordings that no longer fit the requests fail the run whatever
-        // the gate says, as the snapshot they changed did before.
-        if gate_failed
-            || blocked
-            || drift > 0
-            || unplayable > 0
-            || unexplained_failures
-            || store_failed
-            || over_budget > 0
-        {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        }
+        unplayable
     }
 
     /// Write the selected report files of one eval into `dir`.

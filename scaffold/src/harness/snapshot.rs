@@ -284,10 +284,11 @@ fn summary_yaml(cell: &CellResult, signals: &[Signal], final_state: &Value) -> S
 /// `Ok(false)`: the session differs. Either way the snapshot counts as
 /// referenced for `cargo insta test --unreferenced` (see [`reference`]).
 /// The header insta writes names `source`, the suite's file (no path of
-/// this machine or of this library), and insta shows `line` with it. `Err`: the snapshot could not be
-/// checked, why.
+/// this machine or of this library), and insta shows `line` with it;
+/// insta takes `workspace` as the workspace root. `Err`: the snapshot could
+/// not be checked, why.
 pub(crate) fn check(
-    dir: &Path,
+    (dir, workspace): (&Path, &Path),
     outcome: &CellOutcome,
     (source, line): (&Path, u32),
 ) -> Result<bool, String> {
@@ -318,12 +319,9 @@ pub(crate) fn check(
         // What `assert_yaml_snapshot!` expands to, with the suite's file as
         // the source rather than this one's `file!()`.
         settings.bind(|| {
-            use insta::_macro_support::{Workspace, assert_snapshot, get_cargo_workspace};
-            let workspace =
-                get_cargo_workspace(Workspace::DetectWithCargo(env!("CARGO_MANIFEST_DIR")));
-            assert_snapshot(
+            insta::_macro_support::assert_snapshot(
                 (name, text.as_str()).into(),
-                &workspace,
+                workspace,
                 "scaffold::harness::snapshot::check",
                 module_path!(),
                 &source,

@@ -24,11 +24,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    HttpClient, HttpConfig, RetryPolicy, SseStream, api_name, env_nonempty, join_url,
-    message_from_json, parse_event, parse_json, resolve_transport, status_for_error_type,
+    HttpClient, HttpConfig, HttpProvider, ProviderEnv, RetryPolicy, SseStream, api_name,
+    http_provider_builder, message_from_json, parse_event, parse_json, status_for_error_type,
     without_secrets,
 };
-use super::limit::{ProviderLimit, RateLimit};
+use super::limit::RateLimit;
 use super::recorder::secrets_of;
 use super::schema::anthropic_subset;
 use super::transport::{HttpRequest, Transport};
@@ -45,6 +45,13 @@ pub const API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 const NAME: &str = "anthropic";
+
+/// Where the base URL and the API key come from.
+const ENV: ProviderEnv = ProviderEnv {
+    base_url: "ANTHROPIC_BASE_URL",
+    default_base_url: DEFAULT_BASE_URL,
+    api_key: "ANTHROPIC_API_KEY",
+};
 
 /// How a request's [`OutputSchema`](super::OutputSchema) is asked of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -81,24 +88,17 @@ pub enum StructuredOutput {
 #[derive(Clone)]
 pub struct Anthropic {
     model: String,
-    base_url: String,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    transport: Option<Arc<dyn Transport>>,
-    config: HttpConfig,
-    limit: ProviderLimit,
+    http: HttpProvider,
     max_tokens: u32,
     structured: StructuredOutput,
 }
 
 impl std::fmt::Debug for Anthropic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Anthropic")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("config", &self.config)
-            .field("max_tokens", &self.max_tokens)
+        let mut f = f.debug_struct("Anthropic");
+        f.field("model", &self.model);
+        self.http.debug_fields(&mut f);
+        f.field("max_tokens", &self.max_tokens)
             .field("structured", &self.structured)
             .finish_non_exhaustive()
     }
@@ -110,74 +110,16 @@ impl Anthropic {
     pub fn new(model: impl Into<String>) -> Self {
         Anthropic {
             model: model.into(),
-            base_url: env_nonempty("ANTHROPIC_BASE_URL")
-                .map(|u| u.trim_end_matches('/').to_string())
-                .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
-            api_key: env_nonempty("ANTHROPIC_API_KEY"),
-            headers: Vec::new(),
-            transport: None,
-            config: HttpConfig::default(),
-            limit: ProviderLimit::default(),
+            http: HttpProvider::from_env(NAME, ENV),
             max_tokens: DEFAULT_MAX_TOKENS,
             structured: StructuredOutput::default(),
         }
     }
 
-    /// Use another base URL (without `/v1`).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into().trim_end_matches('/').to_string();
-        self
-    }
-
-    /// Use this API key (sent as `x-api-key`), overriding the environment.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// Add a header to every request (e.g. `anthropic-beta`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Send requests through `transport` (recorder, playback, custom client).
-    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
-        self.transport = Some(transport);
-        self
-    }
-
-    /// Set the retry policy.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.config.retry = retry;
-        self
-    }
-
-    /// Set the bound on a whole call, retries included.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.config.timeout = timeout;
-        self
-    }
-
-    /// Set the bound on the silence between two chunks of a stream.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.config.idle_timeout = timeout;
-        self
-    }
-
-    /// Set timeouts and retries at once.
-    pub fn http_config(mut self, config: HttpConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Limit the calls to this API: requests and tokens per window, calls
-    /// in flight (see [`RateLimit`]). Every provider at the same base URL
-    /// shares one budget in a run; outside a run, this provider and its
-    /// clones share it.
-    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
-        self.limit = ProviderLimit::new(NAME, &self.base_url, limit);
-        self
+    http_provider_builder! {
+        base_url: "Use another base URL (without `/v1`).",
+        api_key: "Use this API key (sent as `x-api-key`), overriding the environment.",
+        header: "Add a header to every request (e.g. `anthropic-beta`).",
     }
 
     /// `max_tokens` for requests that set none (default [`DEFAULT_MAX_TOKENS`]).
@@ -190,11 +132,6 @@ impl Anthropic {
     pub fn structured_output(mut self, mode: StructuredOutput) -> Self {
         self.structured = mode;
         self
-    }
-
-    /// The base URL requests go to.
-    pub fn endpoint(&self) -> &str {
-        &self.base_url
     }
 
     /// The JSON body of the Messages request for `request`.
@@ -255,33 +192,19 @@ impl Anthropic {
     }
 
     fn resolved_transport(&self) -> Arc<dyn Transport> {
-        resolve_transport(&self.transport)
+        self.http.resolved_transport()
     }
 
     fn client<'a>(&'a self, transport: &'a dyn Transport) -> HttpClient<'a> {
-        HttpClient {
-            provider: NAME,
-            transport,
-            config: &self.config,
-            limit: Some((&self.limit, &self.base_url)),
-        }
+        self.http.client(transport)
     }
 
     fn http_request(&self, body: Value) -> HttpRequest {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("anthropic-version".to_string(), API_VERSION.to_string()),
-        ];
-        if let Some(key) = &self.api_key {
+        let mut headers = vec![("anthropic-version".to_string(), API_VERSION.to_string())];
+        if let Some(key) = &self.http.api_key {
             headers.push(("x-api-key".to_string(), key.clone()));
         }
-        headers.extend(self.headers.iter().cloned());
-        HttpRequest {
-            method: "POST".to_string(),
-            url: join_url(&self.base_url, "/v1/messages"),
-            headers,
-            body: Some(body),
-        }
+        self.http.post("/v1/messages", headers, body)
     }
 
     /// The forced tool's name, when structured output goes through one.
@@ -572,7 +495,7 @@ impl Provider for Anthropic {
 
     /// `ANTHROPIC_API_KEY` when there is no key for Anthropic's own API.
     fn missing_key(&self) -> Option<&'static str> {
-        (self.api_key.is_none() && self.base_url == DEFAULT_BASE_URL).then_some("ANTHROPIC_API_KEY")
+        self.http.missing_key()
     }
 
     async fn complete(

@@ -27,7 +27,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::limit::{Permit, ProviderLimit, estimate_tokens};
+use super::limit::{Permit, ProviderLimit, RateLimit, estimate_tokens};
 use super::recorder::PLAYED_BACK_HEADER;
 use super::transport::{
     ByteStream, HttpBody, HttpRequest, HttpResponse, Transport, TransportError,
@@ -113,6 +113,9 @@ impl ReqwestTransport {
     /// connection pool safely: requests and streamed bodies are handed over
     /// through channels, and a call dropped by its caller is cancelled.
     pub fn shared() -> Arc<dyn Transport> {
+        // A process-wide static on purpose: set once, never changed, and
+        // holding no state of a run (the state of playback lives in a
+        // `Playback`); every caller gets the same stateless router.
         static SHARED: OnceLock<Arc<dyn Transport>> = OnceLock::new();
         SHARED
             .get_or_init(|| Arc::new(Background) as Arc<dyn Transport>)
@@ -227,6 +230,8 @@ struct BackgroundClient {
 }
 
 fn background() -> Result<&'static BackgroundClient, TransportError> {
+    // Immutable once built: one connection pool and its runtime, shared
+    // by every caller that has no runtime installed; a run keeps nothing in it.
     static CLIENT: OnceLock<Result<BackgroundClient, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
@@ -259,6 +264,10 @@ struct Served {
 }
 
 /// The installed runtimes, the newest (the one serving) last.
+///
+/// Process-wide because [`ReqwestTransport::shared`] is: it is what routes
+/// that one transport to the runtime installed. It does not grow with a
+/// run: each entry lives as long as its [`SharedRuntimeGuard`].
 fn served_slot() -> &'static RwLock<Vec<Arc<Served>>> {
     static SERVED: RwLock<Vec<Arc<Served>>> = RwLock::new(Vec::new());
     &SERVED
@@ -998,63 +1007,13 @@ impl HttpClient<'_> {
             Ok(Err(error)) => return Err(self.transport_failure(error, start)),
             Ok(Ok(response)) => response,
         };
-        let HttpResponse {
-            status,
-            headers,
-            body,
-        } = response;
-        let content_type = headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            .map(|(_, v)| v.clone());
-
-        if !(200..300).contains(&status) {
-            let body = match collect(body, deadline, MAX_ERROR_BODY, true).await {
-                Ok(bytes) => bytes,
-                Err(CollectError::Timeout) => {
-                    return Err(Failure::fatal(self.timeout(start, "total")));
-                }
-                Err(CollectError::Transport(e)) => Bytes::from(format!("(body unreadable: {e})")),
-                Err(CollectError::TooLarge) => Bytes::new(),
-            };
-            let mut message = error_message(&body, &headers);
-            if status == 404 {
-                // Without its query: a key there must not reach the message.
-                let called = url.split('?').next().unwrap_or_default();
-                message.push_str(&format!(" (the URL called: {called})"));
-            }
-            return Err(Failure {
-                kind: FailureKind::Status { status, message },
-                retriable: retriable_status(status, &headers),
-                hint: parse_retry_after(&headers, SystemTime::now()),
-                played_back: headers
-                    .iter()
-                    .any(|(k, _)| k.eq_ignore_ascii_case(PLAYED_BACK_HEADER)),
-            });
+        if !(200..300).contains(&response.status) {
+            return Err(self.status_failure(&url, response, (start, deadline)).await);
         }
-
+        let content_type = response.header("content-type").map(str::to_string);
+        let body = response.body;
         match expect {
-            Expect::Json => {
-                if let Some(ct) = &content_type
-                    && !is_json(ct)
-                {
-                    let body = collect(body, deadline, MAX_ERROR_BODY, true)
-                        .await
-                        .unwrap_or_default();
-                    return Err(Failure::fatal(self.protocol(format!(
-                        "expected a JSON response (application/json), got content type {ct:?}; body starts with: {}",
-                        snippet(&body, 200)
-                    ))));
-                }
-                match collect(body, deadline, MAX_JSON_BODY, false).await {
-                    Ok(bytes) => Ok(Success::Json(bytes)),
-                    Err(CollectError::Timeout) => Err(Failure::fatal(self.timeout(start, "total"))),
-                    Err(CollectError::TooLarge) => Err(Failure::fatal(self.protocol(format!(
-                        "the response body is larger than {MAX_JSON_BODY} bytes"
-                    )))),
-                    Err(CollectError::Transport(e)) => Err(self.transport_failure(e, start)),
-                }
-            }
+            Expect::Json => self.json(content_type, body, (start, deadline)).await,
             Expect::Sse => {
                 if let Some(ct) = &content_type
                     && !is_event_stream(ct)
@@ -1075,6 +1034,69 @@ impl HttpClient<'_> {
                 };
                 Ok(Success::Sse(stream, None))
             }
+        }
+    }
+
+    /// The failure of an answer with a status other than 2xx, from `url`,
+    /// its body read by `deadline` (the call began at `start`).
+    async fn status_failure(
+        &self,
+        url: &str,
+        response: HttpResponse,
+        (start, deadline): (Instant, Instant),
+    ) -> Failure {
+        let HttpResponse {
+            status,
+            headers,
+            body,
+        } = response;
+        let body = match collect(body, deadline, MAX_ERROR_BODY, true).await {
+            Ok(bytes) => bytes,
+            Err(CollectError::Timeout) => return Failure::fatal(self.timeout(start, "total")),
+            Err(CollectError::Transport(e)) => Bytes::from(format!("(body unreadable: {e})")),
+            Err(CollectError::TooLarge) => Bytes::new(),
+        };
+        let mut message = error_message(&body, &headers);
+        if status == 404 {
+            // Without its query: a key there must not reach the message.
+            let called = url.split('?').next().unwrap_or_default();
+            message.push_str(&format!(" (the URL called: {called})"));
+        }
+        Failure {
+            kind: FailureKind::Status { status, message },
+            retriable: retriable_status(status, &headers),
+            hint: parse_retry_after(&headers, SystemTime::now()),
+            played_back: headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(PLAYED_BACK_HEADER)),
+        }
+    }
+
+    /// A successful answer's JSON body, read by `deadline`.
+    async fn json(
+        &self,
+        content_type: Option<String>,
+        body: HttpBody,
+        (start, deadline): (Instant, Instant),
+    ) -> Result<Success, Failure> {
+        if let Some(ct) = &content_type
+            && !is_json(ct)
+        {
+            let body = collect(body, deadline, MAX_ERROR_BODY, true)
+                .await
+                .unwrap_or_default();
+            return Err(Failure::fatal(self.protocol(format!(
+                "expected a JSON response (application/json), got content type {ct:?}; body starts with: {}",
+                snippet(&body, 200)
+            ))));
+        }
+        match collect(body, deadline, MAX_JSON_BODY, false).await {
+            Ok(bytes) => Ok(Success::Json(bytes)),
+            Err(CollectError::Timeout) => Err(Failure::fatal(self.timeout(start, "total"))),
+            Err(CollectError::TooLarge) => Err(Failure::fatal(self.protocol(format!(
+                "the response body is larger than {MAX_JSON_BODY} bytes"
+            )))),
+            Err(CollectError::Transport(e)) => Err(self.transport_failure(e, start)),
         }
     }
 
@@ -1565,6 +1587,184 @@ pub(crate) fn resolve_transport(explicit: &Option<Arc<dyn Transport>>) -> Arc<dy
         .or_else(super::transport::ambient_transport)
         .unwrap_or_else(ReqwestTransport::shared)
 }
+
+/// What an HTTP provider is configured with, shared by the OpenAI and
+/// Anthropic providers: where it sends, with which key and extra headers,
+/// through which transport, with which timeouts, retries and rate limit.
+/// Their builder methods are written once, by [`http_provider_builder!`].
+#[derive(Clone)]
+pub(crate) struct HttpProvider {
+    /// The provider's name, in errors and rate limits.
+    pub(crate) name: &'static str,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) transport: Option<Arc<dyn Transport>>,
+    pub(crate) config: HttpConfig,
+    pub(crate) limit: ProviderLimit,
+    /// Where the default base URL and the API key come from.
+    env: ProviderEnv,
+}
+
+/// The environment variables and default base URL of a provider.
+#[derive(Clone, Copy)]
+pub(crate) struct ProviderEnv {
+    /// The variable overriding the base URL (e.g. `OPENAI_BASE_URL`).
+    pub(crate) base_url: &'static str,
+    /// The base URL without it.
+    pub(crate) default_base_url: &'static str,
+    /// The variable holding the API key (e.g. `OPENAI_API_KEY`).
+    pub(crate) api_key: &'static str,
+}
+
+impl HttpProvider {
+    /// Provider `name`'s configuration: base URL and API key from `env`'s
+    /// variables when set, the default HTTP settings, no rate limit.
+    pub(crate) fn from_env(name: &'static str, env: ProviderEnv) -> HttpProvider {
+        HttpProvider {
+            name,
+            base_url: env_nonempty(env.base_url)
+                .map(|u| u.trim_end_matches('/').to_string())
+                .unwrap_or_else(|| env.default_base_url.to_string()),
+            api_key: env_nonempty(env.api_key),
+            headers: Vec::new(),
+            transport: None,
+            config: HttpConfig::default(),
+            limit: ProviderLimit::default(),
+            env,
+        }
+    }
+
+    /// Send to `url` (a trailing `/` dropped).
+    pub(crate) fn set_base_url(&mut self, url: String) {
+        self.base_url = url.trim_end_matches('/').to_string();
+    }
+
+    /// Limit the calls to this provider's base URL.
+    pub(crate) fn set_rate_limit(&mut self, limit: RateLimit) {
+        self.limit = ProviderLimit::new(self.name, &self.base_url, limit);
+    }
+
+    /// The API key's variable when there is no key for the provider's own
+    /// API (a local or compatible server may need none).
+    pub(crate) fn missing_key(&self) -> Option<&'static str> {
+        (self.api_key.is_none() && self.base_url == self.env.default_base_url)
+            .then_some(self.env.api_key)
+    }
+
+    /// The transport a call sends through (see [`resolve_transport`]).
+    pub(crate) fn resolved_transport(&self) -> Arc<dyn Transport> {
+        resolve_transport(&self.transport)
+    }
+
+    /// The client sending a call through `transport` with this configuration.
+    pub(crate) fn client<'a>(&'a self, transport: &'a dyn Transport) -> HttpClient<'a> {
+        HttpClient {
+            provider: self.name,
+            transport,
+            config: &self.config,
+            limit: Some((&self.limit, &self.base_url)),
+        }
+    }
+
+    /// A JSON `POST` of `body` to `path` under the base URL, with
+    /// `headers` (the provider's own: version, key), then the extra ones.
+    pub(crate) fn post(
+        &self,
+        path: &str,
+        mut headers: Vec<(String, String)>,
+        body: Value,
+    ) -> HttpRequest {
+        headers.insert(
+            0,
+            ("content-type".to_string(), "application/json".to_string()),
+        );
+        headers.extend(self.headers.iter().cloned());
+        HttpRequest {
+            method: "POST".to_string(),
+            url: join_url(&self.base_url, path),
+            headers,
+            body: Some(body),
+        }
+    }
+
+    /// Add the fields every provider shows to `f` (the key redacted).
+    pub(crate) fn debug_fields(&self, f: &mut std::fmt::DebugStruct<'_, '_>) {
+        f.field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("config", &self.config);
+    }
+}
+
+/// The builder methods of a provider with an [`HttpProvider`] in its field
+/// `http`, as inherent methods (users need no trait in scope). The docs of
+/// `base_url`, `api_key` and `header` differ per API and are given.
+macro_rules! http_provider_builder {
+    (base_url: $base_url:literal, api_key: $api_key:literal, header: $header:literal $(,)?) => {
+        #[doc = $base_url]
+        pub fn base_url(mut self, url: impl Into<String>) -> Self {
+            self.http.set_base_url(url.into());
+            self
+        }
+
+        #[doc = $api_key]
+        pub fn api_key(mut self, key: impl Into<String>) -> Self {
+            self.http.api_key = Some(key.into());
+            self
+        }
+
+        #[doc = $header]
+        pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+            self.http.headers.push((name.into(), value.into()));
+            self
+        }
+
+        /// Send requests through `transport` (recorder, playback, custom client).
+        pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
+            self.http.transport = Some(transport);
+            self
+        }
+
+        /// Set the retry policy.
+        pub fn retry(mut self, retry: RetryPolicy) -> Self {
+            self.http.config.retry = retry;
+            self
+        }
+
+        /// Set the bound on a whole call, retries included.
+        pub fn timeout(mut self, timeout: Duration) -> Self {
+            self.http.config.timeout = timeout;
+            self
+        }
+
+        /// Set the bound on the silence between two chunks of a stream.
+        pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+            self.http.config.idle_timeout = timeout;
+            self
+        }
+
+        /// Set timeouts and retries at once.
+        pub fn http_config(mut self, config: HttpConfig) -> Self {
+            self.http.config = config;
+            self
+        }
+
+        /// Limit the calls to this API: requests and tokens per window, calls
+        /// in flight (see [`RateLimit`]). Every provider at the same base URL
+        /// shares one budget in a run; outside a run, this provider and its
+        /// clones share it.
+        pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+            self.http.set_rate_limit(limit);
+            self
+        }
+
+        /// The base URL requests go to.
+        pub fn endpoint(&self) -> &str {
+            &self.http.base_url
+        }
+    };
+}
+pub(crate) use http_provider_builder;
 
 #[cfg(test)]
 mod tests {

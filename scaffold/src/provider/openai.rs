@@ -25,10 +25,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::http::{
-    HttpClient, HttpConfig, RetryPolicy, api_name, env_nonempty, join_url, message_from_json,
-    parse_event, parse_json, resolve_transport, status_for_error_type, without_secrets,
+    HttpClient, HttpConfig, HttpProvider, ProviderEnv, RetryPolicy, api_name,
+    http_provider_builder, message_from_json, parse_event, parse_json, status_for_error_type,
+    without_secrets,
 };
-use super::limit::{ProviderLimit, RateLimit};
+use super::limit::RateLimit;
 use super::recorder::secrets_of;
 use super::schema::openai_strict;
 use super::transport::{HttpRequest, Transport};
@@ -41,6 +42,13 @@ use super::{
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 const NAME: &str = "openai";
+
+/// Where the base URL and the API key come from.
+const ENV: ProviderEnv = ProviderEnv {
+    base_url: "OPENAI_BASE_URL",
+    default_base_url: DEFAULT_BASE_URL,
+    api_key: "OPENAI_API_KEY",
+};
 
 /// Which request field carries [`ProviderOptions::max_tokens`](super::ProviderOptions::max_tokens).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,24 +88,17 @@ pub enum MaxTokensField {
 #[derive(Clone)]
 pub struct OpenAi {
     model: String,
-    base_url: String,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    transport: Option<Arc<dyn Transport>>,
-    config: HttpConfig,
-    limit: ProviderLimit,
+    http: HttpProvider,
     max_tokens_field: MaxTokensField,
     strict_schema: bool,
 }
 
 impl std::fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAi")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("config", &self.config)
-            .field("max_tokens_field", &self.max_tokens_field)
+        let mut f = f.debug_struct("OpenAi");
+        f.field("model", &self.model);
+        self.http.debug_fields(&mut f);
+        f.field("max_tokens_field", &self.max_tokens_field)
             .field("strict_schema", &self.strict_schema)
             .finish_non_exhaustive()
     }
@@ -109,79 +110,21 @@ impl OpenAi {
     pub fn new(model: impl Into<String>) -> Self {
         OpenAi {
             model: model.into(),
-            base_url: env_nonempty("OPENAI_BASE_URL")
-                .map(|u| u.trim_end_matches('/').to_string())
-                .unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
-            api_key: env_nonempty("OPENAI_API_KEY"),
-            headers: Vec::new(),
-            transport: None,
-            config: HttpConfig::default(),
-            limit: ProviderLimit::default(),
+            http: HttpProvider::from_env(NAME, ENV),
             max_tokens_field: MaxTokensField::default(),
             strict_schema: true,
         }
     }
 
-    /// Use another base URL (one ending in `/v1` for compatible servers).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into().trim_end_matches('/').to_string();
-        self
-    }
-
-    /// Use this API key (sent as `Authorization: Bearer …`), overriding the environment.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
+    http_provider_builder! {
+        base_url: "Use another base URL (one ending in `/v1` for compatible servers).",
+        api_key: "Use this API key (sent as `Authorization: Bearer …`), overriding the environment.",
+        header: "Add a header to every request (e.g. `OpenAI-Organization`).",
     }
 
     /// Send no API key, whatever the environment holds.
     pub fn without_api_key(mut self) -> Self {
-        self.api_key = None;
-        self
-    }
-
-    /// Add a header to every request (e.g. `OpenAI-Organization`).
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Send requests through `transport` (recorder, playback, custom client).
-    pub fn transport(mut self, transport: Arc<dyn Transport>) -> Self {
-        self.transport = Some(transport);
-        self
-    }
-
-    /// Set the retry policy.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.config.retry = retry;
-        self
-    }
-
-    /// Set the bound on a whole call, retries included.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.config.timeout = timeout;
-        self
-    }
-
-    /// Set the bound on the silence between two chunks of a stream.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.config.idle_timeout = timeout;
-        self
-    }
-
-    /// Set timeouts and retries at once.
-    pub fn http_config(mut self, config: HttpConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// Limit the calls to this API: requests and tokens per window, calls
-    /// in flight (see [`RateLimit`]). Every provider at the same base URL
-    /// shares one budget in a run; outside a run, this provider and its
-    /// clones share it.
-    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
-        self.limit = ProviderLimit::new(NAME, &self.base_url, limit);
+        self.http.api_key = None;
         self
     }
 
@@ -199,11 +142,6 @@ impl OpenAi {
     pub fn strict_schema(mut self, strict: bool) -> Self {
         self.strict_schema = strict;
         self
-    }
-
-    /// The base URL requests go to.
-    pub fn endpoint(&self) -> &str {
-        &self.base_url
     }
 
     /// The JSON body of the chat completions request for `request`.
@@ -304,30 +242,20 @@ impl OpenAi {
     }
 
     fn resolved_transport(&self) -> Arc<dyn Transport> {
-        resolve_transport(&self.transport)
+        self.http.resolved_transport()
     }
 
     fn client<'a>(&'a self, transport: &'a dyn Transport) -> HttpClient<'a> {
-        HttpClient {
-            provider: NAME,
-            transport,
-            config: &self.config,
-            limit: Some((&self.limit, &self.base_url)),
-        }
+        self.http.client(transport)
     }
 
     fn http_request(&self, path: &str, body: Value) -> HttpRequest {
-        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
-        headers.extend(self.headers.iter().cloned());
-        HttpRequest {
-            method: "POST".to_string(),
-            url: join_url(&self.base_url, path),
-            headers,
-            body: Some(body),
-        }
+        let auth = self
+            .http
+            .api_key
+            .as_ref()
+            .map(|key| ("authorization".to_string(), format!("Bearer {key}")));
+        self.http.post(path, auth.into_iter().collect(), body)
     }
 
     async fn complete_full(
@@ -475,7 +403,7 @@ impl Provider for OpenAi {
     /// `OPENAI_API_KEY` when there is no key for OpenAI's own API (a local
     /// or compatible server may need none).
     fn missing_key(&self) -> Option<&'static str> {
-        (self.api_key.is_none() && self.base_url == DEFAULT_BASE_URL).then_some("OPENAI_API_KEY")
+        self.http.missing_key()
     }
 
     async fn complete(

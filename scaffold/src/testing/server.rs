@@ -589,16 +589,7 @@ async fn handle(
         settings.clone()
     };
     let received = std::time::Instant::now();
-    let fault = seq
-        .checked_sub(settings.plan_start)
-        .and_then(|i| settings.faults.get(i).cloned())
-        .unwrap_or_default();
-    let fault = match settings.rate_limit {
-        Some((window, requests)) if fault == Fault::None => {
-            over_rate_limit(shared, received, window, requests)
-        }
-        _ => fault,
-    };
+    let fault = fault_for(shared, &settings, seq, received);
     lock(&shared.log).push(RecordedRequest {
         seq,
         method: request.method.clone(),
@@ -610,20 +601,87 @@ async fn handle(
 
     let route = route(&request.path);
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let request_id = request_id_header(route, seq);
 
     if !sleep_or_shutdown(settings.latency, shutdown).await {
         return Ok(false);
     }
-
-    match &fault {
-        Fault::None => {}
-        Fault::Delay(d) => {
-            if !sleep_or_shutdown(*d, shutdown).await {
-                return Ok(false);
-            }
+    let answered = answer_fault(socket, &fault, route, request_id.clone(), shutdown).await?;
+    if let Some(keep_open) = answered {
+        return Ok(keep_open);
+    }
+    if let Some((status, body)) = rejection(route, &request, &body, &settings) {
+        write_json(socket, status, &[request_id], &body, true).await?;
+        return Ok(true);
+    }
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("fake-model")
+        .to_string();
+    if route == Route::Embeddings {
+        let reply = payloads::openai_embeddings(&model, &body, settings.embedding_dims);
+        return send_full(socket, &fault, &[request_id], &reply, shutdown).await;
+    }
+    let seen = RecordedRequest {
+        seq,
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body: request.body,
+        received,
+    };
+    let (message, request_id) = match compose(shared, route, &seen, &body, model, request_id) {
+        Ok(composed) => composed,
+        Err((request_id, body)) => {
+            write_json(socket, 400, &[request_id], &body, true).await?;
+            return Ok(true);
         }
+    };
+    let reply = Reply {
+        fault: &fault,
+        settings: &settings,
+        route,
+        request_id,
+    };
+    reply.send(socket, &message, &body, shutdown).await
+}
+
+/// The fault planned for request `seq`, else the rate limit's, if any.
+fn fault_for(
+    shared: &Shared,
+    settings: &Settings,
+    seq: usize,
+    received: std::time::Instant,
+) -> Fault {
+    let fault = seq
+        .checked_sub(settings.plan_start)
+        .and_then(|i| settings.faults.get(i).cloned())
+        .unwrap_or_default();
+    match settings.rate_limit {
+        Some((window, requests)) if fault == Fault::None => {
+            over_rate_limit(shared, received, window, requests)
+        }
+        _ => fault,
+    }
+}
+
+/// Answer with `fault` when it replaces the answer: `Some(keep_open)`;
+/// `None` when the request is answered as usual (after a delay, or with a
+/// fault in the answer itself).
+async fn answer_fault(
+    socket: &mut TcpStream,
+    fault: &Fault,
+    route: Route,
+    request_id: (String, String),
+    shutdown: &mut watch::Receiver<bool>,
+) -> io::Result<Option<bool>> {
+    match fault {
+        Fault::None
+        | Fault::MalformedJson
+        | Fault::TruncatedStream { .. }
+        | Fault::StalledStream { .. } => Ok(None),
+        Fault::Delay(d) => Ok((!sleep_or_shutdown(*d, shutdown).await).then_some(false)),
         Fault::RateLimited { retry_after } => {
             let mut headers = vec![request_id];
             if let Some(wait) = retry_after {
@@ -634,15 +692,15 @@ async fn handle(
                 ));
             }
             write_json(socket, 429, &headers, &error_body(route, 429), true).await?;
-            return Ok(true);
+            Ok(Some(true))
         }
         Fault::ServerError => {
             write_json(socket, 500, &[request_id], &error_body(route, 500), true).await?;
-            return Ok(true);
+            Ok(Some(true))
         }
         Fault::Overloaded => {
             write_json(socket, 529, &[request_id], &error_body(route, 529), true).await?;
-            return Ok(true);
+            Ok(Some(true))
         }
         Fault::Status {
             status,
@@ -651,50 +709,41 @@ async fn handle(
         } => {
             let mut all = vec![request_id];
             all.extend(headers.iter().cloned());
-            write_raw(
-                socket,
-                *status,
-                "application/json",
-                &all,
-                body.as_bytes(),
-                true,
-            )
-            .await?;
-            return Ok(true);
+            let bytes = body.as_bytes();
+            write_raw(socket, *status, "application/json", &all, bytes, true).await?;
+            Ok(Some(true))
         }
         Fault::Hang => {
             wait_for_close(socket, shutdown).await;
-            return Ok(false);
+            Ok(Some(false))
         }
         Fault::Reset => {
             reset(socket);
-            return Ok(false);
+            Ok(Some(false))
         }
         Fault::WrongContentType => {
             let html = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>Please sign in to the network.</body></html>";
-            write_raw(
-                socket,
-                200,
-                "text/html; charset=utf-8",
-                &[request_id],
-                html,
-                true,
-            )
-            .await?;
-            return Ok(true);
+            let content_type = "text/html; charset=utf-8";
+            write_raw(socket, 200, content_type, &[request_id], html, true).await?;
+            Ok(Some(true))
         }
-        Fault::MalformedJson | Fault::TruncatedStream { .. } | Fault::StalledStream { .. } => {}
     }
+}
 
-    // Checks a real API makes.
+/// The checks a real API makes: the status and error body of a request
+/// it refuses, or `None`.
+fn rejection(
+    route: Route,
+    request: &Request,
+    body: &Value,
+    settings: &Settings,
+) -> Option<(u16, Value)> {
     if route == Route::Unknown {
-        write_json(socket, 404, &[request_id], &error_body(route, 404), true).await?;
-        return Ok(true);
+        return Some((404, error_body(route, 404)));
     }
     if request.method != "POST" {
         let body = payloads::openai_error_message("Method not allowed.", "method_not_allowed");
-        write_json(socket, 405, &[request_id], &body, true).await?;
-        return Ok(true);
+        return Some((405, body));
     }
     if let Some(key) = &settings.api_key {
         let ok = match route {
@@ -710,8 +759,7 @@ async fn handle(
                     .map(|h| h.trim_start_matches("Bearer ")),
             };
             let body = payloads::wrong_key_error(route == Route::Messages, presented.unwrap_or(""));
-            write_json(socket, 401, &[request_id], &body, true).await?;
-            return Ok(true);
+            return Some((401, body));
         }
     }
     if body.is_null() {
@@ -720,88 +768,102 @@ async fn handle(
             Route::Messages => payloads::anthropic_error_message("invalid_request_error", message),
             _ => payloads::openai_error_message(message, "invalid_json"),
         };
-        write_json(socket, 400, &[request_id], &body, true).await?;
-        return Ok(true);
+        return Some((400, body));
     }
-    if route == Route::Messages {
-        let problem = if request.header("anthropic-version").is_none() {
-            Some("anthropic-version: header is required")
-        } else if body.get("max_tokens").and_then(Value::as_u64).is_none() {
-            Some("max_tokens: Field required")
-        } else {
-            None
-        };
-        if let Some(message) = problem {
-            let body = payloads::anthropic_error_message("invalid_request_error", message);
-            write_json(socket, 400, &[request_id], &body, true).await?;
-            return Ok(true);
-        }
+    if route != Route::Messages {
+        return None;
     }
+    let problem = if request.header("anthropic-version").is_none() {
+        "anthropic-version: header is required"
+    } else if body.get("max_tokens").and_then(Value::as_u64).is_none() {
+        "max_tokens: Field required"
+    } else {
+        return None;
+    };
+    Some((
+        400,
+        payloads::anthropic_error_message("invalid_request_error", problem),
+    ))
+}
 
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("fake-model")
-        .to_string();
+/// A header's name and value.
+type Header = (String, String);
 
-    if route == Route::Embeddings {
-        let reply = payloads::openai_embeddings(&model, &body, settings.embedding_dims);
-        return send_full(socket, &fault, &[request_id], &reply, shutdown).await;
-    }
-
-    let (message, request_id) = if shared.rules.is_empty() {
-        let content = answer_for(route, &body, seq, lock(&shared.replies).pop_front());
-        let usage = payloads::usage_for(&body, &content);
+/// The message answering `seen` (from the scripted replies, or the routing
+/// rules) with its request-id header; `Err` with the 400 body when no rule
+/// matches.
+fn compose(
+    shared: &Shared,
+    route: Route,
+    seen: &RecordedRequest,
+    body: &Value,
+    model: String,
+    request_id: (String, String),
+) -> Result<(Message, Header), (Header, Value)> {
+    let seq = seen.seq;
+    if shared.rules.is_empty() {
+        let content = answer_for(route, body, seq, lock(&shared.replies).pop_front());
+        let usage = payloads::usage_for(body, &content);
         let id = match route {
             Route::Messages => format!("msg_fake{seq:06}"),
             _ => format!("chatcmpl-fake{seq:06}"),
         };
-        (Message::new(id, model, content, usage), request_id)
-    } else {
-        let api = match route {
-            Route::Messages => Api::Anthropic,
-            _ => Api::OpenAi,
-        };
-        let seen = RecordedRequest {
-            seq,
-            method: request.method,
-            path: request.path,
-            headers: request.headers,
-            body: request.body,
-            received,
-        };
-        match router::route(&shared.rules, api, &seen, &body) {
-            Ok(routed) => (routed.message, (request_id.0, routed.request_id)),
-            Err(why) => {
-                let body = match api {
-                    Api::Anthropic => {
-                        payloads::anthropic_error_message("invalid_request_error", &why)
-                    }
-                    Api::OpenAi => payloads::openai_error_message(&why, "no_matching_rule"),
-                };
-                write_json(socket, 400, &[request_id], &body, true).await?;
-                return Ok(true);
-            }
-        }
-    };
-    if stream {
-        let events = match route {
-            Route::Chat => {
-                let include_usage = body
-                    .pointer("/stream_options/include_usage")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                payloads::openai_stream(&message, include_usage)
-            }
-            _ => payloads::anthropic_stream(&message),
-        };
-        return send_stream(socket, &fault, request_id, events, &settings, shutdown).await;
+        return Ok((Message::new(id, model, content, usage), request_id));
     }
-    let reply = match route {
-        Route::Chat => payloads::openai_completion(&message),
-        _ => payloads::anthropic_message(&message),
+    let api = match route {
+        Route::Messages => Api::Anthropic,
+        _ => Api::OpenAi,
     };
-    send_full(socket, &fault, &[request_id], &reply, shutdown).await
+    match router::route(&shared.rules, api, seen, body) {
+        Ok(routed) => Ok((routed.message, (request_id.0, routed.request_id))),
+        Err(why) => {
+            let body = match api {
+                Api::Anthropic => payloads::anthropic_error_message("invalid_request_error", &why),
+                Api::OpenAi => payloads::openai_error_message(&why, "no_matching_rule"),
+            };
+            Err((request_id, body))
+        }
+    }
+}
+
+/// How a chat or messages answer goes out.
+struct Reply<'a> {
+    fault: &'a Fault,
+    settings: &'a Settings,
+    route: Route,
+    request_id: (String, String),
+}
+
+impl Reply<'_> {
+    /// Send `message`, streamed when the request `body` asks for a stream.
+    async fn send(
+        self,
+        socket: &mut TcpStream,
+        message: &Message,
+        body: &Value,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> io::Result<bool> {
+        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        if stream {
+            let events = match self.route {
+                Route::Chat => {
+                    let include_usage = body
+                        .pointer("/stream_options/include_usage")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    payloads::openai_stream(message, include_usage)
+                }
+                _ => payloads::anthropic_stream(message),
+            };
+            let (fault, settings) = (self.fault, self.settings);
+            return send_stream(socket, fault, self.request_id, events, settings, shutdown).await;
+        }
+        let reply = match self.route {
+            Route::Chat => payloads::openai_completion(message),
+            _ => payloads::anthropic_message(message),
+        };
+        send_full(socket, self.fault, &[self.request_id], &reply, shutdown).await
+    }
 }
 
 /// The answer to a chat or messages request.

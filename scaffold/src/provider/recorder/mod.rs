@@ -40,8 +40,7 @@ pub use cassette::{
     CASSETTE_VERSION, Cassette, RecordedAttempt, RecordedRequest, RecordedResponse, Timing,
 };
 pub(crate) use playback::PLAYED_BACK_HEADER;
-pub use playback::RECORDING_ID_HEADER;
-pub(crate) use playback::release_idle as release_idle_playback;
+pub use playback::{Playback, RECORDING_ID_HEADER};
 pub use redact::{REDACTED, RedactPattern};
 pub(crate) use redact::{Scrubber, builtin_scrubber, secrets_of};
 pub use tool::{TOOL_RECORDING_VERSION, ToolAnswer, ToolRecorder, ToolRecording};
@@ -353,6 +352,7 @@ pub struct ProviderRecorder {
     patterns: Vec<RedactPattern>,
     inner: Option<Arc<dyn Transport>>,
     rerecord: Option<String>,
+    playback: Playback,
 }
 
 impl fmt::Debug for ProviderRecorder {
@@ -379,6 +379,7 @@ impl ProviderRecorder {
             patterns: Vec::new(),
             inner: None,
             rerecord: None,
+            playback: Playback::new(),
         }
     }
 
@@ -410,6 +411,13 @@ impl ProviderRecorder {
     /// [`rerecord_filter`].
     pub fn rerecord_command(mut self, command: impl Into<String>) -> ProviderRecorder {
         self.rerecord = Some(command.into());
+        self
+    }
+
+    /// Play back on `shared`'s server, with its caches, instead of this
+    /// recorder's own (the harness hands one to every eval of a run).
+    pub fn playback(mut self, shared: Playback) -> ProviderRecorder {
+        self.playback = shared;
         self
     }
 
@@ -452,6 +460,7 @@ impl ProviderRecorder {
             )),
             RecorderMode::Playback => Arc::new(playback::PlaybackTransport::new(
                 inner,
+                self.playback.clone(),
                 &self.dir,
                 redactor,
                 self.rerecord.as_deref(),

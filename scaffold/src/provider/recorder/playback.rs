@@ -1,9 +1,11 @@
-//! Playback mode: one wiremock server per process answers every recorded
-//! call from its cassette, found by key.
+//! Playback mode: one wiremock server per [`Playback`] (the harness makes
+//! one per run) answers every recorded call from its cassette, found by key.
 //!
 //! The server is started lazily by the first playback request and lives as
-//! long as the process: wiremock serves it from a thread of its own, so test
-//! harness runtimes may come and go. Every `REQUESTS_PER_RESET` requests it
+//! long as its `Playback`: wiremock serves it from a thread of its own, so
+//! test harness runtimes may come and go. The recorder scopes, the staged
+//! cassettes and the cassette cache belong to the `Playback` too, so two
+//! runs in one process see nothing of each other. Every `REQUESTS_PER_RESET` requests it
 //! is reset and its responder mounted again, because wiremock keeps a copy
 //! of every request a mock matched until then; a gate keeps requests from
 //! reaching it between the reset and the new mount.
@@ -28,7 +30,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -77,7 +79,7 @@ const CACHE_CAPACITY: usize = 32;
 /// time) left each arena it passed through holding pages.
 const REQUESTS_PER_RESET: u64 = if cfg!(test) { 4 } else { 128 };
 
-/// The playback server of this process.
+/// The playback server of a [`Playback`].
 pub(crate) struct PlaybackServer {
     uri: String,
     server: MockServer,
@@ -89,10 +91,93 @@ pub(crate) struct PlaybackServer {
     /// a reset: no request reaches the server while it has no responder,
     /// and a reset waits for the exchanges in flight.
     gate: tokio::sync::RwLock<()>,
+    /// What the responder answers from.
+    book: Arc<Book>,
 }
 
-/// The playback server, once started.
-static SERVER: tokio::sync::OnceCell<PlaybackServer> = tokio::sync::OnceCell::const_new();
+/// Playback's server and what it answers from: the recorder scopes, the
+/// staged cassettes and the parsed-cassette cache.
+///
+/// The eval harness makes one per run and hands it to every eval's
+/// [`ProviderRecorder`](super::ProviderRecorder) with
+/// [`ProviderRecorder::playback`](super::ProviderRecorder::playback); a
+/// recorder given none makes its own. Clones share the server (started by
+/// the first playback request) and the caches; the server stops when the
+/// last clone is dropped.
+///
+/// ```
+/// use scaffold::provider::recorder::{Playback, ProviderRecorder, RecorderMode};
+///
+/// let playback = Playback::new();
+/// let a = ProviderRecorder::new("evals/a", RecorderMode::Playback).playback(playback.clone());
+/// let b = ProviderRecorder::new("evals/b", RecorderMode::Playback).playback(playback);
+/// # let _ = (a.transport(), b.transport());
+/// ```
+#[derive(Clone, Default)]
+pub struct Playback {
+    inner: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    server: tokio::sync::OnceCell<PlaybackServer>,
+    book: Arc<Book>,
+}
+
+/// What a playback server answers from. The responder holds it, not the
+/// [`Playback`] (which holds the server): no cycle.
+#[derive(Default)]
+struct Book {
+    scopes: RwLock<Vec<Arc<Scope>>>,
+    cache: Mutex<Cache>,
+    /// Cassettes staged by the transport for the responder, by token.
+    staged: Mutex<HashMap<u64, StagedAnswer>>,
+    next_token: AtomicU64,
+}
+
+impl std::fmt::Debug for Playback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Playback")
+            .field("started", &self.inner.server.initialized())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Playback {
+    /// A playback with no server yet and empty caches.
+    pub fn new() -> Playback {
+        Playback::default()
+    }
+
+    /// Let go of what playback holds between requests, once no more will
+    /// come: the requests the server's mock kept since its last reset (their
+    /// headers pin the connections' read buffers) and the parsed cassettes.
+    /// The server stays up and answers as before if asked again.
+    pub(crate) async fn release_idle(&self) {
+        if let Some(server) = self.inner.server.get() {
+            server.reset().await;
+        }
+        *self
+            .inner
+            .book
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Cache::default();
+    }
+
+    /// The playback server, started by the first caller.
+    pub(crate) async fn server(&self) -> Result<&PlaybackServer, String> {
+        let book = &self.inner.book;
+        self.inner
+            .server
+            .get_or_try_init(|| start_server(book.clone()))
+            .await
+    }
+
+    fn book(&self) -> &Book {
+        &self.inner.book
+    }
+}
 
 impl PlaybackServer {
     /// Let one request through to the server (resetting it first when its
@@ -117,30 +202,14 @@ impl PlaybackServer {
         // runtime may have no timer).
         #[cfg(test)]
         std::thread::sleep(std::time::Duration::from_millis(2));
-        mount_responder(&self.server).await;
+        mount_responder(&self.server, &self.book).await;
         self.resets.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// Let go of what playback holds between requests, once no more will
-/// come: the requests the server's mock kept since its last reset (their
-/// headers pin the connections' read buffers) and the parsed cassettes.
-/// The server stays up and answers as before if asked again.
-pub(crate) async fn release_idle() {
-    if let Some(server) = SERVER.get() {
-        server.reset().await;
-    }
-    *CACHE.lock().unwrap_or_else(|e| e.into_inner()) = Cache::default();
-}
-
-/// The playback server, started by the first caller.
-pub(crate) async fn server() -> Result<&'static PlaybackServer, String> {
-    SERVER.get_or_try_init(start_server).await
-}
-
-async fn mount_responder(server: &MockServer) {
+async fn mount_responder(server: &MockServer, book: &Arc<Book>) {
     Mock::given(wiremock::matchers::any())
-        .respond_with(PlaybackResponder)
+        .respond_with(PlaybackResponder(book.clone()))
         .named("scaffold playback")
         .mount(server)
         .await;
@@ -149,8 +218,9 @@ async fn mount_responder(server: &MockServer) {
 /// Start the server. It runs on wiremock's own thread; it is started from
 /// a short-lived thread with a runtime of its own, so that the caller's
 /// runtime needs no timer.
-async fn start_server() -> Result<PlaybackServer, String> {
+async fn start_server(book: Arc<Book>) -> Result<PlaybackServer, String> {
     let (tx, rx) = tokio::sync::oneshot::channel::<Result<MockServer, String>>();
+    let responder_book = book.clone();
     std::thread::Builder::new()
         .name("scaffold-playback".to_string())
         .spawn(move || {
@@ -167,7 +237,7 @@ async fn start_server() -> Result<PlaybackServer, String> {
                             .disable_request_recording()
                             .start()
                             .await;
-                        mount_responder(&server).await;
+                        mount_responder(&server, &responder_book).await;
                         Ok(server)
                     })
                 });
@@ -181,6 +251,7 @@ async fn start_server() -> Result<PlaybackServer, String> {
             sent: AtomicU64::new(0),
             resets: AtomicU64::new(0),
             gate: tokio::sync::RwLock::new(()),
+            book,
         }),
         Ok(Err(e)) => Err(format!(
             "playback: could not start the playback server: {e}"
@@ -201,41 +272,42 @@ struct Scope {
     rerecord: Option<String>,
 }
 
-static SCOPES: RwLock<Vec<Arc<Scope>>> = RwLock::new(Vec::new());
-
-/// Register (or find) the scope of a recorder: its index for
-/// [`SCOPE_HEADER`], and the scope. Recorders with the same folder, rules
-/// and command share one, so the registry does not grow with the number of
-/// recorders.
-fn register_scope(
-    dir: &Path,
-    redactor: Arc<Redactor>,
-    rerecord: Option<&str>,
-) -> (usize, Arc<Scope>) {
-    let key = redactor.key();
-    let mut scopes = SCOPES.write().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = scopes
-        .iter()
-        .position(|s| s.dir == dir && s.key == key && s.rerecord.as_deref() == rerecord)
-    {
-        return (i, scopes[i].clone());
+impl Book {
+    /// Register (or find) the scope of a recorder: its index for
+    /// [`SCOPE_HEADER`], and the scope. Recorders with the same folder, rules
+    /// and command share one, so the registry does not grow with the number of
+    /// recorders.
+    fn register_scope(
+        &self,
+        dir: &Path,
+        redactor: Arc<Redactor>,
+        rerecord: Option<&str>,
+    ) -> (usize, Arc<Scope>) {
+        let key = redactor.key();
+        let mut scopes = self.scopes.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = scopes
+            .iter()
+            .position(|s| s.dir == dir && s.key == key && s.rerecord.as_deref() == rerecord)
+        {
+            return (i, scopes[i].clone());
+        }
+        let scope = Arc::new(Scope {
+            dir: dir.to_path_buf(),
+            redactor,
+            key,
+            rerecord: rerecord.map(str::to_string),
+        });
+        scopes.push(scope.clone());
+        (scopes.len() - 1, scope)
     }
-    let scope = Arc::new(Scope {
-        dir: dir.to_path_buf(),
-        redactor,
-        key,
-        rerecord: rerecord.map(str::to_string),
-    });
-    scopes.push(scope.clone());
-    (scopes.len() - 1, scope)
-}
 
-fn scope(index: usize) -> Option<Arc<Scope>> {
-    SCOPES
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(index)
-        .cloned()
+    fn scope(&self, index: usize) -> Option<Arc<Scope>> {
+        self.scopes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(index)
+            .cloned()
+    }
 }
 
 /// A parsed cassette and the answer it gives.
@@ -287,41 +359,37 @@ struct Cache {
     order: VecDeque<PathBuf>,
 }
 
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache::default()));
-
 /// A staged cassette and the attempt of the call it answers.
 type StagedAnswer = (Arc<Loaded>, u32);
 
-/// Cassettes staged by the transport for the responder, by token.
-static STAGED: LazyLock<Mutex<HashMap<u64, StagedAnswer>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(0);
-
 /// Stages a cassette for one request; unstages it when dropped (the
 /// responder usually takes it first).
-struct Staged(u64);
+struct Staged<'a> {
+    token: u64,
+    book: &'a Book,
+}
 
-impl Staged {
-    fn new(loaded: Arc<Loaded>, attempt: u32) -> Staged {
-        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
-        STAGED
+impl Book {
+    fn stage(&self, loaded: Arc<Loaded>, attempt: u32) -> Staged<'_> {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        self.staged
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(token, (loaded, attempt));
-        Staged(token)
+        Staged { token, book: self }
     }
 
-    fn take(token: u64) -> Option<StagedAnswer> {
-        STAGED
+    fn take(&self, token: u64) -> Option<StagedAnswer> {
+        self.staged
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&token)
     }
 }
 
-impl Drop for Staged {
+impl Drop for Staged<'_> {
     fn drop(&mut self) {
-        Staged::take(self.0);
+        self.book.take(self.token);
     }
 }
 
@@ -331,73 +399,76 @@ enum LoadError {
     BadAnswer(String),
 }
 
-fn load(path: &Path) -> Result<Arc<Loaded>, LoadError> {
-    let read_error = |source: std::io::Error| {
-        LoadError::Bad(RecorderError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    let mut file = match fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
-        Err(e) => return Err(read_error(e)),
-    };
-    let meta = file.metadata().map_err(read_error)?;
-    let modified = meta.modified().ok();
-    let len = meta.len();
-    {
-        let cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(hit) = cache.entries.get(path)
-            && hit.modified == modified
-            && hit.len == len
+impl Book {
+    /// The parsed cassette at `path`, from the cache when the file is unchanged.
+    fn load(&self, path: &Path) -> Result<Arc<Loaded>, LoadError> {
+        let read_error = |source: std::io::Error| {
+            LoadError::Bad(RecorderError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let mut file = match fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+            Err(e) => return Err(read_error(e)),
+        };
+        let meta = file.metadata().map_err(read_error)?;
+        let modified = meta.modified().ok();
+        let len = meta.len();
         {
-            return Ok(hit.clone());
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(hit) = cache.entries.get(path)
+                && hit.modified == modified
+                && hit.len == len
+            {
+                return Ok(hit.clone());
+            }
         }
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    // Through `Take`: `File::read_to_end` would ask the size and position
-    // again (two more system calls a cassette) for what `len` already says;
-    // a file that grew since is read to its end all the same.
-    (&mut file)
-        .take(u64::MAX)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    let cassette = Cassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
-    let answers = cassette
-        .attempts
-        .iter()
-        .map(|failed| &failed.response)
-        .chain([&cassette.response])
-        .map(answer_for)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(LoadError::BadAnswer)?;
-    let request_body = cassette
-        .request
-        .body
-        .as_ref()
-        .and_then(|b| serde_json::to_vec(b).ok());
-    let loaded = Arc::new(Loaded {
-        modified,
-        len,
-        cassette,
-        request_body,
-        answers,
-    });
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if cache
-        .entries
-        .insert(path.to_path_buf(), loaded.clone())
-        .is_none()
-    {
-        cache.order.push_back(path.to_path_buf());
-    }
-    while cache.order.len() > CACHE_CAPACITY {
-        if let Some(old) = cache.order.pop_front() {
-            cache.entries.remove(&old);
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        // Through `Take`: `File::read_to_end` would ask the size and position
+        // again (two more system calls a cassette) for what `len` already says;
+        // a file that grew since is read to its end all the same.
+        (&mut file)
+            .take(u64::MAX)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        let cassette = Cassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
+        let answers = cassette
+            .attempts
+            .iter()
+            .map(|failed| &failed.response)
+            .chain([&cassette.response])
+            .map(answer_for)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(LoadError::BadAnswer)?;
+        let request_body = cassette
+            .request
+            .body
+            .as_ref()
+            .and_then(|b| serde_json::to_vec(b).ok());
+        let loaded = Arc::new(Loaded {
+            modified,
+            len,
+            cassette,
+            request_body,
+            answers,
+        });
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache
+            .entries
+            .insert(path.to_path_buf(), loaded.clone())
+            .is_none()
+        {
+            cache.order.push_back(path.to_path_buf());
         }
+        while cache.order.len() > CACHE_CAPACITY {
+            if let Some(old) = cache.order.pop_front() {
+                cache.entries.remove(&old);
+            }
+        }
+        Ok(loaded)
     }
-    Ok(loaded)
 }
 
 /// The recorded answer as a response template, checked so wiremock cannot panic on it.
@@ -425,12 +496,12 @@ fn answer_for(response: &RecordedResponse) -> Result<ResponseTemplate, String> {
     Ok(answer.set_body_raw(response.body_bytes(), &content_type))
 }
 
-/// The single responder of the playback server.
-struct PlaybackResponder;
+/// The single responder of a playback server.
+struct PlaybackResponder(Arc<Book>);
 
 impl Respond for PlaybackResponder {
     fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
-        match serve(request) {
+        match serve(&self.0, request) {
             Ok(answer) => answer,
             Err(message) => ResponseTemplate::new(ERROR_STATUS)
                 .insert_header(ERROR_HEADER, "1")
@@ -439,13 +510,13 @@ impl Respond for PlaybackResponder {
     }
 }
 
-fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
+fn serve(book: &Book, request: &wiremock::Request) -> Result<ResponseTemplate, String> {
     let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
     // The usual request, staged by the transport and the recorded one to
     // the byte, is answered before anything else is looked up.
     let staged = header(TOKEN_HEADER)
         .and_then(|t| t.parse::<u64>().ok())
-        .and_then(Staged::take);
+        .and_then(|token| book.take(token));
     if let Some((loaded, attempt)) = &staged
         && loaded.matches_exactly(request)
     {
@@ -461,7 +532,7 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
     })?;
     let scope = header(SCOPE_HEADER)
         .and_then(|s| s.parse::<usize>().ok())
-        .and_then(scope)
+        .and_then(|index| book.scope(index))
         .ok_or_else(|| {
             format!("playback: request for `{id_text}` names no known recorder (`{SCOPE_HEADER}`)")
         })?;
@@ -472,7 +543,9 @@ fn serve(request: &wiremock::Request) -> Result<ResponseTemplate, String> {
         Some(staged) => staged,
         None => {
             // Another client: it says no attempt, so it gets the final answer.
-            let loaded = load(&path).map_err(|e| load_error_message(&id, &path, e, &scope))?;
+            let loaded = book
+                .load(&path)
+                .map_err(|e| load_error_message(&id, &path, e, &scope))?;
             let attempt = u32::try_from(loaded.cassette.attempts.len()).unwrap_or(u32::MAX);
             if loaded.matches_exactly(request) {
                 return Ok(loaded.answer(attempt));
@@ -532,6 +605,7 @@ fn load_error_message(id: &RecordingId, path: &Path, error: LoadError, scope: &S
 /// Sends every request to the playback server through the inner (real HTTP) transport.
 pub(crate) struct PlaybackTransport {
     inner: Arc<dyn Transport>,
+    playback: Playback,
     scope_index: usize,
     scope: Arc<Scope>,
 }
@@ -539,13 +613,15 @@ pub(crate) struct PlaybackTransport {
 impl PlaybackTransport {
     pub(crate) fn new(
         inner: Arc<dyn Transport>,
+        playback: Playback,
         dir: &Path,
         redactor: Arc<Redactor>,
         rerecord: Option<&str>,
     ) -> PlaybackTransport {
-        let (scope_index, scope) = register_scope(dir, redactor, rerecord);
+        let (scope_index, scope) = playback.book().register_scope(dir, redactor, rerecord);
         PlaybackTransport {
             inner,
+            playback,
             scope_index,
             scope,
         }
@@ -563,15 +639,20 @@ impl Transport for PlaybackTransport {
         // Read and parse the cassette here, off the server's single thread.
         // Small files: reading them inline costs less than a blocking task.
         let path = self.scope.dir.join(format!("{id}.json"));
-        let loaded = load(&path).map_err(|e| {
+        let book = self.playback.book();
+        let loaded = book.load(&path).map_err(|e| {
             TransportError::Playback(load_error_message(&id, &path, e, &self.scope))
         })?;
         let attempt = context.attempt;
         let (recorded, timing) = loaded.cassette.exchange(attempt);
         let broke_off = recorded.failure();
         let wait = loaded.cassette.wait_before(attempt);
-        let staged = Staged::new(loaded, attempt);
-        let server = server().await.map_err(TransportError::Playback)?;
+        let staged = book.stage(loaded, attempt);
+        let server = self
+            .playback
+            .server()
+            .await
+            .map_err(TransportError::Playback)?;
         let uri = &server.uri;
         let (_, path, query) = split_url(&request.url);
         let url = match query {
@@ -589,7 +670,7 @@ impl Transport for PlaybackTransport {
             .collect();
         headers.push((RECORDING_ID_HEADER.to_string(), id.to_string()));
         headers.push((SCOPE_HEADER.to_string(), self.scope_index.to_string()));
-        headers.push((TOKEN_HEADER.to_string(), staged.0.to_string()));
+        headers.push((TOKEN_HEADER.to_string(), staged.token.to_string()));
         let rewritten = HttpRequest {
             method: request.method,
             url,
@@ -778,7 +859,8 @@ mod tests {
             201,
             [("content-type".to_string(), "application/json".to_string())].into(),
         );
-        let (scope, _) = register_scope(&dir, Arc::new(Redactor::default()), None);
+        let book = Book::default();
+        let (scope, _) = book.register_scope(&dir, Arc::new(Redactor::default()), None);
         let scope = scope.to_string();
         let id_text = id.to_string();
         let headers = [
@@ -786,45 +868,48 @@ mod tests {
             (SCOPE_HEADER, scope.as_str()),
         ];
 
-        assert!(serve(&request(&headers, &body)).is_ok());
+        assert!(serve(&book, &request(&headers, &body)).is_ok());
         // Not the same bytes, the same request: other spacing, a lowercase method.
         let mut spaced = request(&headers, &body);
         spaced.body = serde_json::to_vec_pretty(&body).unwrap();
-        let loaded = load(&dir.join(format!("{id}.json"))).ok().unwrap();
+        let loaded = book.load(&dir.join(format!("{id}.json"))).ok().unwrap();
         assert!(!loaded.matches_exactly(&spaced));
-        assert!(serve(&spaced).is_ok());
+        assert!(serve(&book, &spaced).is_ok());
         let mut lower = request(&headers, &body);
         lower.method = Method::from_bytes(b"post").unwrap();
-        assert!(loaded.matches_exactly(&lower) && serve(&lower).is_ok());
+        assert!(loaded.matches_exactly(&lower) && serve(&book, &lower).is_ok());
         // Same body, another query or path: never an exact match.
         let mut query = request(&headers, &body);
         query.url.set_query(Some("a=1"));
         assert!(!loaded.matches_exactly(&query));
-        let err = serve(&query).err().unwrap();
+        let err = serve(&book, &query).err().unwrap();
         assert!(err.contains("(query)"), "{err}");
         let mut path = request(&headers, &body);
         path.url.set_path("/v1/other");
-        assert!(!loaded.matches_exactly(&path) && serve(&path).is_err());
+        assert!(!loaded.matches_exactly(&path) && serve(&book, &path).is_err());
         let mut empty = request(&headers, &body);
         empty.body.clear();
-        assert!(!loaded.matches_exactly(&empty) && serve(&empty).is_err());
+        assert!(!loaded.matches_exactly(&empty) && serve(&book, &empty).is_err());
 
         let mut changed = body.clone();
         changed["model"] = "other".into();
-        let err = serve(&request(&headers, &changed)).err().unwrap();
+        let err = serve(&book, &request(&headers, &changed)).err().unwrap();
         assert!(err.contains("model: \"m\" → \"other\""), "{err}");
 
-        let err = serve(&request(&headers[1..], &body)).err().unwrap();
+        let err = serve(&book, &request(&headers[1..], &body)).err().unwrap();
         assert!(err.contains(RECORDING_ID_HEADER), "{err}");
 
         let other = RecordingId::new("d", "c", "v", "n", 1).to_string();
-        let err = serve(&request(
-            &[
-                (RECORDING_ID_HEADER, other.as_str()),
-                (SCOPE_HEADER, scope.as_str()),
-            ],
-            &body,
-        ))
+        let err = serve(
+            &book,
+            &request(
+                &[
+                    (RECORDING_ID_HEADER, other.as_str()),
+                    (SCOPE_HEADER, scope.as_str()),
+                ],
+                &body,
+            ),
+        )
         .err()
         .unwrap();
         assert!(
@@ -896,6 +981,7 @@ mod tests {
         dir: PathBuf,
         path: PathBuf,
         transport: Arc<PlaybackTransport>,
+        playback: Playback,
         context: CallContext,
     }
 
@@ -905,8 +991,10 @@ mod tests {
             let _ = fs::remove_dir_all(&dir);
             let id = RecordingId::new("d", test, "v", "n", 0);
             save_cassette(&dir, &id, &Recorded::body(), 200, Default::default());
+            let playback = Playback::new();
             let transport = Arc::new(PlaybackTransport::new(
                 crate::provider::http::ReqwestTransport::shared(),
+                playback.clone(),
                 &dir,
                 Arc::new(Redactor::default()),
                 None,
@@ -915,6 +1003,7 @@ mod tests {
                 path: dir.join(format!("{id}.json")),
                 dir,
                 transport,
+                playback,
                 context: CallContext {
                     recording_id: Some(id.to_string()),
                     ..CallContext::default()
@@ -953,7 +1042,10 @@ mod tests {
                 .send(Recorded::request(), &recorded.context)
         };
         let cached = |path: &Path| {
-            CACHE
+            recorded
+                .playback
+                .book()
+                .cache
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .entries
@@ -970,13 +1062,60 @@ mod tests {
                 Ok(200)
             );
             assert!(cached(path), "the cassette was not cached");
-            release_idle().await;
+            recorded.playback.release_idle().await;
             assert!(!cached(path), "the cassette is still cached");
             assert_eq!(
                 send().await.map(|r| r.status).map_err(|e| e.to_string()),
                 Ok(200)
             );
         });
+    }
+
+    /// Two runs in one process, each with its `Playback`: neither sees the
+    /// other's recorder scopes, staged cassettes, cache or server.
+    #[test]
+    fn two_playbacks_share_nothing() {
+        let (one, two) = (Recorded::new("one"), Recorded::new("two"));
+        let (a, b) = (one.playback.book(), two.playback.book());
+        // Each registry holds its own recorder alone, at index 0.
+        assert_eq!(one.transport.scope_index, 0);
+        assert_eq!(two.transport.scope_index, 0);
+        assert_eq!(a.scope(0).map(|s| s.dir.clone()), Some(one.dir.clone()));
+        assert_eq!(b.scope(0).map(|s| s.dir.clone()), Some(two.dir.clone()));
+        assert!(a.scope(1).is_none() && b.scope(1).is_none());
+        // A cassette staged in one is not answered by the other.
+        let loaded = a.load(&one.path).ok().unwrap();
+        let staged = a.stage(loaded, 0);
+        assert!(b.take(staged.token).is_none());
+        assert!(a.take(staged.token).is_some());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            // One's replay caches one's cassette, not in two's cache.
+            let sent = two.transport.send(Recorded::request(), &two.context).await;
+            assert_eq!(sent.map(|r| r.status).map_err(|e| e.to_string()), Ok(200));
+            let cached = |book: &Book, path: &Path| {
+                book.cache
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entries
+                    .contains_key(path)
+            };
+            assert!(cached(b, &two.path) && !cached(a, &two.path));
+            let sent = one.transport.send(Recorded::request(), &one.context).await;
+            assert_eq!(sent.map(|r| r.status).map_err(|e| e.to_string()), Ok(200));
+            let (s1, s2) = (one.playback.server().await, two.playback.server().await);
+            assert_ne!(s1.unwrap().uri, s2.unwrap().uri);
+        });
+        // A request naming scope 0 on two's server is served from two's folder.
+        let body = Recorded::body();
+        let id = RecordingId::new("d", "one", "v", "n", 0).to_string();
+        let headers = [(RECORDING_ID_HEADER, id.as_str()), (SCOPE_HEADER, "0")];
+        assert!(serve(a, &request(&headers, &body)).is_ok());
+        let err = serve(b, &request(&headers, &body)).err().unwrap();
+        assert!(err.contains("no recording"), "{err}");
     }
 
     #[test]
@@ -989,7 +1128,13 @@ mod tests {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let before = server().await.unwrap().resets.load(Ordering::Relaxed);
+            let before = recorded
+                .playback
+                .server()
+                .await
+                .unwrap()
+                .resets
+                .load(Ordering::Relaxed);
             // 16 senders, each one request after the other (as cells do),
             // so that resets come while requests are in flight: a request
             // that reached the server between a reset and the new mount
@@ -1013,8 +1158,15 @@ mod tests {
                 let statuses = sender.await.unwrap();
                 assert!(statuses.iter().all(|s| s == &Ok(200)), "{statuses:?}");
             }
-            // Other tests of this process share the server: at least this many resets.
-            let resets = server().await.unwrap().resets.load(Ordering::Relaxed) - before;
+            // The server is this test's own: at least this many resets.
+            let resets = recorded
+                .playback
+                .server()
+                .await
+                .unwrap()
+                .resets
+                .load(Ordering::Relaxed)
+                - before;
             assert!(
                 resets >= requests / REQUESTS_PER_RESET - 1,
                 "{resets} resets for {requests} requests"
