@@ -18,6 +18,7 @@ pub mod report;
 pub mod scorer;
 pub mod session;
 pub mod signal;
+pub mod stats;
 pub mod store;
 pub mod testing;
 pub mod util;
