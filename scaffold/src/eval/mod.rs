@@ -9,6 +9,7 @@ mod cell;
 pub mod compare;
 pub mod gate;
 pub mod results;
+mod runs;
 pub mod small_map;
 pub mod stats;
 
@@ -19,6 +20,7 @@ pub use compare::{
 };
 pub use gate::{Gate, GateOptions, GateStatistic};
 pub use results::{CellRecord, EvalResults, RunConfig};
+pub use runs::{EvalPlan, EvalRunMeta, RecordedCell};
 pub use small_map::SmallMap;
 pub use stats::{CaseTrials, Interval, LatencyStats, ScoreStats, VariantSummary, summarize};
 

@@ -99,14 +99,15 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+use crate::eval::{EvalPlan, EvalRunMeta, RecordedCell};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, ProviderRecorder, RecorderMode};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
-    ClaimKind, EvalPlan, EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, RunClaim,
-    SessionFilter, SessionStatus, Store, StoreError,
+    ClaimKind, ORIGIN_HARNESS, ORIGIN_NEXTEST, RunClaim, SessionFilter, SessionStatus, Store,
+    StoreError,
 };
 use crate::util::file_safe;
 use budget::Budget;
