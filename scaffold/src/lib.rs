@@ -24,6 +24,9 @@ pub mod testing;
 pub mod util;
 pub mod workflow;
 
+#[cfg(test)]
+mod layers;
+
 pub use scaffold_macros::{dataset, eval, scorer, variant};
 
 /// What the macros' expansions reach; not public API.
