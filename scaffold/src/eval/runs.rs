@@ -46,7 +46,7 @@ use crate::util::now_ms;
 pub struct EvalRunMeta {
     /// Unique id (a UUID, or nextest's run id).
     pub id: String,
-    /// Who runs it: [`ORIGIN_HARNESS`], [`ORIGIN_NEXTEST`] or anything else.
+    /// Who runs it: [`ORIGIN_HARNESS`](crate::store::ORIGIN_HARNESS), [`ORIGIN_NEXTEST`](crate::store::ORIGIN_NEXTEST) or anything else.
     pub origin: String,
     /// Unix milliseconds.
     pub started_at_ms: u64,
@@ -63,7 +63,7 @@ pub struct EvalRunMeta {
 }
 
 /// What a run stores of an eval beside its [`RunConfig`], so that results
-/// rebuilt from the store ([`Store::eval_results`](super::Store::eval_results))
+/// rebuilt from the store ([`Store::eval_results`](Store::eval_results))
 /// are judged as the harness judged them and know whether the run is whole.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -71,19 +71,18 @@
 //! Markdown is appended to the step summary.
 
 mod budget;
-mod erased;
+pub(crate) mod erased;
 mod finished;
 mod fork;
 mod memory;
-mod registry;
+pub(crate) mod registry;
 mod selection;
 mod settings;
 mod snapshot;
 
-pub use erased::{ErasedEval, HarnessCell, erase};
-pub use registry::{
-    Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,
-    ScorerRegistration, VariantRegistration,
+pub(crate) use erased::ErasedEval;
+pub(crate) use registry::{
+    DatasetRegistration, EvalRegistration, ScorerRegistration, VariantRegistration,
 };
 pub use settings::{OUTPUT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TRIALS_ENV, VARIANTS_ENV};
 pub use snapshot::session_summary;
@@ -443,7 +442,8 @@ pub fn main_in(manifest_dir: &str) -> ExitCode {
 
 /// [`main_in`], with the suite's `file!()` and `line!()` as the source that
 /// snapshot headers name (the file relative to the package) and
-/// `cargo insta review` shows.
+/// `cargo insta review` shows. What `main!()` expands to; not public API.
+#[doc(hidden)]
 pub fn main_for(manifest_dir: &str, suite_file: &str, suite_line: u32) -> ExitCode {
     let manifest_dir = PathBuf::from(manifest_dir);
     let source = (suite_source(&manifest_dir, suite_file), suite_line);
@@ -1860,6 +1860,8 @@ impl Baseline {
 
 #[cfg(test)]
 mod tests {
+    use super::erased::erase;
+    use super::registry::Built;
     use super::*;
 
     fn workflow() -> Built {

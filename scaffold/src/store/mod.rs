@@ -22,7 +22,7 @@
 //! each other.
 //!
 //! Eval runs (the cells each run finished, for resuming and merging) are
-//! kept beside the sessions: see [`EvalRunMeta`], [`Store::record_cell`] and
+//! kept beside the sessions: see [`EvalRunMeta`](crate::eval::EvalRunMeta), [`Store::record_cell`] and
 //! [`Store::eval_results`]. Their writes go through the same writer but the
 //! call waits until they are committed.
 //!

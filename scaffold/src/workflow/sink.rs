@@ -90,7 +90,7 @@ pub struct SessionMeta {
     /// The state before the first signal (a JSON object).
     #[serde(default)]
     pub initial_state: Value,
-    /// Free labels; [`SessionFilter::tag`] lists by them.
+    /// Free labels; [`SessionFilter::tag`](crate::store::SessionFilter::tag) lists by them.
     #[serde(default)]
     pub tags: Vec<String>,
     /// Unix time in milliseconds.
