@@ -8,7 +8,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
-use scaffold::store::{EvalPlan, EvalRunMeta, RecordedCell, Store};
+use scaffold::eval::{EvalPlan, EvalRunMeta, RecordedCell};
+use scaffold::store::Store;
 use serde_json::Value;
 
 /// The root package's test helpers (the nextest check is shared).

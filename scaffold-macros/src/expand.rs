@@ -1,7 +1,7 @@
 //! What the attributes expand to.
 //!
 //! Every expansion keeps the function as written and adds an
-//! `inventory::submit!` of a registration from `scaffold::harness`. Paths
+//! `inventory::submit!` of a registration from `scaffold::__private`. Paths
 //! are absolute (`::scaffold::...`, `::core::...`, `::std::...`); the only
 //! name added to the user's scope is `#[eval]`'s marker type, which has the
 //! function's name and lives in the type namespace only.
@@ -118,10 +118,10 @@ fn eval_marker(func: &ItemFn, ty: &Type, name: &LitStr) -> TokenStream {
             __scaffold_eval: ::core::marker::PhantomData<fn() -> #param>,
         }
 
-        impl<#param: ::scaffold::harness::EvalOutput> ::scaffold::harness::EvalDef
+        impl<#param: ::scaffold::__private::EvalOutput> ::scaffold::__private::EvalDef
             for #ident<#param>
         {
-            type State = <#param as ::scaffold::harness::EvalOutput>::State;
+            type State = <#param as ::scaffold::__private::EvalOutput>::State;
             const NAME: &'static ::core::primitive::str = #name;
         }
     }
@@ -131,11 +131,11 @@ fn eval_submit(func: &ItemFn, name: &LitStr) -> TokenStream {
     let ident = &func.sig.ident;
     let location = location(func);
     let build = quote_spanned! {ident.span()=>
-        ::scaffold::harness::erase(#ident())
+        ::scaffold::__private::erase(#ident())
     };
     quote! {
         ::scaffold::__private::inventory::submit! {
-            ::scaffold::harness::EvalRegistration {
+            ::scaffold::__private::EvalRegistration {
                 name: #name,
                 #location
                 build: || #build,
@@ -151,7 +151,7 @@ fn eval_def(path: &Path) -> TokenStream {
         .first()
         .map(|s| s.ident.span())
         .unwrap_or_else(Span::call_site);
-    quote_spanned! {span=> <#path as ::scaffold::harness::EvalDef> }
+    quote_spanned! {span=> <#path as ::scaffold::__private::EvalDef> }
 }
 
 fn variant_submit(func: &ItemFn, path: &Path, name: &LitStr) -> TokenStream {
@@ -162,7 +162,7 @@ fn variant_submit(func: &ItemFn, path: &Path, name: &LitStr) -> TokenStream {
     let call = quote_spanned! {ident.span()=> #ident() };
     quote! {
         ::scaffold::__private::inventory::submit! {
-            ::scaffold::harness::VariantRegistration {
+            ::scaffold::__private::VariantRegistration {
                 eval: #def::NAME,
                 name: #name,
                 #location
@@ -180,11 +180,11 @@ fn dataset_submit(func: &ItemFn, path: &Path, name: &LitStr) -> TokenStream {
     let def = eval_def(path);
     let location = location(func);
     let build = quote_spanned! {ident.span()=>
-        ::scaffold::harness::IntoDatasets::into_datasets(#ident())
+        ::scaffold::__private::IntoDatasets::into_datasets(#ident())
     };
     quote! {
         ::scaffold::__private::inventory::submit! {
-            ::scaffold::harness::DatasetRegistration {
+            ::scaffold::__private::DatasetRegistration {
                 eval: #def::NAME,
                 name: #name,
                 #location
@@ -202,7 +202,7 @@ fn scorer_submit(func: &ItemFn, path: &Path, name: &LitStr) -> TokenStream {
     let call = quote_spanned! {ident.span()=> ::std::sync::Arc::new(#ident()) };
     quote! {
         ::scaffold::__private::inventory::submit! {
-            ::scaffold::harness::ScorerRegistration {
+            ::scaffold::__private::ScorerRegistration {
                 eval: #def::NAME,
                 name: #name,
                 #location
@@ -249,9 +249,9 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(
-            "impl<__ScaffoldEval:::scaffold::harness::EvalOutput>::scaffold::harness::EvalDefforcode_review<__ScaffoldEval>{typeState=<__ScaffoldEvalas::scaffold::harness::EvalOutput>::State;constNAME:&'static::core::primitive::str=\"code-review\";}"
+            "impl<__ScaffoldEval:::scaffold::__private::EvalOutput>::scaffold::__private::EvalDefforcode_review<__ScaffoldEval>{typeState=<__ScaffoldEvalas::scaffold::__private::EvalOutput>::State;constNAME:&'static::core::primitive::str=\"code-review\";}"
         ), "{out}");
-        assert!(out.contains("::scaffold::__private::inventory::submit!{::scaffold::harness::EvalRegistration{name:\"code-review\",file:::core::file!(),line:::core::line!(),build:||::scaffold::harness::erase(code_review()),}}"), "{out}");
+        assert!(out.contains("::scaffold::__private::inventory::submit!{::scaffold::__private::EvalRegistration{name:\"code-review\",file:::core::file!(),line:::core::line!(),build:||::scaffold::__private::erase(code_review()),}}"), "{out}");
         assert!(!out.contains("compile_error"), "{out}");
     }
 
@@ -285,8 +285,8 @@ mod tests {
             out.starts_with("fngpt_4o()->Workflow<State>{base()}"),
             "{out}"
         );
-        assert!(out.contains("eval:<crate::evals::code_reviewas::scaffold::harness::EvalDef>::NAME,name:\"gpt_4o\","), "{out}");
-        assert!(out.contains("letworkflow:::scaffold::workflow::Workflow<<crate::evals::code_reviewas::scaffold::harness::EvalDef>::State>=gpt_4o();::std::boxed::Box::new(workflow)"), "{out}");
+        assert!(out.contains("eval:<crate::evals::code_reviewas::scaffold::__private::EvalDef>::NAME,name:\"gpt_4o\","), "{out}");
+        assert!(out.contains("letworkflow:::scaffold::workflow::Workflow<<crate::evals::code_reviewas::scaffold::__private::EvalDef>::State>=gpt_4o();::std::boxed::Box::new(workflow)"), "{out}");
     }
 
     #[test]
@@ -300,9 +300,9 @@ mod tests {
                 }
             ),
         ));
-        assert!(out.contains("::scaffold::harness::DatasetRegistration{eval:<code_reviewas::scaffold::harness::EvalDef>::NAME,name:\"smoke\","), "{out}");
+        assert!(out.contains("::scaffold::__private::DatasetRegistration{eval:<code_reviewas::scaffold::__private::EvalDef>::NAME,name:\"smoke\","), "{out}");
         assert!(
-            out.contains("build:||::scaffold::harness::IntoDatasets::into_datasets(cases()),"),
+            out.contains("build:||::scaffold::__private::IntoDatasets::into_datasets(cases()),"),
             "{out}"
         );
 
@@ -315,7 +315,7 @@ mod tests {
                 }
             ),
         ));
-        assert!(out.contains("letscorer:::std::sync::Arc<dyn::scaffold::scorer::Scorer<<code_reviewas::scaffold::harness::EvalDef>::State>>=::std::sync::Arc::new(quality());::std::boxed::Box::new(scorer)"), "{out}");
+        assert!(out.contains("letscorer:::std::sync::Arc<dyn::scaffold::scorer::Scorer<<code_reviewas::scaffold::__private::EvalDef>::State>>=::std::sync::Arc::new(quality());::std::boxed::Box::new(scorer)"), "{out}");
     }
 
     #[test]

@@ -18,16 +18,45 @@ pub mod report;
 pub mod scorer;
 pub mod session;
 pub mod signal;
+pub mod stats;
 pub mod store;
 pub mod testing;
 pub mod util;
 pub mod workflow;
 
+#[cfg(test)]
+mod layers;
+
 pub use scaffold_macros::{dataset, eval, scorer, variant};
 
 /// What the macros' expansions reach; not public API.
+///
+/// The plumbing is here only, not under the modules users read:
+/// ```compile_fail
+/// use scaffold::harness::EvalRegistration;
+/// ```
+/// ```compile_fail
+/// let _ = scaffold::harness::erase::<serde_json::Value>;
+/// ```
+/// ```compile_fail
+/// use scaffold::harness::HarnessCell;
+/// ```
+/// ```compile_fail
+/// use scaffold::eval::small_map::Iter;
+/// ```
+/// ```compile_fail
+/// use scaffold::report::progress::Progress;
+/// ```
+/// ```
+/// use scaffold::__private::{EvalDef, EvalRegistration, HarnessCell, erase, inventory};
+/// ```
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::harness::erased::{ErasedEval, HarnessCell, erase};
+    pub use crate::harness::registry::{
+        Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,
+        ScorerRegistration, VariantRegistration,
+    };
     pub use inventory;
 }
 

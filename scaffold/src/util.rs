@@ -174,6 +174,53 @@ pub(crate) fn sort_stable_by<T>(items: &mut [T], compare: impl Fn(&T, &T) -> std
     }
 }
 
+/// Numbers as reports and comparisons show them.
+pub(crate) mod fmt {
+    /// `$0`, `$0.0042`, `$0.01`, `$1.25`: two decimals, four under a cent.
+    pub(crate) fn usd(x: f64) -> String {
+        if x == 0.0 {
+            return "$0".into();
+        }
+        let s = if x.abs() < 0.01 {
+            format!("{x:.4}")
+        } else {
+            format!("{x:.2}")
+        };
+        // $0.0100 (a cent, less rounding noise) reads as $0.01.
+        let s = match s.split_once('.') {
+            Some((int, frac)) if frac.len() > 2 => {
+                let kept = frac.trim_end_matches('0');
+                format!("{int}.{}", if kept.len() < 2 { &frac[..2] } else { kept })
+            }
+            _ => s,
+        };
+        format!("${s}")
+    }
+
+    /// `850ms`, `2.1s`.
+    pub(crate) fn duration(ms: f64) -> String {
+        if ms >= 1000.0 {
+            format!("{:.1}s", ms / 1000.0)
+        } else {
+            format!("{ms:.0}ms")
+        }
+    }
+
+    /// `80%`.
+    pub(crate) fn pct(rate: f64) -> String {
+        format!("{:.0}%", rate * 100.0)
+    }
+
+    /// `p = 0.031`, `p < 0.001`.
+    pub(crate) fn p_value(p: f64) -> String {
+        if p < 0.001 {
+            "p < 0.001".into()
+        } else {
+            format!("p = {p:.3}")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ fn eval() -> Eval<Qa> {
 
 #[test]
 fn cells_are_variant_by_case_by_trial_and_skip_is_ignored() {
-    let erased = scaffold::harness::erase(eval());
+    let erased = scaffold::__private::erase(eval());
     let cells = erased.cells();
     assert_eq!(cells.len(), 3 * 2 * 2);
     let names: Vec<String> = cells.iter().map(|c| c.id.to_string()).collect();
@@ -86,7 +86,7 @@ fn only_ignores_the_other_cases_of_its_dataset() {
         .name("qa")
         .variant("four", workflow("4"))
         .dataset(dataset);
-    let cells = scaffold::harness::erase(eval).cells();
+    let cells = scaffold::__private::erase(eval).cells();
     let running: Vec<&str> = cells
         .iter()
         .filter(|c| !c.ignored)
@@ -271,7 +271,7 @@ async fn an_errored_cell_can_be_excluded_from_the_statistics() {
 /// what to write; it is never clamped into another one silently.
 #[test]
 fn a_confidence_that_is_no_probability_is_a_set_up_error() {
-    let with = |confidence: f64| scaffold::harness::erase(eval().confidence(confidence)).check();
+    let with = |confidence: f64| scaffold::__private::erase(eval().confidence(confidence)).check();
     assert_eq!(with(0.9), Ok(()));
     assert_eq!(
         with(95.0),
@@ -290,7 +290,7 @@ fn a_confidence_that_is_no_probability_is_a_set_up_error() {
 /// naming it and the scorers there are.
 #[test]
 fn a_primary_scorer_the_eval_has_not_is_a_set_up_error() {
-    let with = |name: &str| scaffold::harness::erase(eval().primary_scorer(name)).check();
+    let with = |name: &str| scaffold::__private::erase(eval().primary_scorer(name)).check();
     assert_eq!(with("output-valid"), Ok(()));
     assert_eq!(
         with("findings"),

@@ -7,11 +7,9 @@ use std::path::PathBuf;
 use scaffold::eval::results::CellCounts;
 use scaffold::eval::results::{MergeError, ScoreRecord};
 use scaffold::eval::{CellRecord, EvalResults, GateOptions, GateStatistic, RunConfig};
+use scaffold::eval::{EvalPlan, EvalRunMeta, RecordedCell};
 use scaffold::signal::Signal;
-use scaffold::store::{
-    EvalPlan, EvalRunMeta, RecordedCell, SCHEMA_VERSION, SessionFilter, SessionMeta, Store,
-    StoreError,
-};
+use scaffold::store::{SCHEMA_VERSION, SessionFilter, SessionMeta, Store, StoreError};
 use serde_json::json;
 
 /// A directory under the system temp dir, removed when dropped.

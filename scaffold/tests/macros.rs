@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use scaffold::__private::inventory;
-use scaffold::harness::{
+use scaffold::__private::{
     DatasetRegistration, EvalDef, EvalRegistration, ScorerRegistration, VariantRegistration,
+    inventory,
 };
 use scaffold::scorer::Scorer;
 use scaffold::workflow::Workflow;

@@ -741,7 +741,7 @@ async fn eval_fork_from_gives_every_variant_the_same_state() {
         .save(&path)
         .unwrap();
     let dataset = load_str(CASES, Format::Yaml, "builds.yaml").unwrap();
-    let mut erased = scaffold::harness::erase(
+    let mut erased = scaffold::__private::erase(
         Eval::new()
             .name("coders")
             .variant("opus", build("opus"))

@@ -42,10 +42,10 @@ use super::display;
 use super::output::text;
 use super::path::Path;
 use super::result::Outcome;
-use crate::eval::stats::Interval;
 use crate::provider::{
     CallContext, CompletionRequest, Message, OutputSchema, Provider, ProviderOptions, RecordingId,
 };
+use crate::stats::Interval;
 use crate::util::Fingerprint;
 
 /// The `llm.judge` assertion.
@@ -106,7 +106,7 @@ impl Default for Borderline {
         Borderline {
             margin: 0.05,
             reask: 0,
-            confidence: crate::eval::stats::DEFAULT_CONFIDENCE,
+            confidence: crate::stats::DEFAULT_CONFIDENCE,
         }
     }
 }
@@ -676,8 +676,8 @@ impl Asking<'_> {
             }
         }
         Ok(Judgement {
-            mean: crate::eval::stats::mean(&scores).unwrap_or(verdict.score),
-            interval: crate::eval::stats::mean_interval(&scores, policy.confidence),
+            mean: crate::stats::mean(&scores).unwrap_or(verdict.score),
+            interval: crate::stats::mean_interval(&scores, policy.confidence),
             verdict,
             cached,
             scores,

@@ -9,9 +9,12 @@ mod cell;
 pub mod compare;
 pub mod gate;
 pub mod results;
-pub mod small_map;
+mod runs;
+pub(crate) mod small_map;
 pub mod stats;
 
+/// The harness's view of a cell; not public API.
+#[doc(hidden)]
 pub use cell::{CellEnv, CellId, CellResult};
 pub use compare::{
     CompareOptions, Comparison, Recommendation, VariantCompareOptions, VariantComparison, Verdict,
@@ -19,6 +22,8 @@ pub use compare::{
 };
 pub use gate::{Gate, GateOptions, GateStatistic};
 pub use results::{CellRecord, EvalResults, RunConfig};
+pub use runs::{EvalPlan, EvalRunMeta, RecordedCell};
+#[doc(hidden)]
 pub use small_map::SmallMap;
 pub use stats::{CaseTrials, Interval, LatencyStats, ScoreStats, VariantSummary, summarize};
 

@@ -1224,44 +1224,6 @@ fn sanitize(cell: &mut CellRecord) {
     }
 }
 
-/// JSON numbers for floats that may be infinite: finite values as numbers,
-/// the others as the strings `Infinity`, `-Infinity` and `NaN` (JSON has no
-/// literals for them); `null` reads as NaN.
-pub(crate) mod json_float {
-    use serde::{Deserialize, Deserializer, Serializer, de::Error};
-    use serde_json::Value;
-
-    pub(crate) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        if v.is_finite() {
-            s.serialize_f64(*v)
-        } else if v.is_nan() {
-            s.serialize_str("NaN")
-        } else if *v > 0.0 {
-            s.serialize_str("Infinity")
-        } else {
-            s.serialize_str("-Infinity")
-        }
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-        match Value::deserialize(d)? {
-            Value::Number(n) => n
-                .as_f64()
-                .ok_or_else(|| D::Error::custom("a number out of range")),
-            Value::String(s) => match s.as_str() {
-                "Infinity" => Ok(f64::INFINITY),
-                "-Infinity" => Ok(f64::NEG_INFINITY),
-                "NaN" => Ok(f64::NAN),
-                other => Err(D::Error::custom(format!(
-                    "expected a number, Infinity, -Infinity or NaN, got {other:?}"
-                ))),
-            },
-            Value::Null => Ok(f64::NAN),
-            other => Err(D::Error::custom(format!("expected a number, got {other}"))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

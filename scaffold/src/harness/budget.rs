@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use super::ErasedEval;
 use super::settings::MAX_COST_ENV;
+use crate::eval::RecordedCell;
 use crate::report::fmt::usd;
-use crate::store::RecordedCell;
 
 /// A cost budget and what was spent of it in this invocation.
 #[derive(Debug)]

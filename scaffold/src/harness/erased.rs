@@ -329,7 +329,7 @@ impl<S: State> ErasedEval for Eval<S> {
 mod tests {
     use super::*;
     use crate::dataset::{Format, load_str};
-    use crate::harness::erase;
+    use crate::harness::erased::erase;
     use crate::provider::{ScriptedProvider, ScriptedReply};
     use crate::workflow::{Agent, Phase};
 

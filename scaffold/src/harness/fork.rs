@@ -234,7 +234,7 @@ mod tests {
     use super::*;
     use crate::dataset::{Format, load_str};
     use crate::eval::Eval;
-    use crate::harness::erase;
+    use crate::harness::erased::erase;
     use crate::provider::{ScriptedProvider, ScriptedReply};
     use crate::store::{SessionMeta, SessionStatus};
     use crate::workflow::{Agent, Phase, Workflow};

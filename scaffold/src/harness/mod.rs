@@ -71,19 +71,18 @@
 //! Markdown is appended to the step summary.
 
 mod budget;
-mod erased;
+pub(crate) mod erased;
 mod finished;
 mod fork;
 mod memory;
-mod registry;
+pub(crate) mod registry;
 mod selection;
 mod settings;
 mod snapshot;
 
-pub use erased::{ErasedEval, HarnessCell, erase};
-pub use registry::{
-    Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,
-    ScorerRegistration, VariantRegistration,
+pub(crate) use erased::ErasedEval;
+pub(crate) use registry::{
+    DatasetRegistration, EvalRegistration, ScorerRegistration, VariantRegistration,
 };
 pub use settings::{OUTPUT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TRIALS_ENV, VARIANTS_ENV};
 pub use snapshot::session_summary;
@@ -99,6 +98,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+use crate::eval::{EvalPlan, EvalRunMeta, RecordedCell};
 use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
@@ -106,8 +106,8 @@ use crate::provider::transport::TransportError;
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
-    ClaimKind, EvalPlan, EvalRunMeta, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell, RunClaim,
-    SessionFilter, SessionStatus, Store, StoreError,
+    ClaimKind, ORIGIN_HARNESS, ORIGIN_NEXTEST, RunClaim, SessionFilter, SessionStatus, Store,
+    StoreError,
 };
 use crate::util::file_safe;
 use budget::Budget;
@@ -469,7 +469,8 @@ pub fn main_in(manifest_dir: &str) -> ExitCode {
 
 /// [`main_in`], with the suite's `file!()` and `line!()` as the source that
 /// snapshot headers name (the file relative to the package) and
-/// `cargo insta review` shows.
+/// `cargo insta review` shows. What `main!()` expands to; not public API.
+#[doc(hidden)]
 pub fn main_for(manifest_dir: &str, suite_file: &str, suite_line: u32) -> ExitCode {
     let manifest_dir = PathBuf::from(manifest_dir);
     let source = (suite_source(&manifest_dir, suite_file), suite_line);
@@ -2105,6 +2106,8 @@ impl Baseline {
 
 #[cfg(test)]
 mod tests {
+    use super::erased::erase;
+    use super::registry::Built;
     use super::*;
 
     fn workflow() -> Built {

@@ -1,6 +1,6 @@
 //! Which cells a run selected: libtest's filter and flags, and the
 //! settings that pick cells. Kept with the run when it begins
-//! ([`EvalRunMeta::selection`](crate::store::EvalRunMeta::selection)), so
+//! ([`EvalRunMeta::selection`](crate::eval::EvalRunMeta::selection)), so
 //! that a resume runs the run's own cells and no other.
 
 use std::fmt;

@@ -132,6 +132,7 @@ impl ReqwestTransport {
     /// process that runs its calls on one long-lived runtime (the eval
     /// harness): drop the guard before the runtime. A later installation
     /// serves instead while it lives.
+    #[doc(hidden)]
     pub fn serve_shared_on(
         runtime: tokio::runtime::Handle,
     ) -> Result<SharedRuntimeGuard, TransportError> {
@@ -140,6 +141,7 @@ impl ReqwestTransport {
 
     /// Like [`ReqwestTransport::serve_shared_on`], with this transport (built
     /// beforehand, e.g. on another thread while the process sets up).
+    #[doc(hidden)]
     pub fn serve_as_shared_on(self, runtime: tokio::runtime::Handle) -> SharedRuntimeGuard {
         let served = Arc::new(Served {
             runtime,
@@ -276,6 +278,7 @@ fn served_slot() -> &'static RwLock<Vec<Arc<Served>>> {
 /// Keeps the runtime given to [`ReqwestTransport::serve_shared_on`]
 /// serving the shared transport; dropping it uninstalls that runtime.
 #[must_use = "the runtime serves the shared transport only while the guard lives"]
+#[doc(hidden)]
 pub struct SharedRuntimeGuard {
     served: Arc<Served>,
 }
@@ -607,6 +610,7 @@ impl HttpConfig {
 /// let headers = vec![("retry-after".to_string(), "2".to_string())];
 /// assert_eq!(parse_retry_after(&headers, SystemTime::now()), Some(Duration::from_secs(2)));
 /// ```
+#[doc(hidden)]
 pub fn parse_retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Duration> {
     let find = |name: &str| {
         headers
@@ -1194,6 +1198,7 @@ async fn collect(
 
 /// One Server-Sent Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct SseEvent {
     /// The `event:` field; `None` for the default `message` type.
     pub event: Option<String>,
@@ -1205,6 +1210,7 @@ pub struct SseEvent {
 
 /// Why an event stream could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[doc(hidden)]
 pub enum SseError {
     /// A line was not valid UTF-8.
     #[error("an event stream line is not valid UTF-8")]
@@ -1232,6 +1238,7 @@ pub enum SseError {
 /// assert!(parser.finish().is_ok());
 /// ```
 #[derive(Debug, Default)]
+#[doc(hidden)]
 pub struct SseParser {
     line: Vec<u8>,
     pending_cr: bool,

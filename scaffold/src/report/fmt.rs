@@ -1,6 +1,7 @@
 //! Numbers as reports show them.
 
-/// `$0`, `$0.0042`, `$0.01`, `$1.25`: two decimals, four under a cent.
+pub(crate) use crate::util::fmt::{duration, p_value, pct, usd};
+
 /// A variant's mean cost per cell, or `unknown` when a model it called
 /// has no price (never a misleading `$0`).
 pub(crate) fn cost_per_case(s: &crate::eval::stats::VariantSummary) -> String {
@@ -8,26 +9,6 @@ pub(crate) fn cost_per_case(s: &crate::eval::stats::VariantSummary) -> String {
         Some(cost) => usd(cost),
         None => "unknown".into(),
     }
-}
-
-pub(crate) fn usd(x: f64) -> String {
-    if x == 0.0 {
-        return "$0".into();
-    }
-    let s = if x.abs() < 0.01 {
-        format!("{x:.4}")
-    } else {
-        format!("{x:.2}")
-    };
-    // $0.0100 (a cent, less rounding noise) reads as $0.01.
-    let s = match s.split_once('.') {
-        Some((int, frac)) if frac.len() > 2 => {
-            let kept = frac.trim_end_matches('0');
-            format!("{int}.{}", if kept.len() < 2 { &frac[..2] } else { kept })
-        }
-        _ => s,
-    };
-    format!("${s}")
 }
 
 /// A scorer's column heading: a scorer named like a metric column
@@ -39,32 +20,9 @@ pub(crate) fn scorer_heading(name: &str) -> String {
     }
 }
 
-/// `850ms`, `2.1s`.
-pub(crate) fn duration(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else {
-        format!("{ms:.0}ms")
-    }
-}
-
-/// `80%`.
-pub(crate) fn pct(rate: f64) -> String {
-    format!("{:.0}%", rate * 100.0)
-}
-
 /// `+5.0 pts`, `-12.5 pts`.
 pub(crate) fn points(delta: f64) -> String {
     format!("{:+.1} pts", delta * 100.0)
-}
-
-/// `p = 0.031`, `p < 0.001`.
-pub(crate) fn p_value(p: f64) -> String {
-    if p < 0.001 {
-        "p < 0.001".into()
-    } else {
-        format!("p = {p:.3}")
-    }
 }
 
 /// `57–100%`: an interval of rates.

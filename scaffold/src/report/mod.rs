@@ -1,6 +1,6 @@
 //! Reports of eval results: the terminal [`table`], [`json`] (the results
 //! document), [`markdown`] (fits a CI step summary), [`junit`] XML and a
-//! single-file [`html`] page with SVG plots; plus the harness's [`progress`]
+//! single-file [`html`] page with SVG plots; plus the harness's `progress`
 //! bar.
 //!
 //! Every renderer takes an [`EvalResults`] (and optionally a baseline
@@ -14,7 +14,8 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 mod plot;
-pub mod progress;
+pub(crate) mod progress;
+#[doc(hidden)]
 pub mod stream;
 pub mod table;
 

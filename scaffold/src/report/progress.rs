@@ -33,19 +33,7 @@ struct State {
     drawn: bool,
 }
 
-/// A progress bar over `total` cells.
-///
-/// ```
-/// use scaffold::report::progress::Progress;
-/// let p = Progress::new(200, 80);
-/// assert_eq!(p.line(50, 2, std::time::Duration::from_secs(10)),
-///            "[######··················] 50/200 cells · 2 failed · 0:10 · ~0:30 left");
-/// // Narrower: the bar shrinks, then goes; the numbers stay.
-/// assert_eq!(Progress::new(200, 50).line(50, 0, std::time::Duration::from_secs(10)),
-///            "[###············] 50/200 cells · 0:10 · ~0:30 left");
-/// assert_eq!(Progress::new(200, 36).line(50, 0, std::time::Duration::from_secs(10)),
-///            "50/200 cells · 0:10 · ~0:30 left");
-/// ```
+/// A progress bar over `total` cells (its lines: the test below).
 #[derive(Debug)]
 pub struct Progress {
     total: usize,
@@ -142,5 +130,28 @@ impl Progress {
             let _ = err.flush();
             st.drawn = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Progress;
+    use std::time::Duration;
+
+    #[test]
+    fn the_bar_shrinks_then_goes_and_the_numbers_stay() {
+        let p = Progress::new(200, 80);
+        assert_eq!(
+            p.line(50, 2, Duration::from_secs(10)),
+            "[######··················] 50/200 cells · 2 failed · 0:10 · ~0:30 left"
+        );
+        assert_eq!(
+            Progress::new(200, 50).line(50, 0, Duration::from_secs(10)),
+            "[###············] 50/200 cells · 0:10 · ~0:30 left"
+        );
+        assert_eq!(
+            Progress::new(200, 36).line(50, 0, Duration::from_secs(10)),
+            "50/200 cells · 0:10 · ~0:30 left"
+        );
     }
 }

@@ -181,8 +181,10 @@ pub async fn fork_at<S: State>(
         .run
         .clone()
         .parent(parent.parent_id.clone(), parent.resolved.fork_point.clone());
-    if run.store.is_none() {
-        run.store = parent.store.clone();
+    if run.store.is_none()
+        && let Some(store) = &parent.store
+    {
+        run = run.store(store.clone());
     }
     let input = options
         .input

@@ -22,7 +22,7 @@
 //! each other.
 //!
 //! Eval runs (the cells each run finished, for resuming and merging) are
-//! kept beside the sessions: see [`EvalRunMeta`], [`Store::record_cell`] and
+//! kept beside the sessions: see [`EvalRunMeta`](crate::eval::EvalRunMeta), [`Store::record_cell`] and
 //! [`Store::eval_results`]. Their writes go through the same writer but the
 //! call waits until they are committed.
 //!
@@ -88,19 +88,19 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::workflow::{SessionEnd, SessionMeta, SessionStatus, new_session_id};
+use crate::workflow::{SessionSink, SinkError};
 pub use claim::{ClaimKind, RunClaim};
+pub(crate) use error::{Context, to_i64, to_u64};
 pub use error::{StoreError, UnknownStatus};
-pub use runs::{
-    EvalPlan, EvalRunMeta, EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST, RecordedCell,
-};
+pub(crate) use runs::{CELLS_SQL, RECORD_SQL, RunOp, runs as eval_runs_in};
+pub use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
 pub use schema::SCHEMA_VERSION;
 pub use state::{apply_state_change, fold_state};
 
-use error::{Context, to_i64, to_u64};
 use queue::Queue;
 use writer::{Command, Rows, Shared, Writer, WriterConfig};
 
-use crate::eval::{CellRecord, EvalResults, RunConfig};
 use crate::signal::Signal;
 
 /// Milliseconds since the Unix epoch, now.
@@ -109,42 +109,6 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-/// How a session stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionStatus {
-    /// Begun and not finished (or the process died before finishing it).
-    Running,
-    /// Ran to a terminal phase.
-    Completed,
-    /// Stopped by an error.
-    Failed,
-    /// Cut short (activation bound, timeout, cancellation).
-    Terminated,
-    /// Its process ended (was killed) before it did: marked so by the
-    /// resume of its eval run.
-    Interrupted,
-}
-
-impl SessionStatus {
-    /// The lowercase name, as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionStatus::Running => "running",
-            SessionStatus::Completed => "completed",
-            SessionStatus::Failed => "failed",
-            SessionStatus::Terminated => "terminated",
-            SessionStatus::Interrupted => "interrupted",
-        }
-    }
-}
-
-impl fmt::Display for SessionStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 impl FromStr for SessionStatus {
@@ -159,176 +123,6 @@ impl FromStr for SessionStatus {
             "interrupted" => Ok(SessionStatus::Interrupted),
             other => Err(UnknownStatus(other.to_owned())),
         }
-    }
-}
-
-/// What is known of a session when it begins.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionMeta {
-    /// Unique id (a UUID by default, see [`SessionMeta::generate`]).
-    pub id: String,
-    /// The workflow's name.
-    pub workflow: String,
-    /// The variant id, for eval cells.
-    #[serde(default)]
-    pub variant: Option<String>,
-    /// The session this one was forked from.
-    #[serde(default)]
-    pub parent_id: Option<String>,
-    /// Where in the parent the fork happened (an index, a signal name, …).
-    #[serde(default)]
-    pub fork_point: Option<Value>,
-    /// The workflow's input.
-    #[serde(default)]
-    pub input: Value,
-    /// The state before the first signal (a JSON object).
-    #[serde(default)]
-    pub initial_state: Value,
-    /// Free labels; [`SessionFilter::tag`] lists by them.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// Unix time in milliseconds.
-    pub started_at_ms: u64,
-}
-
-impl SessionMeta {
-    /// A session of `workflow` starting now, with a `null` input, an empty
-    /// object as initial state and no tags.
-    pub fn new(id: impl Into<String>, workflow: impl Into<String>) -> Self {
-        SessionMeta {
-            id: id.into(),
-            workflow: workflow.into(),
-            variant: None,
-            parent_id: None,
-            fork_point: None,
-            input: Value::Null,
-            initial_state: Value::Object(serde_json::Map::new()),
-            tags: Vec::new(),
-            started_at_ms: now_ms(),
-        }
-    }
-
-    /// Like [`SessionMeta::new`] with a fresh id from [`new_session_id`].
-    pub fn generate(workflow: impl Into<String>) -> Self {
-        SessionMeta::new(new_session_id(), workflow)
-    }
-
-    /// Set the variant id.
-    pub fn variant(mut self, variant: impl Into<String>) -> Self {
-        self.variant = Some(variant.into());
-        self
-    }
-
-    /// Set the parent session and the fork point.
-    pub fn forked_from(mut self, parent_id: impl Into<String>, fork_point: Value) -> Self {
-        self.parent_id = Some(parent_id.into());
-        self.fork_point = Some(fork_point);
-        self
-    }
-
-    /// Set the input.
-    pub fn input(mut self, input: Value) -> Self {
-        self.input = input;
-        self
-    }
-
-    /// Set the initial state.
-    pub fn initial_state(mut self, state: Value) -> Self {
-        self.initial_state = state;
-        self
-    }
-
-    /// Add a tag.
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.tags.push(tag.into());
-        self
-    }
-
-    /// Add several tags.
-    pub fn tags<I, T>(mut self, tags: I) -> Self
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<String>,
-    {
-        self.tags.extend(tags.into_iter().map(Into::into));
-        self
-    }
-
-    /// Set the start time (Unix milliseconds).
-    pub fn started_at_ms(mut self, ms: u64) -> Self {
-        self.started_at_ms = ms;
-        self
-    }
-}
-
-/// How a session ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionEnd {
-    /// The final status.
-    pub status: SessionStatus,
-    /// The error of a failed or terminated run.
-    #[serde(default)]
-    pub error: Option<String>,
-    /// Unix time in milliseconds.
-    pub ended_at_ms: u64,
-    /// Wall time of the run.
-    pub duration_ms: u64,
-    /// The workflow's output.
-    #[serde(default)]
-    pub output: Option<Value>,
-    /// The state at the end.
-    #[serde(default)]
-    pub final_state: Option<Value>,
-}
-
-impl SessionEnd {
-    /// An end with `status`, now, of zero duration and without error, output or state.
-    pub fn new(status: SessionStatus) -> Self {
-        SessionEnd {
-            status,
-            error: None,
-            ended_at_ms: now_ms(),
-            duration_ms: 0,
-            output: None,
-            final_state: None,
-        }
-    }
-
-    /// A failed end with its error.
-    pub fn failed(error: impl Into<String>) -> Self {
-        SessionEnd::new(SessionStatus::Failed).error(error)
-    }
-
-    /// Set the error.
-    pub fn error(mut self, error: impl Into<String>) -> Self {
-        self.error = Some(error.into());
-        self
-    }
-
-    /// Set the end time (Unix milliseconds).
-    pub fn ended_at_ms(mut self, ms: u64) -> Self {
-        self.ended_at_ms = ms;
-        self
-    }
-
-    /// Set the duration.
-    pub fn duration_ms(mut self, ms: u64) -> Self {
-        self.duration_ms = ms;
-        self
-    }
-
-    /// Set the output.
-    pub fn output(mut self, output: Value) -> Self {
-        self.output = Some(output);
-        self
-    }
-
-    /// Set the final state.
-    pub fn final_state(mut self, state: Value) -> Self {
-        self.final_state = Some(state);
-        self
     }
 }
 
@@ -414,13 +208,6 @@ impl SessionFilter {
         self.limit = Some(n);
         self
     }
-}
-
-/// A fresh session id: a UUID v7, which starts with the time, so that the
-/// rows of new sessions (keyed by id) are appended at the end of the tables'
-/// B-trees instead of at random pages (a write rewrites every page it touches).
-pub fn new_session_id() -> String {
-    uuid::Uuid::now_v7().to_string()
 }
 
 /// Settings of a [`Store`], and the constructors that take them.
@@ -915,7 +702,7 @@ impl Store {
     }
 
     /// Run `f` on a read connection after everything queued is committed.
-    fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &str) -> Result<T, StoreError> + Send + 'static,
@@ -1151,7 +938,7 @@ impl Store {
     }
 
     /// Queue an eval-run write and wait until it is committed.
-    fn write_run(&self, op: runs::RunOp) -> Result<(), StoreError> {
+    pub(crate) fn write_run(&self, op: runs::RunOp) -> Result<(), StoreError> {
         let (reply, answer) = mpsc::channel();
         self.send(Command::Run {
             op: Box::new(op),
@@ -1159,24 +946,6 @@ impl Store {
         })?;
         answer.recv().map_err(|_| self.gone())??;
         self.check()
-    }
-
-    /// Begin an eval run, or join it: beginning an id already stored keeps
-    /// its start and adds the configs of evals it did not have yet (every
-    /// process of a nextest run begins the run it shares). Returns once committed.
-    pub fn begin_eval_run(&self, run: &EvalRunMeta) -> Result<(), StoreError> {
-        let op = runs::RunOp::begin(self.path(), run)?;
-        self.write_run(op)
-    }
-
-    /// Record a finished cell of run `run_id` (again: the latest record
-    /// wins). Durable when it returns: the cell is committed (in WAL, so a
-    /// process killed right after does not lose it). The cell's signals
-    /// appended before it are committed with it or before it.
-    /// [`StoreError::EvalRunNotFound`] if the run was never begun.
-    pub fn record_cell(&self, run_id: &str, cell: &RecordedCell) -> Result<(), StoreError> {
-        let op = runs::RunOp::record(self.path(), run_id, cell)?;
-        self.write_run(op)
     }
 
     /// Mark run `id` finished, now. [`StoreError::EvalRunNotFound`] if it was never begun.
@@ -1200,7 +969,7 @@ impl Store {
         }
     }
 
-    /// How run `id` chose its cells ([`EvalRunMeta::selection`]); `None` for
+    /// How run `id` chose its cells ([`EvalRunMeta::selection`](crate::eval::EvalRunMeta::selection)); `None` for
     /// a run begun without one (or by a scaffold before it kept them), or not stored.
     pub fn eval_run_selection(&self, id: &str) -> Result<Option<String>, StoreError> {
         let id = id.to_owned();
@@ -1235,52 +1004,23 @@ impl Store {
         Ok(self.eval_runs()?.into_iter().find(|r| !r.finished))
     }
 
-    /// The cells recorded in run `run_id`, by eval and cell (empty for a run
-    /// without cells or not stored).
-    pub fn recorded_cells(&self, run_id: &str) -> Result<Vec<RecordedCell>, StoreError> {
-        let id = run_id.to_owned();
-        self.read(move |conn, path| runs::cells(conn, path, &id))
-    }
-
-    /// The records of `cells` (test names, `{eval}::{variant}::{case}[::t{n}]`)
-    /// of eval `eval` in run `run_id`, in the order asked; `None` for a cell
-    /// not recorded. Read in one go: ask in chunks to bound memory.
-    pub fn cell_records(
-        &self,
-        run_id: &str,
-        eval: &str,
-        cells: Vec<String>,
-    ) -> Result<Vec<Option<CellRecord>>, StoreError> {
-        let (run, eval) = (run_id.to_owned(), eval.to_owned());
-        self.read(move |conn, path| runs::records(conn, path, &run, &eval, &cells))
-    }
-
-    /// The configuration of each eval of run `run_id`, by eval name.
-    pub fn eval_run_configs(
-        &self,
-        run_id: &str,
-    ) -> Result<std::collections::BTreeMap<String, RunConfig>, StoreError> {
-        let id = run_id.to_owned();
-        self.read(move |conn, path| runs::configs(conn, path, &id))
-    }
-
-    /// The results of run `run_id`, one document per eval with recorded
-    /// cells or planned ones (sorted by eval name), rebuilt from the stored
-    /// configs and cell records: `inputs`, summaries and comparison are
-    /// recomputed; the gate options are the run's own ([`EvalPlan`]); the
-    /// timestamp is when the run finished (else its last cell). Results
-    /// missing cells the run planned are not `complete` and carry their
-    /// `cell_counts` (a run stored without a plan: its configuration's
-    /// variants × cases × trials, until it is marked finished).
-    /// [`StoreError::EvalRunNotFound`] if the run is not stored.
-    pub fn eval_results(&self, run_id: &str) -> Result<Vec<EvalResults>, StoreError> {
-        let id = run_id.to_owned();
-        self.read(move |conn, path| runs::results(conn, path, &id))
-    }
-
     /// The schema version of the database (`PRAGMA user_version`).
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         self.read(schema::user_version)
+    }
+}
+
+impl SessionSink for Store {
+    fn begin_session(&self, meta: &SessionMeta) -> Result<(), SinkError> {
+        Ok(Store::begin_session(self, meta)?)
+    }
+
+    fn append(&self, session_id: &str, signals: &[Signal]) -> Result<(), SinkError> {
+        Ok(Store::append(self, session_id, signals)?)
+    }
+
+    fn finish_session(&self, id: &str, end: &SessionEnd) -> Result<(), SinkError> {
+        Ok(Store::finish_session(self, id, end)?)
     }
 }
 

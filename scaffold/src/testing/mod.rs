@@ -73,6 +73,7 @@
 //! # }
 //! ```
 
+#[doc(hidden)]
 pub mod payloads;
 mod router;
 mod server;

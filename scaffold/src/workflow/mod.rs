@@ -28,11 +28,13 @@
 
 mod agent;
 mod run;
+mod sink;
 mod tool;
 
 pub use agent::{Agent, DEFAULT_MAX_TOOL_ROUNDS};
 pub use run::{RecordingScope, RunError, RunOptions, RunResult, RunStatus, run, run_with};
 pub(crate) use run::{Resume, run_from};
+pub use sink::{SessionEnd, SessionMeta, SessionSink, SessionStatus, SinkError, new_session_id};
 pub use tool::{Tool, ToolContext};
 
 use std::fmt;

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::agent::OutputSpec;
+use super::sink::{SessionEnd, SessionMeta, SessionSink, SessionStatus, new_session_id};
 use super::tool::ToolContext;
 use super::{Agent, Next, State, Workflow};
 use crate::clock::Clock;
@@ -17,7 +18,6 @@ use crate::provider::{
     Role, StreamSink, ToolCall,
 };
 use crate::signal::{ErrorKind, Signal, names};
-use crate::store::{SessionEnd, SessionMeta, SessionStatus, Store};
 use crate::util::now_ms;
 
 /// Where a run sits in an eval, so each provider call gets its recording id.
@@ -54,7 +54,7 @@ impl RecordingScope {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    pub(crate) store: Option<Store>,
+    pub(crate) store: Option<Arc<dyn SessionSink>>,
     pub(crate) session_id: Option<String>,
     pub(crate) variant: Option<String>,
     pub(crate) tags: Vec<String>,
@@ -72,9 +72,10 @@ impl RunOptions {
         Self::default()
     }
 
-    /// Persist the session and its signals in `store`.
-    pub fn store(mut self, store: Store) -> Self {
-        self.store = Some(store);
+    /// Persist the session and its signals in `store` (a
+    /// [`Store`](crate::store::Store), or any other [`SessionSink`]).
+    pub fn store(mut self, store: impl SessionSink + 'static) -> Self {
+        self.store = Some(Arc::new(store));
         self
     }
 
@@ -301,10 +302,7 @@ pub(crate) async fn run_from<S: State>(
     options: &RunOptions,
     resume: Option<Resume<S>>,
 ) -> RunResult<S> {
-    let session_id = options
-        .session_id
-        .clone()
-        .unwrap_or_else(crate::store::new_session_id);
+    let session_id = options.session_id.clone().unwrap_or_else(new_session_id);
     let pricing = options
         .pricing
         .clone()
@@ -396,7 +394,7 @@ struct Execution {
     timeout: Option<Duration>,
     signals: Vec<Signal>,
     stored: usize,
-    store: Option<Store>,
+    store: Option<Arc<dyn SessionSink>>,
     store_error: Option<String>,
     recording: Option<RecordingScope>,
     tools: Option<ToolRecorder>,

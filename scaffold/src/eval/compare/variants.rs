@@ -50,7 +50,7 @@ use crate::eval::stats::{
     Alternative, DEFAULT_CONFIDENCE, Power, SignFlip, TTest, VariantSummary, Wilcoxon,
     WilcoxonOptions, paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
 };
-use crate::report::fmt::{duration as ms, p_value as p_text, pct, usd};
+use crate::util::fmt::{duration as ms, p_value as p_text, pct, usd};
 
 /// Options of [`compare_variants`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

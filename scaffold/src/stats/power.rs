@@ -59,7 +59,7 @@ impl Power {
     /// The power of comparing `cases` per-case `differences` at `alpha`.
     ///
     /// ```
-    /// use scaffold::eval::stats::Power;
+    /// use scaffold::stats::Power;
     /// // Five cases can never reach p < 0.05 with an exact test.
     /// let p = Power::of(&[1.0; 5], 0.05);
     /// assert_eq!((p.min_detectable_effect, p.sd_assumed), (None, true));
@@ -119,8 +119,8 @@ impl Power {
 /// test can reach `p ≤ alpha` (`2 / 2ᵏ ≤ α`; 6 at α = 0.05).
 ///
 /// ```
-/// assert_eq!(scaffold::eval::stats::min_cases_for(0.05), 6);
-/// assert_eq!(scaffold::eval::stats::min_cases_for(0.01), 8);
+/// assert_eq!(scaffold::stats::min_cases_for(0.05), 6);
+/// assert_eq!(scaffold::stats::min_cases_for(0.01), 8);
 /// ```
 pub fn min_cases_for(alpha: f64) -> usize {
     (1..=64usize)
@@ -145,7 +145,7 @@ fn usable(sd: f64, alpha: f64, power: f64) -> bool {
 /// (`None` below [`min_cases_for`]`(alpha)` or for unusable settings).
 ///
 /// ```
-/// use scaffold::eval::stats::min_detectable_effect;
+/// use scaffold::stats::min_detectable_effect;
 /// // (z₀.₉₇₅ + z₀.₈) · 0.5 / √100 ≈ 0.14.
 /// let mde = min_detectable_effect(100, 0.5, 0.05, 0.8).unwrap();
 /// assert!((mde - 0.1401).abs() < 1e-3);
@@ -177,7 +177,7 @@ pub fn min_detectable_effect(cases: usize, sd: f64, alpha: f64, power: f64) -> O
 /// settings).
 ///
 /// ```
-/// use scaffold::eval::stats::cases_for_effect;
+/// use scaffold::stats::cases_for_effect;
 /// // ((z₀.₉₇₅ + z₀.₈) · 0.5 / 0.1)² ≈ 196.2, so 197.
 /// assert_eq!(cases_for_effect(0.1, 0.5, 0.05, 0.8), 197);
 /// assert_eq!(cases_for_effect(0.9, 0.1, 0.05, 0.8), 6);

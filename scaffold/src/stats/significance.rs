@@ -80,7 +80,7 @@ pub enum StatsError {
 pub struct TTest {
     /// The t statistic (±∞ when every difference is the same non-zero
     /// value; in JSON the strings `Infinity` and `-Infinity`).
-    #[serde(with = "crate::eval::results::json_float")]
+    #[serde(with = "json_float")]
     pub statistic: f64,
     /// Degrees of freedom, `n - 1`.
     pub df: f64,
@@ -196,7 +196,7 @@ fn differences(a: &[f64], b: &[f64]) -> Result<Vec<f64>, StatsError> {
 /// The paired t-test of `a` against `b` (SciPy's `ttest_rel`).
 ///
 /// ```
-/// use scaffold::eval::stats::{paired_t_test, Alternative};
+/// use scaffold::stats::{paired_t_test, Alternative};
 /// let a = [0.9, 0.8, 0.95, 0.7, 0.85];
 /// let b = [0.6, 0.7, 0.8, 0.65, 0.5];
 /// let t = paired_t_test(&a, &b, Alternative::TwoSided).unwrap();
@@ -297,7 +297,7 @@ fn signed_rank_counts(n: usize) -> Vec<f64> {
 /// with `zero_method="wilcox"`); see the module docs for the method.
 ///
 /// ```
-/// use scaffold::eval::stats::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonOptions};
+/// use scaffold::stats::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonOptions};
 /// let a = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
 /// let b = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
 /// let w = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).unwrap();
@@ -434,6 +434,44 @@ fn exact_p(n: usize, w: f64, alternative: Alternative) -> f64 {
     p.clamp(0.0, 1.0)
 }
 
+/// JSON numbers for floats that may be infinite: finite values as numbers,
+/// the others as the strings `Infinity`, `-Infinity` and `NaN` (JSON has no
+/// literals for them); `null` reads as NaN.
+mod json_float {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+    use serde_json::Value;
+
+    pub(super) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else if v.is_nan() {
+            s.serialize_str("NaN")
+        } else if *v > 0.0 {
+            s.serialize_str("Infinity")
+        } else {
+            s.serialize_str("-Infinity")
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Number(n) => n
+                .as_f64()
+                .ok_or_else(|| D::Error::custom("a number out of range")),
+            Value::String(s) => match s.as_str() {
+                "Infinity" => Ok(f64::INFINITY),
+                "-Infinity" => Ok(f64::NEG_INFINITY),
+                "NaN" => Ok(f64::NAN),
+                other => Err(D::Error::custom(format!(
+                    "expected a number, Infinity, -Infinity or NaN, got {other:?}"
+                ))),
+            },
+            Value::Null => Ok(f64::NAN),
+            other => Err(D::Error::custom(format!("expected a number, got {other}"))),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,10 +540,10 @@ const SIGN_FLIP_SAMPLES: u64 = 100_000;
 /// (±1 and 0) it is the exact McNemar test on the discordant pairs.
 ///
 /// ```
-/// use scaffold::eval::stats::sign_flip_test;
+/// use scaffold::stats::sign_flip_test;
 /// // 5 cases, A passes all, B none: 2 of 32 assignments are as extreme.
 /// let t = sign_flip_test(&[1.0; 5]);
-/// assert_eq!((t.n, t.method), (5, scaffold::eval::stats::SignFlipMethod::Exact));
+/// assert_eq!((t.n, t.method), (5, scaffold::stats::SignFlipMethod::Exact));
 /// assert!((t.p_value - 0.0625).abs() < 1e-12);
 /// // Zeros carry no evidence either way; no difference at all: p = 1.
 /// assert_eq!(sign_flip_test(&[0.0, 1.0, 0.0]).p_value, 1.0);

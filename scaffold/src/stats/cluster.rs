@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::trials::{Interval, wilson_interval_of};
+use super::interval::{Interval, wilson_interval_of};
 
 /// Per cluster: the residual sums `Σ_{i∈g} (xᵢ − x̄)` and the grand mean.
 fn cluster_sums<K: Ord>(values: &[f64], clusters: &[K]) -> Option<(Vec<f64>, f64)> {
@@ -40,7 +40,7 @@ fn cluster_sums<K: Ord>(values: &[f64], clusters: &[K]) -> Option<(Vec<f64>, f64
 /// two clusters, mismatched lengths or a value that is not finite.
 ///
 /// ```
-/// use scaffold::eval::stats::clustered_standard_error;
+/// use scaffold::stats::clustered_standard_error;
 /// // One value per cluster: the usual s/√n.
 /// let se = clustered_standard_error(&[1.0, 0.0, 1.0, 1.0], &[1, 2, 3, 4]).unwrap();
 /// assert!((se - 0.25).abs() < 1e-12);
@@ -63,7 +63,7 @@ pub fn clustered_standard_error<K: Ord>(values: &[f64], clusters: &[K]) -> Optio
 /// (see the module docs); `None` when [`clustered_standard_error`] is.
 ///
 /// ```
-/// use scaffold::eval::stats::effective_sample_size;
+/// use scaffold::stats::effective_sample_size;
 /// // Trials of a case that always agree count as one.
 /// let x = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0];
 /// assert_eq!(effective_sample_size(&x, &[1, 1, 2, 2, 3, 3]), Some(3.0));
@@ -90,7 +90,7 @@ pub fn effective_sample_size<K: Ord>(values: &[f64], clusters: &[K]) -> Option<f
 /// case counts once when the outcomes do not vary, or with one cluster).
 ///
 /// ```
-/// use scaffold::eval::stats::{clustered_pass_interval, wilson_interval};
+/// use scaffold::stats::{clustered_pass_interval, wilson_interval};
 /// // One trial per case: the plain Wilson interval.
 /// let one = [("a", true), ("b", true), ("c", false), ("d", true)];
 /// assert_eq!(clustered_pass_interval(&one, 0.95), wilson_interval(3, 4, 0.95));
