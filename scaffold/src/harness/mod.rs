@@ -1093,7 +1093,7 @@ impl Cells {
 impl Setup {
     /// Whether the cell of eval `e` is selected by the tags, the variant
     /// globs and the fork.
-    fn keeps(&self, tags: Option<&[String]>, e: usize, cell: &HarnessCell) -> bool {
+    fn keeps(&self, tags: Option<&[String]>, e: usize, cell: &erased::HarnessCell) -> bool {
         tags.is_none_or(|tags| cell.tags.iter().any(|t| tags.contains(t)))
             && self
                 .settings
