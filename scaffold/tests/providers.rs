@@ -1569,3 +1569,37 @@ async fn anthropic_sends_a_derived_schema_in_the_supported_subset() {
         );
     }
 }
+
+/// The default transport speaks TLS itself (rustls and its crypto provider
+/// built in, none to install): against a server that answers in plain HTTP,
+/// an `https` call fails in the handshake, as an error, without a panic.
+#[tokio::test]
+async fn https_goes_through_the_built_in_tls_stack() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut hello = [0u8; 512];
+            let _ = socket.read(&mut hello).await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    });
+    let transport = ReqwestTransport::new().expect("the TLS stack is available");
+    let provider = OpenAi::new("gpt-4o-mini")
+        .base_url(format!("https://127.0.0.1:{port}/v1"))
+        .api_key("sk-test")
+        .retry(fast_retry(1))
+        .timeout(Duration::from_secs(5))
+        .transport(Arc::new(transport));
+
+    let err = call(&provider, &ask("hi")).await.0.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("corrupt message") || text.contains("InvalidContentType"),
+        "expected a TLS handshake error, got: {text}"
+    );
+}

@@ -48,6 +48,24 @@ const MAX_SSE_EVENT: usize = 16 * 1024 * 1024;
 // ReqwestTransport
 // ---------------------------------------------------------------------------
 
+/// The TLS setup of [`ReqwestTransport`]: rustls on the `ring` provider
+/// (passed here, not installed process-wide), certificates checked by the
+/// platform's verifier, HTTP/1.1 offered by ALPN, as reqwest would set it up.
+fn tls_config() -> Result<rustls::ClientConfig, TransportError> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls_error = |e: rustls::Error| TransportError::Other(format!("could not set up TLS: {e}"));
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(tls_error)?
+        .with_platform_verifier()
+        .map_err(tls_error)?
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 /// The default [`Transport`]: real HTTP with reqwest over rustls.
 ///
 /// Its pooled connections belong to the tokio runtime that opened them, so
@@ -82,6 +100,7 @@ impl ReqwestTransport {
     /// A transport whose connection attempts give up after `connect_timeout`.
     pub fn with_connect_timeout(connect_timeout: Duration) -> Result<Self, TransportError> {
         let client = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config()?)
             .connect_timeout(connect_timeout)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
@@ -97,6 +116,11 @@ impl ReqwestTransport {
     }
 
     /// Wrap a reqwest client configured elsewhere (proxies, custom roots, ...).
+    ///
+    /// scaffold builds reqwest without a rustls crypto provider of its own:
+    /// give the client one (`tls_backend_preconfigured`), install a default
+    /// (`rustls::crypto::CryptoProvider::install_default`), or enable
+    /// reqwest's `rustls` feature in your crate.
     pub fn from_client(client: reqwest::Client) -> Self {
         ReqwestTransport {
             client,

@@ -2,7 +2,7 @@
 """Reference vectors for scaffold's statistics, computed with NumPy and SciPy.
 
 Run from anywhere (needs `pip install scipy statsmodels`); writes `stats.json` beside
-this script. The Rust tests in `scaffold/tests/stats.rs` read that file, so
+this script. The Rust tests in `scaffold/tests/all/stats.rs` read that file, so
 the JSON is committed and this script is only re-run to add cases.
 
 Conventions matched (see `scaffold/src/eval/stats.rs` and

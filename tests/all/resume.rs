@@ -13,7 +13,7 @@ use scaffold::eval::EvalResults;
 use scaffold::store::{SessionFilter, SessionStatus, Store};
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 use common::{TempDir, text};
 

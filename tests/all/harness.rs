@@ -7,7 +7,7 @@ use std::process::Output;
 use scaffold::report::Format;
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 use common::text;
 

@@ -2,7 +2,7 @@
 //! timestamp), the JSON against its schema, the JUnit XML well-formed, and
 //! the HTML rendered by headless Chromium with its SVG plots.
 //!
-//! Bless changed goldens with `SCAFFOLD_BLESS=1 cargo test -p scaffold --test reports`.
+//! Bless changed goldens with `SCAFFOLD_BLESS=1 cargo test -p scaffold --test all -- reports::`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -407,7 +407,7 @@ fn golden(name: &str, actual: &str) {
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read {} ({e}); create it with SCAFFOLD_BLESS=1 cargo test -p scaffold --test reports",
+            "cannot read {} ({e}); create it with SCAFFOLD_BLESS=1 cargo test -p scaffold --test all -- reports::",
             path.display()
         )
     });
@@ -419,7 +419,7 @@ fn golden(name: &str, actual: &str) {
             .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
         panic!(
             "{} differs from the rendered report at line {}:\n  golden: {:?}\n  actual: {:?}\n\
-             (bless intended changes with SCAFFOLD_BLESS=1 cargo test -p scaffold --test reports)",
+             (bless intended changes with SCAFFOLD_BLESS=1 cargo test -p scaffold --test all -- reports::)",
             path.display(),
             line + 1,
             expected.lines().nth(line),

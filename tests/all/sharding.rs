@@ -9,7 +9,7 @@ use scaffold::eval::EvalResults;
 use scaffold::eval::results::MergeError;
 use scaffold::store::Store;
 
-mod common;
+use crate::common;
 
 use common::{TempDir, nextest_available, text};
 

@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 
 use common::{TempDir, text};
 

@@ -1,0 +1,11 @@
+//! The root package's tests that can share one process, as modules of one
+//! test binary (each binary links scaffold and the example suite: one link
+//! instead of five). `evals` stays its own `harness = false` target.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod first_suite;
+mod harness;
+mod resume;
+mod schemas;
+mod sharding;
