@@ -2,7 +2,10 @@
 //!
 //! A code review workflow (reviewer → fixer) over five cases of seed 003's
 //! code review dataset, in two variants: OpenAI's gpt-4o and Anthropic's
-//! Claude Sonnet 4.5. Provider calls are played back from `evals/recordings/`
+//! Claude Sonnet 4.5; and a code generation workflow (planner → coder with
+//! `Write` and `Bash` tools → tester → reviewer) over seed 003's seven code
+//! generation cases, OpenAI's cheap gpt-4o-mini against Claude Sonnet 4.5.
+//! Provider calls (and `Bash`'s commands) are played back from `evals/recordings/`
 //! (re-record them with `cargo run --example record_example_suite`, which
 //! answers from `evals/answers/` on a local fake server: no keys, no cost).
 
