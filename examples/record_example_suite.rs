@@ -4,9 +4,9 @@
 //!
 //! Serves the answers of `evals/answers/code-review.yaml` from
 //! [`FakeProvider`] rules (case by a line of its code, variant by model,
-//! agent by system prompt), and those of `evals/answers/code-generation.yaml`
-//! (case by its task, the coder's turn by the answers it gave so far), then runs `cargo test --test evals` in record
-//! mode with the providers' base URLs pointed at it. The recorder writes
+//! agent by system prompt) and those of `evals/answers/code-generation.yaml`
+//! (case by its task, the coder's turn by the answers it gave so far), then
+//! runs `cargo test --test evals` in record mode with the providers' base URLs pointed at it. The recorder writes
 //! `evals/recordings/*.json` (and insta the snapshots) exactly as it would
 //! against the real APIs; the fake keys set here never reach a file.
 
@@ -141,20 +141,26 @@ fn gen_answer(answer: &Value) -> Answer {
 
 /// The rule answering one code generation agent of one case and variant;
 /// a list of answers is served turn by turn.
-fn gen_rule(task: &str, case: &str, variant: &str, agent: &str, answer: &Value) -> Rule {
-    let system = GEN_AGENTS
+fn gen_rule(
+    task: &str,
+    case: &str,
+    variant: &str,
+    agent: &str,
+    answer: &Value,
+) -> Result<Rule, String> {
+    let (_, system) = GEN_AGENTS
         .iter()
         .find(|(a, _)| *a == agent)
-        .map_or("", |(_, s)| s);
+        .ok_or_else(|| format!("{case}/{variant}: no agent `{agent}` in the workflow"))?;
     let turns: Vec<Value> = match answer {
         Value::Array(turns) => turns.clone(),
         one => vec![one.clone()],
     };
     let anthropic = variant.starts_with("claude");
     let key = format!("{case}/{variant}/{agent}");
-    Rule::when()
+    Ok(Rule::when()
         .model(variant)
-        .system_contains(system)
+        .system_contains(*system)
         .prompt_contains(task)
         .then_with(move |request| {
             let n = turn(request).min(turns.len().saturating_sub(1));
@@ -165,11 +171,11 @@ fn gen_rule(task: &str, case: &str, variant: &str, agent: &str, answer: &Value) 
                 tokens(&text),
             );
             shaped(answer, anthropic, &tag(&format!("{key}/{n}")))
-        })
+        }))
 }
 
 /// The code generation rules: the dataset gives each case's task.
-fn gen_rules(answers: &Answers, dataset: &Value) -> Vec<Rule> {
+fn gen_rules(answers: &Answers, dataset: &Value) -> Result<Vec<Rule>, String> {
     let mut rules = Vec::new();
     for case in dataset["cases"].as_array().into_iter().flatten() {
         let (Some(id), Some(task)) = (case["id"].as_str(), case["input"]["task"].as_str()) else {
@@ -177,11 +183,11 @@ fn gen_rules(answers: &Answers, dataset: &Value) -> Vec<Rule> {
         };
         for (variant, agents) in answers.get(id).into_iter().flatten() {
             for (agent, answer) in agents {
-                rules.push(gen_rule(task, id, variant, agent, answer));
+                rules.push(gen_rule(task, id, variant, agent, answer)?);
             }
         }
     }
-    rules
+    Ok(rules)
 }
 
 /// A YAML file of the repository, parsed.
@@ -201,7 +207,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gen_dataset: Value = load(root, "evals/code-generation.yaml")?;
     let server = FakeProvider::builder()
         .rules(rules(&answers))
-        .rules(gen_rules(&gen_answers, &gen_dataset))
+        .rules(gen_rules(&gen_answers, &gen_dataset)?)
         .start()
         .await?;
     let recordings = format!("{root}/evals/recordings");
