@@ -4,15 +4,17 @@
 //!
 //! Serves the answers of `evals/answers/code-review.yaml` from
 //! [`FakeProvider`] rules (case by a line of its code, variant by model,
-//! agent by system prompt), then runs `cargo test --test evals` in record
-//! mode with the providers' base URLs pointed at it. The recorder writes
+//! agent by system prompt) and those of `evals/answers/code-generation.yaml`
+//! (case by its task, the coder's turn by the answers it gave so far), then
+//! runs `cargo test --test evals` in record mode with the providers' base URLs pointed at it. The recorder writes
 //! `evals/recordings/*.json` (and insta the snapshots) exactly as it would
 //! against the real APIs; the fake keys set here never reach a file.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use scaffold::testing::{Answer, FakeProvider, Rule};
+use scaffold::testing::{Answer, FakeProvider, RecordedRequest, Rule};
+use scaffold_examples::code_generation as codegen;
 use serde_json::Value;
 
 type Answers = BTreeMap<String, BTreeMap<String, BTreeMap<String, Value>>>;
@@ -61,18 +63,23 @@ fn rule(marker: &str, variant: &str, agent: &str, system: &str, answer: &Value) 
                 tokens(&String::from_utf8_lossy(&request.body)),
                 tokens(&text),
             );
-            if anthropic {
-                answer
-                    .id(format!("msg_01{id}"))
-                    .request_id(format!("req_011C{}", &id[..12]))
-            } else {
-                answer
-                    .id(format!("chatcmpl-{id}"))
-                    .request_id(format!("req_{id}"))
-                    .created(1_763_800_000)
-                    .fingerprint("fp_7f5a3c1b2d")
-            }
+            shaped(answer, anthropic, &id)
         })
+}
+
+/// `answer` with the ids and headers of the API a variant calls.
+fn shaped(answer: Answer, anthropic: bool, id: &str) -> Answer {
+    if anthropic {
+        answer
+            .id(format!("msg_01{id}"))
+            .request_id(format!("req_011C{}", &id[..12]))
+    } else {
+        answer
+            .id(format!("chatcmpl-{id}"))
+            .request_id(format!("req_{id}"))
+            .created(1_763_800_000)
+            .fingerprint("fp_7f5a3c1b2d")
+    }
 }
 
 fn case_of(marker: &str) -> &'static str {
@@ -96,13 +103,111 @@ fn rules(answers: &Answers) -> Vec<Rule> {
     rules
 }
 
+/// The code generation agents, told by their system prompts.
+const GEN_AGENTS: &[(&str, &str)] = &[
+    ("planner", codegen::prompts::PLANNER),
+    ("clarifier", codegen::prompts::CLARIFIER),
+    ("coder", codegen::prompts::CODER),
+    ("tester", codegen::prompts::TESTER),
+    ("reviewer", codegen::prompts::REVIEWER),
+];
+
+/// How many answers the model already gave in this conversation.
+fn turn(request: &RecordedRequest) -> usize {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+    body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+}
+
+/// One answer of the code generation answers: a structured value, a text,
+/// or one turn of the coder (`{Write: args}`, `{Bash: args}`, `{text: ..}`).
+fn gen_answer(answer: &Value) -> Answer {
+    match answer {
+        Value::String(text) => Answer::text(text.clone()),
+        Value::Object(turn) if turn.len() == 1 => {
+            let (key, value) = turn.iter().next().expect("one key");
+            match (key.as_str(), value) {
+                ("text", Value::String(text)) => Answer::text(text.clone()),
+                (tool, args) if tool != "text" && args.is_object() => {
+                    Answer::tool_call(tool, args.clone())
+                }
+                _ => Answer::structured(answer.clone()),
+            }
+        }
+        other => Answer::structured(other.clone()),
+    }
+}
+
+/// The rule answering one code generation agent of one case and variant;
+/// a list of answers is served turn by turn.
+fn gen_rule(
+    task: &str,
+    case: &str,
+    variant: &str,
+    agent: &str,
+    answer: &Value,
+) -> Result<Rule, String> {
+    let (_, system) = GEN_AGENTS
+        .iter()
+        .find(|(a, _)| *a == agent)
+        .ok_or_else(|| format!("{case}/{variant}: no agent `{agent}` in the workflow"))?;
+    let turns: Vec<Value> = match answer {
+        Value::Array(turns) => turns.clone(),
+        one => vec![one.clone()],
+    };
+    let anthropic = variant.starts_with("claude");
+    let key = format!("{case}/{variant}/{agent}");
+    Ok(Rule::when()
+        .model(variant)
+        .system_contains(*system)
+        .prompt_contains(task)
+        .then_with(move |request| {
+            let n = turn(request).min(turns.len().saturating_sub(1));
+            let reply = &turns[n];
+            let text = reply.to_string();
+            let answer = gen_answer(reply).usage(
+                tokens(&String::from_utf8_lossy(&request.body)),
+                tokens(&text),
+            );
+            shaped(answer, anthropic, &tag(&format!("{key}/{n}")))
+        }))
+}
+
+/// The code generation rules: the dataset gives each case's task.
+fn gen_rules(answers: &Answers, dataset: &Value) -> Result<Vec<Rule>, String> {
+    let mut rules = Vec::new();
+    for case in dataset["cases"].as_array().into_iter().flatten() {
+        let (Some(id), Some(task)) = (case["id"].as_str(), case["input"]["task"].as_str()) else {
+            continue;
+        };
+        for (variant, agents) in answers.get(id).into_iter().flatten() {
+            for (agent, answer) in agents {
+                rules.push(gen_rule(task, id, variant, agent, answer)?);
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// A YAML file of the repository, parsed.
+fn load<T: serde::de::DeserializeOwned>(
+    root: &str,
+    path: &str,
+) -> Result<T, Box<dyn std::error::Error>> {
+    let source = std::fs::read_to_string(format!("{root}/{path}"))?;
+    Ok(serde_saphyr::from_str(&source)?)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = env!("CARGO_MANIFEST_DIR");
-    let source = std::fs::read_to_string(format!("{root}/evals/answers/code-review.yaml"))?;
-    let answers: Answers = serde_saphyr::from_str(&source)?;
+    let answers: Answers = load(root, "evals/answers/code-review.yaml")?;
+    let gen_answers: Answers = load(root, "evals/answers/code-generation.yaml")?;
+    let gen_dataset: Value = load(root, "evals/code-generation.yaml")?;
     let server = FakeProvider::builder()
         .rules(rules(&answers))
+        .rules(gen_rules(&gen_answers, &gen_dataset)?)
         .start()
         .await?;
     let recordings = format!("{root}/evals/recordings");

@@ -1,3 +1,4 @@
 //! The example workflows of the scaffold repository, used by its own eval suite.
 
+pub mod code_generation;
 pub mod code_review;

@@ -686,10 +686,14 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         "table,json,markdown",
         "--parallel",
         "2",
+        // The code review eval's cells: what follows reads its sessions.
+        "--",
+        "code-review::",
     ]);
     assert_eq!(out.code, 0, "{}", out.all());
     let text = out.all();
     assert!(text.contains("10 passed"), "{text}");
+    assert!(text.contains("14 filtered out"), "{text}");
     assert!(text.contains("│ Eval: code-review"), "{text}");
     assert!(text.contains("Gate: passed"), "{text}");
     let results = out_dir.join("code-review.json");
@@ -1324,11 +1328,16 @@ fn nextest_shards_merge_then_gate() {
     // One shard alone is not the run: the gate says what is missing.
     let gate = cli(&["gate", "--run", "latest", "--database", one]);
     assert_eq!(gate.code, 1, "{}", gate.all());
-    let shard_run = Store::open(&shards[0])
-        .and_then(|db| db.eval_runs())
-        .expect("the shard's runs")
-        .remove(0);
-    let missing = 10 - shard_run.cells;
+    let shard = Store::open(&shards[0]).expect("the shard's database");
+    let shard_run = shard.eval_runs().expect("the shard's runs").remove(0);
+    // The run also holds the code generation eval's cells of the shard.
+    let shard_cells = shard
+        .eval_results(&shard_run.id)
+        .expect("the shard's results")
+        .iter()
+        .find(|r| r.eval == "code-review")
+        .map_or(0, |r| r.cell_count());
+    let missing = 10 - shard_cells;
     assert!(
         gate.stdout.contains(&format!(
             "FAIL  code-review  run not finished: {missing} of 10 planned cells missing"
@@ -1393,10 +1402,11 @@ fn nextest_shards_merge_then_gate() {
     assert!(again.join("code-review.md").is_file());
     let whole_again = EvalResults::load(again.join("code-review.json")).expect("merged");
     assert_eq!(whole_again.results.len(), whole.results.len());
-    // The merged document with a shard again: every cell of that shard twice.
+    // The merged document with a shard again: every cell of that shard
+    // twice (the first named is of the first eval, code generation).
     assert_input_error(
         &["merge", s(&merged), one, "--output", s(&again)],
-        "merge: cell code-review::",
+        "merge: cell code-generation::",
     );
     eprintln!("nextest shards, merge and gate: {:.1?}", started.elapsed());
 }

@@ -20,9 +20,13 @@ fn evals(args: &[&str], envs: &[(&str, &str)]) -> Output {
     cmd.output().expect("cargo runs")
 }
 
-/// The results document a run wrote into `out`.
-fn results(out: &Path) -> Value {
-    let raw = std::fs::read_to_string(out.join("code-review.json")).expect("results JSON written");
+/// The example suite's evals, as their results files and snapshot folders are named.
+const EVALS: [&str; 2] = ["code-generation", "code-review"];
+
+/// The results document a run wrote into `out` for `eval`.
+fn results_of(out: &Path, eval: &str) -> Value {
+    let raw =
+        std::fs::read_to_string(out.join(format!("{eval}.json"))).expect("results JSON written");
     serde_json::from_str(&raw).expect("results JSON parses")
 }
 
@@ -55,21 +59,24 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
     );
     assert!(one.status.success(), "{}", text(&one));
     let out = text(&one);
-    assert!(out.contains("10 passed"), "{out}");
+    assert!(out.contains("24 passed"), "{out}");
     assert!(out.contains("Eval: code-review"), "{out}");
+    assert!(out.contains("Eval: code-generation"), "{out}");
     assert!(out.contains("Cheapest: "), "{out}");
     let many = evals(&[], &[("SCAFFOLD_OUTPUT", &output(&many_out))]);
     assert!(many.status.success(), "{}", text(&many));
-    let (first, second) = (results(&one_out), results(&many_out));
-    assert_ne!(first["timestamp"], Value::Null);
-    assert_eq!(
-        without_run_ids(&first),
-        without_run_ids(&second),
-        "results differ between 1 thread and the default"
-    );
-    // The printed summary too, from the table to the gate.
+    for eval in EVALS {
+        let (first, second) = (results_of(&one_out, eval), results_of(&many_out, eval));
+        assert_ne!(first["timestamp"], Value::Null);
+        assert_eq!(
+            without_run_ids(&first),
+            without_run_ids(&second),
+            "{eval}: results differ between 1 thread and the default"
+        );
+    }
+    // The printed summaries too, from the first table to the last gate.
     let summary = |out: &str| {
-        out[out.find("Eval: code-review").unwrap_or(0)..]
+        out[out.find("Eval: ").unwrap_or(0)..]
             .lines()
             .filter(|l| !l.contains("Run: ") && !l.contains("Results: "))
             .collect::<Vec<_>>()
@@ -110,7 +117,7 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
         listed.contains("code-review::gpt-4o::sql-injection: test"),
         "{listed}"
     );
-    assert_eq!(listed.matches(": test").count(), 10, "{listed}");
+    assert_eq!(listed.matches(": test").count(), 24, "{listed}");
 
     // A filter and --exact pick cells; SCAFFOLD_TAGS filters by case tag.
     let filtered = evals(&["sql-injection"], &[]);
@@ -251,18 +258,21 @@ fn every_committed_snapshot_counts_as_referenced_for_cargo_insta() {
         .lines()
         .map(|l| canonical(std::path::Path::new(l)))
         .collect();
-    let snapshots =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("snapshots/code-review");
     let mut committed = std::collections::BTreeSet::new();
-    for case in std::fs::read_dir(&snapshots).expect("the snapshots folder") {
-        for snap in std::fs::read_dir(case.expect("an entry").path()).expect("a case folder") {
-            let path = snap.expect("an entry").path();
-            if path.extension().is_some_and(|e| e == "snap") {
-                committed.insert(canonical(&path));
+    for eval in EVALS {
+        let snapshots = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("snapshots")
+            .join(eval);
+        for case in std::fs::read_dir(&snapshots).expect("the snapshots folder") {
+            for snap in std::fs::read_dir(case.expect("an entry").path()).expect("a case folder") {
+                let path = snap.expect("an entry").path();
+                if path.extension().is_some_and(|e| e == "snap") {
+                    committed.insert(canonical(&path));
+                }
             }
         }
     }
-    assert_eq!(committed.len(), 10);
+    assert_eq!(committed.len(), 24);
     assert_eq!(listed, committed);
 }
 
@@ -291,6 +301,8 @@ fn record_mode_without_keys_stops_before_any_call_naming_the_variables() {
         "SCAFFOLD_MODE=record calls the real APIs",
         "code-review: variant `gpt-4o`, agent `reviewer`: set OPENAI_API_KEY",
         "code-review: variant `claude-sonnet-4-5`, agent `fixer`: set ANTHROPIC_API_KEY",
+        "code-generation: variant `gpt-4o-mini`, agent `coder`: set OPENAI_API_KEY",
+        "code-generation: variant `claude-sonnet-4-5`, agent `clarifier`: set ANTHROPIC_API_KEY",
         "nothing was called and no recording changed",
     ] {
         assert!(text.contains(expected), "{expected}:\n{text}");

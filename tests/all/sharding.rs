@@ -74,19 +74,34 @@ fn nextest_shards_merge_into_the_whole_suite() {
         .cloned()
         .unwrap();
 
-    let merged = EvalResults::merge(parts).unwrap();
-    let cells: Vec<String> = merged
-        .results
-        .iter()
-        .map(|c| c.test_name(&merged.eval, merged.config.trials))
-        .collect();
-    let unique: BTreeSet<String> = cells.iter().cloned().collect();
-    assert_eq!(cells.len(), unique.len(), "a cell twice: {cells:?}");
+    // Each eval's shards merge into that eval's whole results.
+    let merged_of = |eval: &str| {
+        let mine: Vec<EvalResults> = parts.iter().filter(|p| p.eval == eval).cloned().collect();
+        EvalResults::merge(mine).unwrap()
+    };
+    let (mut unique, mut total) = (BTreeSet::new(), 0);
+    for (eval, inputs) in [("code-review", 5), ("code-generation", 7)] {
+        let merged = merged_of(eval);
+        let cells: Vec<String> = merged
+            .results
+            .iter()
+            .map(|c| c.test_name(&merged.eval, merged.config.trials))
+            .collect();
+        total += cells.len();
+        unique.extend(cells);
+        assert_eq!(merged.config.inputs, inputs);
+        assert!(
+            merged.gate_passed(),
+            "{eval}: pass rate {}",
+            merged.pass_rate()
+        );
+        assert_eq!(merged.summary.len(), 2);
+    }
+    assert_eq!(unique.len(), total, "a cell twice");
     assert_eq!(unique, every_cell());
-    assert_eq!(merged.eval, "code-review");
-    assert_eq!(merged.config.inputs, 5);
-    assert!(merged.gate_passed(), "pass rate {}", merged.pass_rate());
-    assert_eq!(merged.summary.len(), 2);
+    // Shards of two evals do not merge.
+    let err = EvalResults::merge(parts.clone()).unwrap_err();
+    assert!(matches!(err, MergeError::EvalMismatch { .. }), "{err}");
 
     // One process per cell or one for all: the same figures, latency
     // included (playback is virtual time), but for the sessions' own ids.
@@ -99,7 +114,6 @@ fn nextest_shards_merge_into_the_whole_suite() {
         ],
     );
     assert!(single.status.success(), "{}", text(&single));
-    let single = EvalResults::load(single_out.join("code-review.json")).unwrap();
     let cells = |r: &EvalResults| {
         let mut cells: Vec<_> = r
             .results
@@ -113,8 +127,12 @@ fn nextest_shards_merge_into_the_whole_suite() {
         cells.sort_by(|a, b| a.0.cmp(&b.0));
         cells
     };
-    assert_eq!(cells(&merged), cells(&single));
-    assert_eq!(merged.summary, single.summary);
+    for eval in ["code-review", "code-generation"] {
+        let single = EvalResults::load(single_out.join(format!("{eval}.json"))).unwrap();
+        let merged = merged_of(eval);
+        assert_eq!(cells(&merged), cells(&single), "{eval}");
+        assert_eq!(merged.summary, single.summary, "{eval}");
+    }
 
     // The same shard twice: refused, naming a cell.
     let err = EvalResults::merge(vec![shard.clone(), shard.clone()]).unwrap_err();
@@ -128,7 +146,7 @@ fn nextest_shards_merge_into_the_whole_suite() {
     assert!(err.to_string().contains(&first), "{err}");
     eprintln!(
         "two nextest shards merged: {} cells, {:.1}s",
-        merged.cell_count(),
+        total,
         started.elapsed().as_secs_f64()
     );
 }
