@@ -1012,11 +1012,13 @@ impl Execution {
             self.clock.advance(answer.duration);
             return Ok(answer.result);
         }
-        // The tool works on a copy, taken back when it returns (only a
-        // stateful tool can change it).
-        let ctx = ToolContext::new(state.clone(), &agent.name, &call.id);
+        // A stateful tool works on a copy, taken back when it returns; a
+        // tool without state gets none.
+        let ctx = tool
+            .is_stateful()
+            .then(|| ToolContext::new(state.clone(), &agent.name, &call.id));
         let began = Instant::now();
-        let future = tool.call_with(call.arguments.clone(), ctx.clone());
+        let future = tool.run(call.arguments.clone(), ctx.clone());
         let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
         let result = match deadline {
             Some(deadline) => match tokio::time::timeout_at(deadline.into(), future).await {
@@ -1040,7 +1042,7 @@ impl Execution {
                     message,
                 })?;
         }
-        if tool.is_stateful() {
+        if let Some(ctx) = ctx {
             *state = ctx.into_state();
             self.diff_state_by(state, Some(&agent.name), Some(&call.id))?;
         }

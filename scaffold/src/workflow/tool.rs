@@ -24,8 +24,9 @@ use serde_json::Value;
 
 use crate::provider::ToolSpec;
 
-type ToolFn<S> =
-    dyn Fn(Value, ToolContext<S>) -> BoxFuture<'static, Result<Value, String>> + Send + Sync;
+type ToolFn<S> = dyn Fn(Value, Option<ToolContext<S>>) -> BoxFuture<'static, Result<Value, String>>
+    + Send
+    + Sync;
 
 /// What a stateful tool sees of the run: the workflow's state (read it,
 /// change it) and which call it is answering. Clones share the state.
@@ -203,7 +204,7 @@ impl<S: Send + 'static> Tool<S> {
     {
         let name: Arc<str> = name.into().into();
         let spec = spec_of::<A>(name.to_string(), description.into());
-        let call = move |args: Value, _: ToolContext<S>| {
+        let call = move |args: Value, _: Option<ToolContext<S>>| {
             done(arguments(&name, args).and_then(|a| outcome(&name, f(a))))
         };
         Tool::made(spec, call, false)
@@ -241,7 +242,7 @@ impl<S: Send + 'static> Tool<S> {
     {
         let name: Arc<str> = name.into().into();
         let spec = spec_of::<A>(name.to_string(), description.into());
-        let call = move |args: Value, _: ToolContext<S>| call_async(&name, args, &f);
+        let call = move |args: Value, _: Option<ToolContext<S>>| call_async(&name, args, &f);
         Tool::made(spec, call, false)
     }
 
@@ -281,7 +282,10 @@ impl<S: Send + 'static> Tool<S> {
     {
         let name: Arc<str> = name.into().into();
         let spec = spec_of::<A>(name.to_string(), description.into());
-        let call = move |args: Value, ctx: ToolContext<S>| call_async(&name, args, |a| f(a, ctx));
+        let call = move |args: Value, ctx: Option<ToolContext<S>>| match ctx {
+            Some(ctx) => call_async(&name, args, |a| f(a, ctx)),
+            None => done(Err(format!("tool `{name}` needs the workflow's state"))),
+        };
         Tool::made(spec, call, true)
     }
 }
@@ -289,14 +293,14 @@ impl<S: Send + 'static> Tool<S> {
 impl Tool {
     /// Run a tool without state on JSON arguments (outside a workflow).
     pub async fn call(&self, args: Value) -> Result<Value, String> {
-        self.call_with(args, ToolContext::new((), "", "")).await
+        self.run(args, None).await
     }
 }
 
 impl<S> Tool<S> {
     fn made(
         spec: ToolSpec,
-        call: impl Fn(Value, ToolContext<S>) -> BoxFuture<'static, Result<Value, String>>
+        call: impl Fn(Value, Option<ToolContext<S>>) -> BoxFuture<'static, Result<Value, String>>
         + Send
         + Sync
         + 'static,
@@ -351,6 +355,16 @@ impl<S> Tool<S> {
 
     /// Run the tool on JSON arguments with `ctx`, within its timeout.
     pub async fn call_with(&self, args: Value, ctx: ToolContext<S>) -> Result<Value, String> {
+        self.run(args, Some(ctx)).await
+    }
+
+    /// Run the tool within its timeout; a tool without state gets no
+    /// context (nothing of the state is copied for it).
+    pub(crate) async fn run(
+        &self,
+        args: Value,
+        ctx: Option<ToolContext<S>>,
+    ) -> Result<Value, String> {
         let future = (self.call)(args, ctx);
         match self.timeout {
             None => future.await,
