@@ -145,6 +145,14 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
         "the gate says what it judged",
         &o,
     )?;
+    check(
+        err.contains(
+            "Total: 1 eval(s), 6 cells: 5 passed, 1 failed, 1 flaky; gates 0/1 passed; cost $0; \
+             run FAILED: the gate of flaky failed",
+        ),
+        "the whole run's line agrees with the exit code",
+        &o,
+    )?;
     let r = results(dir)?;
     let flaky: Vec<String> = r.flaky().map(|t| t.label()).collect();
     check(
@@ -171,6 +179,14 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
     let o = child(dir, &[]);
     let err = stderr(&o);
     check(o.status.success(), "quarantined, the run passes", &o)?;
+    check(
+        err.contains(
+            "Total: 1 eval(s), 6 cells: 3 passed, 0 failed, 3 quarantined, 1 flaky; \
+             gates 1/1 passed; cost $0; run passed",
+        ),
+        "the whole run's line counts quarantined cells apart",
+        &o,
+    )?;
     check(
         err.contains("    FLAKY, QUARANTINED alternating::sometimes: 2/3 passed"),
         "the table marks it quarantined",

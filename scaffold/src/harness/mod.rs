@@ -79,6 +79,7 @@ pub(crate) mod registry;
 mod selection;
 mod settings;
 mod snapshot;
+mod totals;
 
 pub(crate) use erased::ErasedEval;
 pub(crate) use registry::{
@@ -114,6 +115,7 @@ use budget::Budget;
 use finished::Finished;
 use selection::Selection;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
+use totals::RunTotals;
 
 /// Environment variable: comma-separated tags; only cases with one of them run.
 pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
@@ -184,7 +186,8 @@ struct Tally {
     drift: usize,
     /// Failed tests explained by their cells' checks.
     explained: usize,
-    gate_failed: bool,
+    /// What the evals add up to, and whose gates failed.
+    totals: RunTotals,
     /// A baseline that could not be read, or a comparison that blocks.
     blocked: bool,
 }
@@ -1709,23 +1712,44 @@ impl Harness {
         // Cells a budget kept from starting failed as not started.
         let explained =
             tally.explained + self.drifted_passing.load(Ordering::Relaxed) + over_budget;
-        let unexplained_failures = num_failed as usize > explained;
-        if unexplained_failures {
+        let mut reasons = tally.totals.gate_reasons();
+        for (failed, reason) in [
+            (tally.blocked, "the baseline comparison blocks".to_string()),
+            (
+                tally.drift > 0,
+                format!("{} session snapshot(s) changed", tally.drift),
+            ),
+            (
+                unplayable > 0,
+                format!("{unplayable} cell(s) could not be played back"),
+            ),
+            (
+                num_failed as usize > explained,
+                "cells crashed before they were graded".into(),
+            ),
+            (
+                store_failed,
+                "the session store could not be written".into(),
+            ),
+            (
+                over_budget > 0,
+                format!("{over_budget} cell(s) kept from starting by a budget"),
+            ),
+        ] {
+            if failed {
+                reasons.push(reason);
+            }
+        }
+        if num_failed as usize > explained {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
+        eprintln!("\n{}", tally.totals.line(&reasons));
         // Recordings that no longer fit the requests fail the run whatever
         // the gate says, as the snapshot they changed did before.
-        if tally.gate_failed
-            || tally.blocked
-            || tally.drift > 0
-            || unplayable > 0
-            || unexplained_failures
-            || store_failed
-            || over_budget > 0
-        {
-            ExitCode::FAILURE
-        } else {
+        if reasons.is_empty() {
             ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
         }
     }
 
@@ -1760,7 +1784,8 @@ impl Harness {
             // Cells did not start: the results say how many are missing.
             results = results.with_planned_cells(self.planned[index]);
         }
-        tally.gate_failed |= !self.print_verdict(&results);
+        let gate_passed = self.print_verdict(&results);
+        tally.totals.add(&results, gate_passed);
         let comparison = match summary.baseline.for_eval(eval.name()) {
             Ok(Some(base)) => {
                 let cmp = compare(&base, &results, &CompareOptions::default());
