@@ -2,3 +2,6 @@
 
 pub mod code_generation;
 pub mod code_review;
+pub mod debugging;
+pub mod file_tools;
+pub mod refactoring;
