@@ -5,7 +5,9 @@
 //! Serves the answers of `evals/answers/code-review.yaml` from
 //! [`FakeProvider`] rules (case by a line of its code, variant by model,
 //! agent by system prompt) and those of `evals/answers/code-generation.yaml`
-//! (case by its task, the coder's turn by the answers it gave so far), then
+//! (case by its task, the coder's turn by the answers it gave so far), those
+//! of `refactoring.yaml`, `debugging.yaml` and `refactoring-verifier.yaml`
+//! (case by its task or error, a prompt variant by its system prompt), then
 //! runs `cargo test --test evals` in record mode with the providers' base URLs pointed at it. The recorder writes
 //! `evals/recordings/*.json` (and insta the snapshots) exactly as it would
 //! against the real APIs; the fake keys set here never reach a file.

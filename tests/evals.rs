@@ -5,6 +5,11 @@
 //! Claude Sonnet 4.5; and a code generation workflow (planner → coder with
 //! `Write` and `Bash` tools → tester → reviewer) over seed 003's seven code
 //! generation cases, OpenAI's cheap gpt-4o-mini against Claude Sonnet 4.5.
+//! Then seed 003's refactoring (analyst → planner → refactorer with `Edit`
+//! and `Write` → verifier, gpt-4o-mini against Claude Sonnet 4.5) and
+//! debugging (debugger with `Read` and `Grep` → fixer with `Edit`, two
+//! debugger prompts) evals over in-state file trees, and seed 000's
+//! fork-based eval: two verifier prompts from one committed session.
 //! Provider calls (and `Bash`'s commands) are played back from `evals/recordings/`
 //! (re-record them with `cargo run --example record_example_suite`, which
 //! answers from `evals/answers/` on a local fake server: no keys, no cost).
