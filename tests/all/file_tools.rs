@@ -106,8 +106,8 @@ async fn edit_refuses_absent_ambiguous_and_unknown_targets_and_changes_nothing()
     let results = tool_results(&result);
     let text = |i: usize| results[i]["result"].as_str().unwrap_or_default();
     assert_eq!(results.len(), 4, "{results:?}");
-    for i in 0..3 {
-        assert_eq!(results[i]["isError"], true, "{}", results[i]);
+    for failed in &results[..3] {
+        assert_eq!(failed["isError"], true, "{failed}");
     }
     assert_eq!(text(0), "old_string not found in src/api.ts");
     assert!(
