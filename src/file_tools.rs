@@ -9,10 +9,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// A file tree: path → content.
-pub type Files = BTreeMap<String, String>;
+pub(crate) type Files = BTreeMap<String, String>;
 
 /// A state that holds a [`Files`] tree.
-pub trait HasFiles {
+pub(crate) trait HasFiles {
     /// The files.
     fn files(&self) -> &Files;
     /// The files, to change.
@@ -22,7 +22,7 @@ pub trait HasFiles {
 }
 
 /// The files of a case's input: `[{path, content}]`.
-pub fn files_of(input: &serde_json::Value) -> Files {
+pub(crate) fn files_of(input: &serde_json::Value) -> Files {
     input
         .as_array()
         .into_iter()
@@ -33,14 +33,14 @@ pub fn files_of(input: &serde_json::Value) -> Files {
 
 /// The `Read` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReadFile {
+pub(crate) struct ReadFile {
     /// Path of the file, relative to the project root.
     pub file_path: String,
 }
 
 /// The `Grep` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct GrepArgs {
+pub(crate) struct GrepArgs {
     /// A regular expression, searched line by line.
     pub pattern: String,
     /// Only files whose path starts with this (a file or a directory).
@@ -50,7 +50,7 @@ pub struct GrepArgs {
 
 /// The `Edit` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct EditFile {
+pub(crate) struct EditFile {
     /// Path of the file, relative to the project root.
     pub file_path: String,
     /// The exact text to replace; it must occur once unless `replace_all`.
@@ -64,7 +64,7 @@ pub struct EditFile {
 
 /// The `Write` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct WriteFile {
+pub(crate) struct WriteFile {
     /// Path of the file, relative to the project root.
     pub file_path: String,
     /// The whole content of the file.
@@ -77,7 +77,7 @@ fn missing(files: &Files, path: &str) -> String {
 }
 
 /// The content of `path`, its lines numbered from 1.
-pub fn read(files: &Files, path: &str) -> Result<String, String> {
+pub(crate) fn read(files: &Files, path: &str) -> Result<String, String> {
     let content = files.get(path).ok_or_else(|| missing(files, path))?;
     Ok(content
         .lines()
@@ -88,7 +88,7 @@ pub fn read(files: &Files, path: &str) -> Result<String, String> {
 
 /// Every line matching `pattern` as `path:line: text`, in path order; a
 /// search that finds nothing says so (it is not an error).
-pub fn grep(files: &Files, pattern: &str, under: Option<&str>) -> Result<String, String> {
+pub(crate) fn grep(files: &Files, pattern: &str, under: Option<&str>) -> Result<String, String> {
     let re = regex::Regex::new(pattern).map_err(|e| format!("bad pattern `{pattern}`: {e}"))?;
     let hits: Vec<String> = files
         .iter()
@@ -110,7 +110,7 @@ pub fn grep(files: &Files, pattern: &str, under: Option<&str>) -> Result<String,
 /// Replace `old` by `new` in `path`: exactly one occurrence, or every one
 /// with `all`. Errors (the file left as it was): no such file, empty or
 /// absent `old`, or `old` found more than once without `all`.
-pub fn edit(
+pub(crate) fn edit(
     files: &mut Files,
     path: &str,
     old: &str,
@@ -136,7 +136,7 @@ pub fn edit(
 }
 
 /// `Read`: a file of the state, its lines numbered.
-pub fn read_tool<S: State + HasFiles>() -> Tool<S> {
+pub(crate) fn read_tool<S: State + HasFiles>() -> Tool<S> {
     Tool::stateful(
         "Read",
         "Read a file of the project; its lines come numbered from 1",
@@ -145,7 +145,7 @@ pub fn read_tool<S: State + HasFiles>() -> Tool<S> {
 }
 
 /// `Grep`: the lines of the state's files that match a regular expression.
-pub fn grep_tool<S: State + HasFiles>() -> Tool<S> {
+pub(crate) fn grep_tool<S: State + HasFiles>() -> Tool<S> {
     Tool::stateful(
         "Grep",
         "Search the project's files for a regular expression; answers path:line: text",
@@ -156,7 +156,7 @@ pub fn grep_tool<S: State + HasFiles>() -> Tool<S> {
 }
 
 /// `Edit`: an exact-string replacement in one file of the state.
-pub fn edit_tool<S: State + HasFiles>() -> Tool<S> {
+pub(crate) fn edit_tool<S: State + HasFiles>() -> Tool<S> {
     Tool::stateful(
         "Edit",
         "Replace exact text in one file: old_string must occur once, unless replace_all",
@@ -180,7 +180,7 @@ pub fn edit_tool<S: State + HasFiles>() -> Tool<S> {
 }
 
 /// `Write`: adds (or replaces) a file of the state.
-pub fn write_tool<S: State + HasFiles>() -> Tool<S> {
+pub(crate) fn write_tool<S: State + HasFiles>() -> Tool<S> {
     Tool::stateful(
         "Write",
         "Write a file of the project (replacing it if it exists)",

@@ -3,5 +3,5 @@
 pub mod code_generation;
 pub mod code_review;
 pub mod debugging;
-pub mod file_tools;
+mod file_tools;
 pub mod refactoring;
