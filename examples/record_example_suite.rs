@@ -5,7 +5,9 @@
 //! Serves the answers of `evals/answers/code-review.yaml` from
 //! [`FakeProvider`] rules (case by a line of its code, variant by model,
 //! agent by system prompt) and those of `evals/answers/code-generation.yaml`
-//! (case by its task, the coder's turn by the answers it gave so far), then
+//! (case by its task, the coder's turn by the answers it gave so far), those
+//! of `refactoring.yaml`, `debugging.yaml` and `refactoring-verifier.yaml`
+//! (case by its task or error, a prompt variant by its system prompt), then
 //! runs `cargo test --test evals` in record mode with the providers' base URLs pointed at it. The recorder writes
 //! `evals/recordings/*.json` (and insta the snapshots) exactly as it would
 //! against the real APIs; the fake keys set here never reach a file.
@@ -15,6 +17,7 @@ use std::process::Command;
 
 use scaffold::testing::{Answer, FakeProvider, RecordedRequest, Rule};
 use scaffold_examples::code_generation as codegen;
+use scaffold_examples::{debugging, refactoring};
 use serde_json::Value;
 
 type Answers = BTreeMap<String, BTreeMap<String, BTreeMap<String, Value>>>;
@@ -152,26 +155,33 @@ fn gen_rule(
         .iter()
         .find(|(a, _)| *a == agent)
         .ok_or_else(|| format!("{case}/{variant}: no agent `{agent}` in the workflow"))?;
+    let key = format!("{case}/{variant}/{agent}");
+    Ok(turns_rule(variant, system, &[task], key, answer))
+}
+
+/// The rule answering requests to `model` whose system prompt contains
+/// `system` and whose prompt contains every marker with `answer`; a list
+/// of answers is served turn by turn (`key` makes the answers' ids).
+fn turns_rule(model: &str, system: &str, markers: &[&str], key: String, answer: &Value) -> Rule {
     let turns: Vec<Value> = match answer {
         Value::Array(turns) => turns.clone(),
         one => vec![one.clone()],
     };
-    let anthropic = variant.starts_with("claude");
-    let key = format!("{case}/{variant}/{agent}");
-    Ok(Rule::when()
-        .model(variant)
-        .system_contains(*system)
-        .prompt_contains(task)
-        .then_with(move |request| {
-            let n = turn(request).min(turns.len().saturating_sub(1));
-            let reply = &turns[n];
-            let text = reply.to_string();
-            let answer = gen_answer(reply).usage(
-                tokens(&String::from_utf8_lossy(&request.body)),
-                tokens(&text),
-            );
-            shaped(answer, anthropic, &tag(&format!("{key}/{n}")))
-        }))
+    let anthropic = model.starts_with("claude");
+    let when = markers.iter().fold(
+        Rule::when().model(model).system_contains(system),
+        |when, marker| when.prompt_contains(*marker),
+    );
+    when.then_with(move |request| {
+        let n = turn(request).min(turns.len().saturating_sub(1));
+        let reply = &turns[n];
+        let text = reply.to_string();
+        let answer = gen_answer(reply).usage(
+            tokens(&String::from_utf8_lossy(&request.body)),
+            tokens(&text),
+        );
+        shaped(answer, anthropic, &tag(&format!("{key}/{n}")))
+    })
 }
 
 /// The code generation rules: the dataset gives each case's task.
@@ -187,6 +197,131 @@ fn gen_rules(answers: &Answers, dataset: &Value) -> Result<Vec<Rule>, String> {
             }
         }
     }
+    Ok(rules)
+}
+
+/// The refactoring agents, told by their system prompts.
+const REFACTOR_AGENTS: &[(&str, &str)] = &[
+    ("analyst", refactoring::prompts::ANALYST),
+    ("planner", refactoring::prompts::PLANNER),
+    ("refactorer", refactoring::prompts::REFACTORER),
+    ("verifier", refactoring::prompts::VERIFIER),
+];
+
+/// The prompt variants of the debugging eval and the verifier fork eval:
+/// variant, model, the agent whose prompt differs and that prompt.
+const PROMPT_VARIANTS: &[(&str, &str, &str, &str)] = &[
+    (
+        "prompt-v1",
+        "claude-sonnet-4-5",
+        "debugger",
+        debugging::prompts::DEBUGGER,
+    ),
+    (
+        "prompt-v2",
+        "claude-sonnet-4-5",
+        "debugger",
+        debugging::prompts::DEBUGGER_EVIDENCE,
+    ),
+];
+
+/// The verifier fork eval's variant answered from its own answers file
+/// (its prompt-v1 is the refactoring eval's verifier, answered from there).
+const FORK_VARIANTS: &[(&str, &str, &str, &str)] = &[(
+    "prompt-v2",
+    "gpt-4o-mini",
+    "verifier",
+    refactoring::prompts::VERIFIER_STRICT,
+)];
+
+/// The cases of `dataset` with the text of their input's `field`.
+fn cases_by<'a>(dataset: &'a Value, field: &str) -> Vec<(&'a str, &'a str)> {
+    dataset["cases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| Some((c["id"].as_str()?, c["input"][field].as_str()?)))
+        .collect()
+}
+
+/// The refactoring rules: variants are models, cases told by their task.
+fn refactor_rules(answers: &Answers, dataset: &Value) -> Result<Vec<Rule>, String> {
+    let mut rules = Vec::new();
+    for (case, task) in cases_by(dataset, "task") {
+        for (variant, agents) in answers.get(case).into_iter().flatten() {
+            for (agent, answer) in agents {
+                let (_, system) = REFACTOR_AGENTS
+                    .iter()
+                    .find(|(a, _)| a == agent)
+                    .ok_or_else(|| format!("{case}/{variant}: no agent `{agent}`"))?;
+                let key = format!("refactoring/{case}/{variant}/{agent}");
+                rules.push(turns_rule(variant, system, &[task], key, answer));
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// Rules for variants that differ in one agent's prompt (`variants`),
+/// cases told by their input's `field` (its first line). The other agents
+/// share their prompt across variants, so each is also told by the
+/// variant's own answer it is given: `follows` names, per agent, the
+/// agent and field of the structured answer its prompt quotes.
+fn prompt_variant_rules(
+    variants: &[(&str, &str, &str, &str)],
+    shared: &[(&str, &str)],
+    follows: &[(&str, &str, &str)],
+    (answers, dataset, field): (&Answers, &Value, &str),
+) -> Result<Vec<Rule>, String> {
+    let mut rules = Vec::new();
+    for (case, text) in cases_by(dataset, field) {
+        let marker = text.lines().next().unwrap_or(text);
+        for (variant, model, varied, system) in variants {
+            let agents = answers.get(case).and_then(|v| v.get(*variant));
+            for (agent, answer) in agents.into_iter().flatten() {
+                let key = format!("{case}/{variant}/{agent}");
+                if agent == varied {
+                    rules.push(turns_rule(model, system, &[marker], key, answer));
+                    continue;
+                }
+                let (_, system) = shared
+                    .iter()
+                    .find(|(a, _)| a == agent)
+                    .ok_or_else(|| format!("{case}/{variant}: no agent `{agent}`"))?;
+                let (_, from, quoted) = follows
+                    .iter()
+                    .find(|(a, _, _)| a == agent)
+                    .ok_or_else(|| format!("{case}/{variant}: `{agent}` follows no answer"))?;
+                let quote = agents
+                    .and_then(|a| a.get(*from))
+                    .and_then(|a| a.as_array()?.last()?[*quoted].as_str())
+                    .ok_or_else(|| format!("{case}/{variant}: no `{from}` answer with {quoted}"))?;
+                rules.push(turns_rule(model, system, &[marker, quote], key, answer));
+            }
+        }
+    }
+    Ok(rules)
+}
+
+/// The rules of the refactoring, debugging and verifier fork evals.
+fn more_rules(root: &str) -> Result<Vec<Rule>, Box<dyn std::error::Error>> {
+    let refactor: Value = load(root, "evals/refactoring.yaml")?;
+    let mut rules = refactor_rules(&load(root, "evals/answers/refactoring.yaml")?, &refactor)?;
+    let shared = [("fixer", debugging::prompts::FIXER)];
+    let follows = [("fixer", "debugger", "rootCause")];
+    let debug: Value = load(root, "evals/debugging.yaml")?;
+    let debug_answers: Answers = load(root, "evals/answers/debugging.yaml")?;
+    let source = (&debug_answers, &debug, "error");
+    rules.extend(prompt_variant_rules(
+        PROMPT_VARIANTS,
+        &shared,
+        &follows,
+        source,
+    )?);
+    let fork: Value = load(root, "evals/refactoring-verifier.yaml")?;
+    let fork_answers: Answers = load(root, "evals/answers/refactoring-verifier.yaml")?;
+    let source = (&fork_answers, &fork, "task");
+    rules.extend(prompt_variant_rules(FORK_VARIANTS, &[], &[], source)?);
     Ok(rules)
 }
 
@@ -208,6 +343,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = FakeProvider::builder()
         .rules(rules(&answers))
         .rules(gen_rules(&gen_answers, &gen_dataset)?)
+        .rules(more_rules(root)?)
         .start()
         .await?;
     let recordings = format!("{root}/evals/recordings");

@@ -2,3 +2,6 @@
 
 pub mod code_generation;
 pub mod code_review;
+pub mod debugging;
+mod file_tools;
+pub mod refactoring;

@@ -21,7 +21,13 @@ fn evals(args: &[&str], envs: &[(&str, &str)]) -> Output {
 }
 
 /// The example suite's evals, as their results files and snapshot folders are named.
-const EVALS: [&str; 2] = ["code-generation", "code-review"];
+const EVALS: [&str; 5] = [
+    "code-generation",
+    "code-review",
+    "debugging",
+    "refactoring",
+    "refactoring-verifier",
+];
 
 /// The results document a run wrote into `out` for `eval`.
 fn results_of(out: &Path, eval: &str) -> Value {
@@ -59,7 +65,7 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
     );
     assert!(one.status.success(), "{}", text(&one));
     let out = text(&one);
-    assert!(out.contains("24 passed"), "{out}");
+    assert!(out.contains("38 passed"), "{out}");
     assert!(out.contains("Eval: code-review"), "{out}");
     assert!(out.contains("Eval: code-generation"), "{out}");
     assert!(out.contains("Cheapest: "), "{out}");
@@ -117,7 +123,7 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
         listed.contains("code-review::gpt-4o::sql-injection: test"),
         "{listed}"
     );
-    assert_eq!(listed.matches(": test").count(), 24, "{listed}");
+    assert_eq!(listed.matches(": test").count(), 38, "{listed}");
 
     // A filter and --exact pick cells; SCAFFOLD_TAGS filters by case tag.
     let filtered = evals(&["sql-injection"], &[]);
@@ -272,7 +278,7 @@ fn every_committed_snapshot_counts_as_referenced_for_cargo_insta() {
             }
         }
     }
-    assert_eq!(committed.len(), 24);
+    assert_eq!(committed.len(), 38);
     assert_eq!(listed, committed);
 }
 

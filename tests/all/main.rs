@@ -4,6 +4,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod file_tools;
 mod first_suite;
 mod harness;
 mod resume;

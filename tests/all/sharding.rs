@@ -80,7 +80,13 @@ fn nextest_shards_merge_into_the_whole_suite() {
         EvalResults::merge(mine).unwrap()
     };
     let (mut unique, mut total) = (BTreeSet::new(), 0);
-    for (eval, inputs) in [("code-review", 5), ("code-generation", 7)] {
+    for (eval, inputs) in [
+        ("code-review", 5),
+        ("code-generation", 7),
+        ("debugging", 3),
+        ("refactoring", 3),
+        ("refactoring-verifier", 1),
+    ] {
         let merged = merged_of(eval);
         let cells: Vec<String> = merged
             .results
@@ -127,7 +133,13 @@ fn nextest_shards_merge_into_the_whole_suite() {
         cells.sort_by(|a, b| a.0.cmp(&b.0));
         cells
     };
-    for eval in ["code-review", "code-generation"] {
+    for eval in [
+        "code-review",
+        "code-generation",
+        "debugging",
+        "refactoring",
+        "refactoring-verifier",
+    ] {
         let single = EvalResults::load(single_out.join(format!("{eval}.json"))).unwrap();
         let merged = merged_of(eval);
         assert_eq!(cells(&merged), cells(&single), "{eval}");
