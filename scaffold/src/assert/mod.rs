@@ -589,6 +589,30 @@ fn collect_judges<'a>(a: &'a Assertion, out: &mut Vec<&'a LlmJudge>) {
     }
 }
 
+/// The signals (by index) that `assertion`, in the JSON form a results
+/// record keeps, matched or compared over `signals`, its inner assertions'
+/// included; empty for an assertion that does not parse, looks at no signal
+/// or calls a model (`llm.judge` is not called again). What the HTML
+/// transcript highlights next to the verdict the record already holds.
+pub(crate) fn matched_signals(assertion: &Value, signals: &[crate::signal::Signal]) -> Vec<u64> {
+    let Ok(assertion) = serde_json::from_value::<Assertion>(assertion.clone()) else {
+        return Vec::new();
+    };
+    let result = evaluate(&assertion, &EvalContext::new(signals));
+    let mut out = Vec::new();
+    collect_matched(&result, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn collect_matched(result: &AssertionResult, out: &mut Vec<u64>) {
+    out.extend_from_slice(&result.matched);
+    for c in &result.children {
+        collect_matched(c, out);
+    }
+}
+
 /// Evaluate one assertion, synchronously. An `llm.judge` (anywhere inside)
 /// fails with a message pointing at [`evaluate_async`].
 pub fn evaluate(assertion: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult {

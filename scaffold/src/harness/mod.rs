@@ -25,6 +25,8 @@
 //!   glob that matches no variant is an error naming the variants.
 //! - `SCAFFOLD_OUTPUT` (a directory): write the reports there instead of
 //!   `target/scaffold/`.
+//! - `SCAFFOLD_REPORT_TRANSCRIPTS` (`failing`, the default, `all` or
+//!   `none`): whose transcripts the HTML report embeds.
 //! - `SCAFFOLD_SNAPSHOTS` (a directory, or `off`): check the sessions'
 //!   snapshots in that directory instead of the package's `snapshots/`, or
 //!   not at all.
@@ -103,6 +105,7 @@ use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
 use crate::provider::transport::TransportError;
+use crate::report::html::Transcripts;
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
@@ -237,6 +240,8 @@ struct Harness {
     not_started: AtomicUsize,
     trim: memory::Trim,
     formats: Vec<Format>,
+    /// Which cells' transcripts the HTML report embeds (`SCAFFOLD_REPORT_TRANSCRIPTS`).
+    transcripts: reports::html::TranscriptSelection,
     progress: Option<Progress>,
     /// Per eval (same order as `evals`): how its results are judged, with
     /// the quarantine of `evals/quarantine.yaml` added.
@@ -851,6 +856,7 @@ struct Setup {
     /// The HTTP client for real APIs, built on a thread of its own meanwhile.
     client: Option<std::thread::JoinHandle<Result<ReqwestTransport, TransportError>>>,
     formats: Vec<Format>,
+    transcripts: reports::html::TranscriptSelection,
     settings: Settings,
     evals: Vec<Box<dyn ErasedEval>>,
     budgets: Vec<Option<Arc<Budget>>>,
@@ -877,6 +883,8 @@ impl Setup {
         let client = (!args.list && mode != RecorderMode::Playback)
             .then(|| std::thread::spawn(ReqwestTransport::new));
         let formats = wanted_formats().map_err(line)?;
+        let transcripts =
+            reports::html::TranscriptSelection::from_env().map_err(|e| line(e.to_string()))?;
         let settings = Settings::from_env(manifest_dir).map_err(line)?;
         // Each process of a nextest run loads the datasets: all but the first
         // read them back from here rather than parse them again.
@@ -902,6 +910,7 @@ impl Setup {
             mode,
             client,
             formats,
+            transcripts,
             settings,
             evals,
             budgets,
@@ -1223,6 +1232,7 @@ impl Harness {
             not_started: AtomicUsize::new(0),
             trim: memory::Trim::default(),
             formats: setup.formats,
+            transcripts: setup.transcripts,
             progress: parts.progress,
             gate_options: setup.gate_options,
             limits: (setup.mode != RecorderMode::Playback).then(RateLimits::new),
@@ -1924,12 +1934,18 @@ impl Harness {
         results: &mut EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) -> std::io::Result<()> {
+        let transcripts = (self.store.as_ref()).map(|s| Transcripts::new(s, self.transcripts));
         let (Some(store), Some(run), true) = (
             &self.store,
             &self.run,
             self.summarized.load(Ordering::Relaxed),
         ) else {
-            return out.write_all(reports::render(format, results, comparison).as_bytes());
+            return match (format, &transcripts) {
+                (Format::Html, Some(t)) => out.write_all(
+                    reports::html::render_with_transcripts(results, comparison, t).as_bytes(),
+                ),
+                _ => out.write_all(reports::render(format, results, comparison).as_bytes()),
+            };
         };
         let (eval, trials) = (results.eval.clone(), results.config.trials);
         let details = |chunk: &[CellRecord]| {
@@ -1941,7 +1957,12 @@ impl Harness {
         match format {
             Format::Json => reports::json::write_streamed(results, out, details),
             Format::Junit => reports::junit::write_streamed(results, comparison, out, details),
-            Format::Html => reports::html::write_streamed(results, comparison, out, details),
+            Format::Html => match &transcripts {
+                Some(t) => reports::html::write_streamed_with_transcripts(
+                    results, comparison, out, details, t,
+                ),
+                None => reports::html::write_streamed(results, comparison, out, details),
+            },
             Format::Table | Format::Markdown => {
                 out.write_all(reports::render(format, results, comparison).as_bytes())
             }
