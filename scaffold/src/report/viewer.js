@@ -110,7 +110,9 @@
     var set = {};
     indices.forEach(function (i) { set[i] = 1; });
     [].forEach.call(box.querySelectorAll('.timeline > li.entry'), function (li) {
-      var hit = (li.getAttribute('data-i') || '').split(' ').some(function (i) { return set[i]; });
+      // Indices are this cell's: the other side of a comparison has its own.
+      var mine = !li.parentNode.classList.contains('other');
+      var hit = mine && (li.getAttribute('data-i') || '').split(' ').some(function (i) { return set[i]; });
       li.classList.toggle('matched', hit);
     });
   }
@@ -192,7 +194,7 @@
       var sides = [a.groups[p] || [], b.groups[p] || []];
       var sigs = sides.map(function (s) { return s.map(signature); });
       sides.forEach(function (entries, side) {
-        var col = el('ol', 'col timeline');
+        var col = el('ol', side ? 'col timeline other' : 'col timeline');
         var other = sigs[1 - side].slice();
         entries.forEach(function (e) {
           var li = renderEntry(e);

@@ -37,7 +37,7 @@ li.assertion.fail { border-left-color: var(--bad); }
 li.assertion .verdict { font-weight: 600; margin-right: 6px; }
 li.assertion.fail .verdict { color: var(--bad); }
 li.assertion.pass .verdict { color: var(--ok); }
-li.assertion code, li.assertion .refs { margin-right: 6px; color: var(--muted); }
+li.assertion code, li.assertion .refs { margin: 0 6px; color: var(--muted); }
 ol.timeline { list-style: none; margin: 0; padding: 0; }
 li.entry { border-left: 3px solid var(--line); background: #fff; margin: 2px 0; padding: 4px 8px; }
 li.entry .head span { margin-right: 8px; }
@@ -51,6 +51,7 @@ li.k-state { border-left-color: #ca8a04; }
 li.entry.failed, li.k-error { border-left-color: var(--bad); background: #fef2f2; }
 li.entry.matched { outline: 2px solid #f59e0b; background: #fffbeb; }
 li.entry.differs { box-shadow: inset 4px 0 0 #db2777; }
+li.entry.differs > .head::after { content: "differs"; font-size: 11px; color: #fff; background: #db2777; border-radius: 4px; padding: 0 5px; }
 li.entry.nomatch { display: none; }
 details.part { margin: 2px 0 2px 12px; }
 details.part pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; padding: 6px; background: #f3f4f6; max-height: 400px; overflow: auto; font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
