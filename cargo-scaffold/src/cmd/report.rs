@@ -65,6 +65,16 @@ pub fn run(args: &ReportArgs) -> CmdResult {
                     }
                     report::html::render_with_transcripts(results, comparison.as_ref(), &t)
                 }
+                // Beside the HTML report, the failed cells link to their transcripts.
+                (Format::Markdown, _)
+                    if args.output.is_some() && formats.contains(&Format::Html) =>
+                {
+                    report::markdown::render_linked(
+                        results,
+                        comparison.as_ref(),
+                        &format!("{}.{}", results.eval, Format::Html.extension()),
+                    )
+                }
                 _ => report::render(format, results, comparison.as_ref()),
             };
             match (&args.output, format) {

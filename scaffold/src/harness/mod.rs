@@ -1944,6 +1944,9 @@ impl Harness {
                 (Format::Html, Some(t)) => out.write_all(
                     reports::html::render_with_transcripts(results, comparison, t).as_bytes(),
                 ),
+                (Format::Markdown, _) => {
+                    out.write_all(self.markdown(results, comparison).as_bytes())
+                }
                 _ => out.write_all(reports::render(format, results, comparison).as_bytes()),
             };
         };
@@ -1963,9 +1966,25 @@ impl Harness {
                 ),
                 None => reports::html::write_streamed(results, comparison, out, details),
             },
-            Format::Table | Format::Markdown => {
-                out.write_all(reports::render(format, results, comparison).as_bytes())
-            }
+            Format::Markdown => out.write_all(self.markdown(results, comparison).as_bytes()),
+            Format::Table => out.write_all(reports::render(format, results, comparison).as_bytes()),
+        }
+    }
+
+    /// The Markdown report, its failed cells linked to the HTML report
+    /// written beside it (when it is).
+    fn markdown(
+        &self,
+        results: &EvalResults,
+        comparison: Option<&crate::eval::Comparison>,
+    ) -> String {
+        match self.formats.contains(&Format::Html) {
+            true => reports::markdown::render_linked(
+                results,
+                comparison,
+                &format!("{}.{}", results.eval, Format::Html.extension()),
+            ),
+            false => reports::markdown::render(results, comparison),
         }
     }
 }

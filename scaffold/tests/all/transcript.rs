@@ -566,3 +566,20 @@ fn the_baseline_transcript_stands_beside_a_regression() {
     );
     assert!(detail.contains("Refund 50 for the broken item."));
 }
+
+#[test]
+fn the_markdown_summary_links_failed_cells_to_their_anchor() {
+    let (store, results) = fixture();
+    let md = report::markdown::render_linked(&results, None, "refunds report.html");
+    let link = format!("| [`gpt-4o::refund`](refunds%20report.html#{FAILING}) |");
+    assert!(md.contains(&link), "{md}");
+    // The anchor is the failing row's id in the page.
+    let html = render_with_transcripts(
+        &results,
+        None,
+        &Transcripts::new(&store, TranscriptSelection::Failing),
+    );
+    assert!(html.contains(&format!("<tr id=\"{FAILING}\"")));
+    // Without a report path, no link.
+    assert!(report::render(Format::Markdown, &results, None).contains("| `gpt-4o::refund` |"));
+}
