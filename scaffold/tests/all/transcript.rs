@@ -120,7 +120,12 @@ fn assertions() -> Vec<Assertion> {
 
 /// A cell of `variant` whose session (stored in `store`) refunds `amount`.
 fn cell(store: &Store, variant: &str, amount: u64, answer: &str) -> CellRecord {
-    let id = format!("s-{variant}-{amount}");
+    cell_of(store, variant, "refund", amount, answer)
+}
+
+/// [`cell`] of case `case`.
+fn cell_of(store: &Store, variant: &str, case: &str, amount: u64, answer: &str) -> CellRecord {
+    let id = format!("s-{variant}-{case}-{amount}");
     let signals = session(amount, answer);
     let mut meta = SessionMeta::new(&id, "refunds");
     meta.tags = vec!["case:refund".into(), "billing".into()];
@@ -129,7 +134,7 @@ fn cell(store: &Store, variant: &str, amount: u64, answer: &str) -> CellRecord {
     store
         .finish_session(&id, &SessionEnd::new(SessionStatus::Completed))
         .unwrap();
-    let mut c = CellRecord::new(variant, "refund");
+    let mut c = CellRecord::new(variant, case);
     c.session_id = id;
     c.status = RunStatus::Completed;
     let ctx = EvalContext::new(&signals);
@@ -542,7 +547,7 @@ fn the_baseline_transcript_stands_beside_a_regression() {
     for c in &mut base.results {
         c.passed = true;
         if c.variant == "gpt-4o" && c.case == "refund" {
-            c.session_id = "s-claude-50".into();
+            c.session_id = "s-claude-refund-50".into();
         }
     }
     let cmp = compare(&base, &results, &CompareOptions::default());
@@ -582,4 +587,61 @@ fn the_markdown_summary_links_failed_cells_to_their_anchor() {
     assert!(html.contains(&format!("<tr id=\"{FAILING}\"")));
     // Without a report path, no link.
     assert!(report::render(Format::Markdown, &results, None).contains("| `gpt-4o::refund` |"));
+}
+
+/// 10,000 cells, 1% failing: the default embeds the failing cells and their
+/// siblings only; the page's size and load time are printed (docs/ci.md).
+#[test]
+fn ten_thousand_cells_stay_usable() {
+    let store = Store::in_memory().unwrap();
+    let mut cells = Vec::new();
+    for case in 0..5_000 {
+        for (v, amount) in [("gpt-4o", 500), ("claude", 50)] {
+            let name = format!("case-{case:04}");
+            cells.push(if case % 100 == 0 {
+                cell_of(&store, v, &name, amount, "Refund it.")
+            } else {
+                let mut c = CellRecord::new(v, name);
+                c.passed = true;
+                c
+            });
+        }
+    }
+    store.flush().unwrap();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 5_000,
+        variants: vec!["gpt-4o".into(), "claude".into()],
+        scorers: vec![],
+        min_pass_rate: 1.0,
+    };
+    let results = EvalResults::new("big", "2026-01-28T12:00:00Z", config, cells);
+    let started = Instant::now();
+    let t = Transcripts::new(&store, TranscriptSelection::Failing);
+    let html = render_with_transcripts(&results, None, &t);
+    let rendered = started.elapsed();
+    assert_eq!(html.matches("type=\"application/json\"").count(), 100);
+    let plain = report::render(Format::Html, &results, None);
+    eprintln!(
+        "10,000 cells: {} bytes ({} without transcripts, {} bytes per cell), rendered in {rendered:.2?}",
+        html.len(),
+        plain.len(),
+        plain.len() / 10_000
+    );
+    assert!(html.len() < 12_000_000, "{}", html.len());
+    let probe = "window.addEventListener('load', function () { setTimeout(function () {\
+         document.body.setAttribute('data-loaded-ms', Math.round(performance.now())); }, 0); });\
+         var r = document.getElementById('cell-big-gpt-4o-case-0100-t0'); r.click();";
+    let Some(dom) = chromium("big", &html, probe, "", None) else {
+        return;
+    };
+    assert!(detail_after(&dom, "cell-big-gpt-4o-case-0100-t0").contains("class=\"timeline\""));
+    let ms = dom
+        .split("data-loaded-ms=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next());
+    eprintln!(
+        "10,000 cells: Chromium loaded the page in {} ms",
+        ms.unwrap_or("?")
+    );
 }
