@@ -690,16 +690,14 @@ fn cells(
         let anchor = cell_anchor(&results.eval, &c.variant, &c.case, c.trial);
         let label = c.label(trials);
         let regressed = marks.regressed.contains(&label);
-        row(
-            &mut text,
-            results,
-            c,
-            &anchor,
-            marks.is_flaky(c),
+        let tags = transcripts.map(|t| viewer::cell_tags(t.store, &c.session_id));
+        let mark = RowMark {
+            anchor: &anchor,
+            flaky: marks.is_flaky(c),
             regressed,
-            &scorers,
-            transcripts,
-        );
+            tags: tags.as_deref().unwrap_or("[]"),
+        };
+        row(&mut text, results, c, &mark, &scorers);
         if let Some(t) = transcripts.filter(|_| picked.wants(c)) {
             let base = baseline_sessions.get(&label).filter(|_| regressed);
             text.push_str(&viewer::cell_data(t, &anchor, c, base.map(String::as_str)));
@@ -709,22 +707,29 @@ fn cells(
     writer.write_all(b"</tbody>\n</table>\n</section>\n")
 }
 
+/// What a row of the cells table shows besides its cell.
+struct RowMark<'a> {
+    anchor: &'a str,
+    flaky: bool,
+    regressed: bool,
+    /// The session's tags, a JSON array.
+    tags: &'a str,
+}
+
 /// One row of the cells table.
-#[allow(clippy::too_many_arguments)]
 fn row(
     out: &mut String,
     results: &EvalResults,
     c: &crate::eval::CellRecord,
-    anchor: &str,
-    is_flaky: bool,
-    regressed: bool,
+    mark: &RowMark<'_>,
     scorers: &[String],
-    transcripts: Option<&Transcripts<'_>>,
 ) {
-    let tags = transcripts.map_or_else(
-        || "[]".to_string(),
-        |t| viewer::cell_tags(t.store, &c.session_id),
-    );
+    let RowMark {
+        anchor,
+        flaky: is_flaky,
+        regressed,
+        tags,
+    } = *mark;
     let _ = write!(
         out,
         "<tr id=\"{anchor}\" class=\"cell {}\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
@@ -733,7 +738,7 @@ fn row(
         xml(&c.case),
         c.trial,
         viewer::status_words(c, is_flaky, regressed),
-        xml(&tags),
+        xml(tags),
         swatch(results, &c.variant),
         xml(&c.label(results.config.trials)),
         badges(is_flaky, c.quarantined),

@@ -27,7 +27,6 @@ pub(crate) const STYLE: &str = r#"
 tr.cell { cursor: pointer; }
 tr.cell:focus, tr.cell.current { outline: 2px solid #2563eb; outline-offset: -2px; }
 tr.detail > td { background: #f9fafb; padding: 12px; }
-nav#jump ul { margin: 4px 0; padding-left: 18px; }
 #filters { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
 .transcript .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; }
 .transcript input[type=search] { flex: 1; padding: 4px 8px; }
@@ -359,9 +358,12 @@ pub(crate) fn cell_tags(store: &Store, session: &str) -> String {
     serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into())
 }
 
+/// A status word, its title and its cells' anchors and labels.
+pub(crate) type JumpGroup<'a> = (&'a str, &'a str, Vec<(String, String)>);
+
 /// The "jump to" list of the summary: links to the failing, flaky and
 /// regressed cells (the first 50 of each) and a filter for each.
-pub(crate) fn jump_list(out: &mut String, groups: &[(&str, &str, Vec<(String, String)>)]) {
+pub(crate) fn jump_list(out: &mut String, groups: &[JumpGroup<'_>]) {
     if groups.iter().all(|(_, _, cells)| cells.is_empty()) {
         return;
     }
