@@ -1771,20 +1771,21 @@ impl Harness {
             results = results.with_planned_cells(self.planned[index]);
         }
         tally.gate_failed |= !self.print_verdict(&results);
-        let comparison = match summary.baseline.for_eval(eval.name()) {
+        let (comparison, base) = match summary.baseline.for_eval(eval.name()) {
             Ok(Some(base)) => {
                 let cmp = compare(&base, &results, &CompareOptions::default());
                 tally.blocked |= print_comparison(&cmp);
-                Some(cmp)
+                (Some(cmp), Some(base))
             }
-            Ok(None) => None,
+            Ok(None) => (None, None),
             Err(e) => {
                 eprintln!("  Baseline: error: {e}");
                 tally.blocked = true;
-                None
+                (None, None)
             }
         };
-        self.write_reports(summary.dir, &mut results, comparison.as_ref());
+        let against = comparison.as_ref().zip(base.as_ref());
+        self.write_reports(summary.dir, &mut results, against);
     }
 
     /// Print the table (when asked for), the gate and the notes of
@@ -1861,8 +1862,9 @@ impl Harness {
         &self,
         dir: &Path,
         results: &mut EvalResults,
-        comparison: Option<&crate::eval::Comparison>,
+        against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) {
+        let comparison = against.map(|(cmp, _)| cmp);
         // Each report file, by its format; `None` is the baseline comparison.
         let mut files: Vec<(PathBuf, Option<Format>)> = self
             .formats
@@ -1887,7 +1889,7 @@ impl Harness {
             // Whole or not at all: a report cut short by a store error must
             // not pass for this run's, nor must the last run's.
             let written = crate::util::write_atomic(&path, false, |out| match format {
-                Some(format) => self.write_report(out, format, results, comparison),
+                Some(format) => self.write_report(out, format, results, against),
                 None => comparison.map_or(Ok(()), |cmp| {
                     std::io::Write::write_all(out, reports::json::render_comparison(cmp).as_bytes())
                 }),
@@ -1932,9 +1934,18 @@ impl Harness {
         out: &mut impl std::io::Write,
         format: Format,
         results: &mut EvalResults,
-        comparison: Option<&crate::eval::Comparison>,
+        against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) -> std::io::Result<()> {
-        let transcripts = (self.store.as_ref()).map(|s| Transcripts::new(s, self.transcripts));
+        let comparison = against.map(|(cmp, _)| cmp);
+        // The baseline's transcripts stand beside regressions when its
+        // sessions are in this store.
+        let transcripts = (self.store.as_ref()).map(|s| {
+            let t = Transcripts::new(s, self.transcripts);
+            match against {
+                Some((_, base)) => t.baseline(base),
+                None => t,
+            }
+        });
         let (Some(store), Some(run), true) = (
             &self.store,
             &self.run,
