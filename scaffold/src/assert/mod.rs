@@ -678,3 +678,72 @@ pub(crate) async fn evaluate_lists(
         .map(|a| ev.eval(a, ctx))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signal::Signal;
+    use serde_json::json;
+
+    fn signals() -> Vec<Signal> {
+        let sig = |index: u64, name: &str, payload: Value| Signal {
+            index,
+            name: name.into(),
+            payload,
+            at_ms: index,
+            agent: None,
+        };
+        vec![
+            sig(0, "harness:start", json!({"state": {}})),
+            sig(1, "agent:activated", json!({"agent": "a"})),
+            sig(
+                2,
+                "tool:call",
+                json!({"id": "1", "name": "pay", "input": {"n": 5}}),
+            ),
+            sig(3, "state:plan:changed", json!({"newValue": 1})),
+            sig(
+                4,
+                "tool:call",
+                json!({"id": "2", "name": "pay", "input": {"n": 7}}),
+            ),
+            sig(5, "agent:activated", json!({"agent": "b"})),
+        ]
+    }
+
+    fn matched(assertion: Value) -> Vec<u64> {
+        matched_signals(&assertion, &signals())
+    }
+
+    #[test]
+    fn each_assertion_says_which_signals_it_matched_or_compared() {
+        // A trajectory: its steps; failing, the steps it got to.
+        let steps = json!({"type": "signal.trajectory", "patterns": ["agent:activated", "state:*:changed"]});
+        assert_eq!(matched(steps), [1, 3]);
+        let stuck = json!({"type": "signal.trajectory", "patterns": ["agent:activated", "state:*:changed", "review:done"]});
+        assert_eq!(matched(stuck), [1, 3]);
+        // Strict: the signal that came between.
+        let strict = json!({"type": "signal.trajectory", "strict": true, "patterns": [
+            {"pattern": "agent:activated", "payload": {"agent": "a"}}, "agent:activated"]});
+        assert_eq!(matched(strict), [2]);
+        // snapshot.at: the signal it looked after, held or not.
+        let at = json!({"type": "snapshot.at", "afterSignal": "state:plan:changed", "path": "plan", "value": 2});
+        assert_eq!(matched(at), [3]);
+        // tool.calledWith: the call that matched, else every call compared.
+        assert_eq!(
+            matched(json!({"type": "tool.calledWith", "name": "pay", "args": {"n": 7}})),
+            [4]
+        );
+        assert_eq!(
+            matched(json!({"type": "tool.calledWith", "name": "pay", "args": {"n": 9}})),
+            [2, 4]
+        );
+        // Inside `all`, and nothing for what looks at no signal or does not parse.
+        let all = json!({"type": "all", "assertions": [
+            {"type": "snapshot.at", "afterSignal": "state:plan:changed", "path": "plan", "value": 1},
+            {"type": "tool.calledWith", "name": "pay", "args": {"n": 5}}]});
+        assert_eq!(matched(all), [2, 3]);
+        assert!(matched(json!({"type": "output.contains", "text": "x"})).is_empty());
+        assert!(matched(json!({"type": "no.such"})).is_empty());
+    }
+}
