@@ -129,6 +129,9 @@
       li.setAttribute('data-m', (a.m || []).join(' '));
       if (!a.passed) failing = failing.concat(a.m || []);
       li.addEventListener('click', function () { highlight(box, a.m || []); });
+      li.addEventListener('keydown', function (ev) {
+        if (ev.key === 'Enter') { highlight(box, a.m || []); ev.preventDefault(); ev.stopPropagation(); }
+      });
       ul.appendChild(li);
     });
     return { list: ul, failing: failing };

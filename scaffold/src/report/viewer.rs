@@ -27,6 +27,7 @@ pub(crate) const STYLE: &str = r#"
 tr.cell { cursor: pointer; }
 tr.cell:focus, tr.cell.current { outline: 2px solid #2563eb; outline-offset: -2px; }
 tr.detail > td { background: #f9fafb; padding: 12px; }
+nav#jump { margin: 8px 0; padding: 6px 10px; border-left: 3px solid var(--bad); background: #fef2f2; }
 #filters { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
 .transcript .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; }
 .transcript input[type=search] { flex: 1; padding: 4px 8px; }

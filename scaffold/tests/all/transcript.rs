@@ -645,3 +645,25 @@ fn ten_thousand_cells_stay_usable() {
         ms.unwrap_or("?")
     );
 }
+
+#[test]
+fn an_assertion_clicked_highlights_its_own_signals() {
+    let html = page(TranscriptSelection::Failing);
+    let script = format!(
+        "document.getElementById('{FAILING}').click();\
+         document.querySelector('li.assertion.pass').click();"
+    );
+    let Some(dom) = chromium("assertion", &html, &script, "", None) else {
+        return;
+    };
+    let detail = detail_after(&dom, FAILING);
+    let matched: Vec<&str> = detail
+        .match_indices("matched\" data-i=\"")
+        .map(|(i, m)| {
+            let rest = &detail[i + m.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    // The trajectory's steps: the planner, the plan, the clerk.
+    assert_eq!(matched, ["2", "5", "7"], "{detail}");
+}

@@ -449,10 +449,18 @@ async fn tool_loop_calls_tools_and_feeds_results_back() {
     assert_eq!(prompts.len(), 3);
     assert_eq!(prompts[0]["earlier"], 0);
     assert_eq!(prompts[0]["messages"][0]["role"], "user");
-    assert!(prompts[0]["messages"][0].to_string().contains("read main.rs"));
+    assert!(
+        prompts[0]["messages"][0]
+            .to_string()
+            .contains("read main.rs")
+    );
     assert_eq!(prompts[1]["earlier"], 2);
     assert_eq!(prompts[1]["messages"].as_array().map(Vec::len), Some(1));
-    assert!(prompts[1]["messages"].to_string().contains("contents of main.rs"));
+    assert!(
+        prompts[1]["messages"]
+            .to_string()
+            .contains("contents of main.rs")
+    );
     assert_eq!(prompts[2]["earlier"], 4);
 }
 
