@@ -1771,20 +1771,21 @@ impl Harness {
             results = results.with_planned_cells(self.planned[index]);
         }
         tally.gate_failed |= !self.print_verdict(&results);
-        let (comparison, base) = match summary.baseline.for_eval(eval.name()) {
+        let comparison = match summary.baseline.for_eval(eval.name()) {
             Ok(Some(base)) => {
                 let cmp = compare(&base, &results, &CompareOptions::default());
                 tally.blocked |= print_comparison(&cmp);
-                (Some(cmp), Some(base))
+                // The baseline too: its transcripts stand beside regressions.
+                Some((cmp, base))
             }
-            Ok(None) => (None, None),
+            Ok(None) => None,
             Err(e) => {
                 eprintln!("  Baseline: error: {e}");
                 tally.blocked = true;
-                (None, None)
+                None
             }
         };
-        let against = comparison.as_ref().zip(base.as_ref());
+        let against = comparison.as_ref().map(|(cmp, base)| (cmp, base));
         self.write_reports(summary.dir, &mut results, against);
     }
 

@@ -151,7 +151,7 @@ fn write_page<W: Write>(
     );
     // Computed once for the notes, the flaky section and the cells.
     let notable = results.notable_trials();
-    let marks = Marks::new(results, &notable, baseline);
+    let marks = Marks::new(&notable, baseline);
     header(&mut head, results, &notable);
     jump(&mut head, results, &marks);
     variants(&mut head, results);
@@ -181,12 +181,7 @@ struct Marks<'r> {
 }
 
 impl<'r> Marks<'r> {
-    fn new(
-        results: &EvalResults,
-        notable: &'r [CaseTrials],
-        baseline: Option<&Comparison>,
-    ) -> Self {
-        let _ = results;
+    fn new(notable: &'r [CaseTrials], baseline: Option<&Comparison>) -> Self {
         Marks {
             flaky: notable
                 .iter()
