@@ -303,7 +303,7 @@ fn bytes_per_cell_are_bounded() {
 
 // ---------------------------------------------------------------- in Chromium
 
-/// A temp dir for a Chromium run, kept when `SCAFFOLD_KEEP_SCREENSHOTS` is set.
+/// A temp dir for a Chromium run (or for screenshots, which are kept).
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("scaffold-viewer-{name}-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("profile")).unwrap();
@@ -361,9 +361,12 @@ fn chromium(
         "chromium failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let _ = std::fs::remove_dir_all(dir.join("profile"));
+    // The page stays with SCAFFOLD_KEEP_PAGES set (to open it by hand).
     if std::env::var_os("SCAFFOLD_KEEP_PAGES").is_some() {
+        let _ = std::fs::remove_dir_all(dir.join("profile"));
         eprintln!("page: {}", page.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
     }
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
