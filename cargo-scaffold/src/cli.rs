@@ -403,6 +403,9 @@ pub struct SessionsShowArgs {
     /// Print signal payloads in full instead of cut to one line
     #[arg(long)]
     pub full: bool,
+    /// Write the session's transcript as an HTML page to FILE (`-`: print it)
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", conflicts_with = "json")]
+    pub html: Option<PathBuf>,
 }
 
 /// `cargo scaffold sessions export`.

@@ -795,6 +795,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         .find(|c| c.variant == "gpt-4o" && c.case == "sql-injection")
         .expect("the cell");
     assert_eq!(cell.session_id, id, "the results name the stored session");
+    transcript_pages(dir.path(), db, short_id);
 
     // Tags and variant globs go to the harness; its exit status comes back.
     let tagged_dir = dir.path().join("tagged");
@@ -838,6 +839,130 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     sessions_runs_score_and_merge(dir.path(), db, &run_id, &loaded);
     fork_from_stored_sessions(dir.path(), db);
     eprintln!("end to end on the example suite: {:.1?}", started.elapsed());
+}
+
+/// `sessions show --html` and `report --run latest --format html` with
+/// transcripts, `SCAFFOLD_REPORT_TRANSCRIPTS` and its bad value; prints the
+/// bytes a transcript adds per cell and how long Chromium takes to open the
+/// page (figures for docs/ci.md, not checked).
+fn transcript_pages(dir: &Path, db: &str, session: &str) {
+    let page = dir.join("session.html");
+    let out = cli(&[
+        "sessions",
+        "show",
+        session,
+        "--database",
+        db,
+        "--html",
+        s(&page),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(html.contains("<title>Session "), "{html}");
+    assert!(
+        html.contains("\"k\":\"provider\""),
+        "a provider call: {html}"
+    );
+    let printed = cli(&["sessions", "show", session, "--database", db, "--html"]);
+    assert!(
+        printed.stdout.starts_with("<!DOCTYPE html>"),
+        "{}",
+        printed.all()
+    );
+
+    let report = |selection: &str, site: &str| {
+        let site = dir.join(site);
+        let mut cmd = command(&[
+            "report",
+            "--run",
+            "latest",
+            "--database",
+            db,
+            "--format",
+            "html,markdown",
+            "--output",
+            s(&site),
+        ]);
+        cmd.env("SCAFFOLD_REPORT_TRANSCRIPTS", selection);
+        let out = run_cmd(cmd);
+        assert_eq!(out.code, 0, "{}", out.all());
+        (
+            site.join("code-review.html"),
+            std::fs::read_to_string(site.join("code-review.html")).expect("html"),
+        )
+    };
+    let (all_path, all) = report("all", "site-all");
+    let (_, failing) = report("failing", "site-failing");
+    let (_, none) = report("none", "site-none");
+    assert_eq!(all.matches("type=\"application/json\"").count(), 10);
+    assert!(
+        all.contains("\"k\":\"provider\""),
+        "provider calls in the transcripts"
+    );
+    // Every cell passed: the default embeds none.
+    assert_eq!(failing.matches("type=\"application/json\"").count(), 0);
+    assert_eq!(none.matches("type=\"application/json\"").count(), 0);
+    eprintln!(
+        "HTML report of code-review: {} bytes without transcripts, {} with all 10: {} bytes per cell",
+        none.len(),
+        all.len(),
+        (all.len() - none.len()) / 10
+    );
+    let mut bad = command(&[
+        "report",
+        "--run",
+        "latest",
+        "--database",
+        db,
+        "--format",
+        "html",
+    ]);
+    bad.env("SCAFFOLD_REPORT_TRANSCRIPTS", "most");
+    let bad = run_cmd(bad);
+    assert_eq!(bad.code, 2, "{}", bad.all());
+    assert_eq!(
+        bad.stderr.trim_end(),
+        "error: SCAFFOLD_REPORT_TRANSCRIPTS=`most` is not one of: all, failing, none"
+    );
+    open_in_chromium(&all_path);
+}
+
+/// How long `page` takes to load in headless Chromium, from navigation
+/// start to the load event with its script run (printed, not checked).
+fn open_in_chromium(page: &Path) {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        eprintln!("SKIPPED: no {}", chromium.display());
+        return;
+    }
+    let html = std::fs::read_to_string(page).expect("the page");
+    let timed = page.with_extension("timed.html");
+    let probe = "<script>window.addEventListener('load', function () { setTimeout(function () { \
+        document.body.setAttribute('data-loaded-ms', Math.round(performance.now())); }, 0); });</script>";
+    std::fs::write(&timed, html.replace("</body>", &format!("{probe}</body>"))).expect("write");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            page.with_extension("profile").display()
+        ))
+        .arg(format!("file://{}", timed.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(out.status.success());
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let ms = dom
+        .split("data-loaded-ms=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or("?");
+    eprintln!("Chromium loaded {} in {ms} ms", page.display());
 }
 
 /// The id of the stored session of `variant` on `case`.

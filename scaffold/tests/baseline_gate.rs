@@ -95,7 +95,9 @@ fn main() -> ExitCode {
 /// Run this binary as the eval suite in `dir` with `env`.
 fn child(dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = child_command(CHILD_ENV, dir);
+    // One database for every run: the baseline's sessions are there too.
     cmd.env("SCAFFOLD_FORMAT", "table,json,markdown,junit,html")
+        .env("SCAFFOLD_DATABASE", dir.join("sessions.db"))
         .env("GITHUB_STEP_SUMMARY", dir.join("step-summary.md"))
         .env("INSTA_UPDATE", "always");
     for (k, v) in env {
@@ -185,6 +187,35 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
         "the Markdown shows the comparison",
         &o,
     )?;
+    // The HTML report embeds the regressed cell's transcript, with the
+    // baseline's beside it (its session is in the same database), and the
+    // Markdown links the failed cell there.
+    let anchor = "cell-arithmetic-calculator-two-plus-two-t0";
+    let html =
+        std::fs::read_to_string(reports.join("arithmetic.html")).map_err(|e| e.to_string())?;
+    check(
+        html.contains(&format!(
+            "<script type=\"application/json\" id=\"t-{anchor}\">"
+        )) && html.contains(&format!("<tr id=\"{anchor}\" class=\"cell failed\""))
+            && html.contains("data-status=\"fail regressed\""),
+        "the HTML embeds the regressed cell's transcript",
+        &o,
+    )?;
+    let data = html
+        .split(&format!("id=\"t-{anchor}\">"))
+        .nth(1)
+        .and_then(|rest| rest.split("</script>").next())
+        .unwrap_or_default();
+    check(
+        data.contains("\"b\":{\"entries\""),
+        "with the baseline's transcript",
+        &o,
+    )?;
+    check(
+        md.contains(&format!("](arithmetic.html#{anchor})")),
+        "the Markdown links the failed cell to its transcript",
+        &o,
+    )?;
     let suite = junit_suite(&reports.join("arithmetic.junit.xml"))?;
     let blocked = junit_failure(junit_case(&suite, "baseline"));
     check(
@@ -220,6 +251,13 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
     check(
         stderr(&o).contains("SCAFFOLD_BASELINE"),
         "and says which setting",
+        &o,
+    )?;
+    let o = child(dir, &[("SCAFFOLD_REPORT_TRANSCRIPTS", "some")]);
+    check(!o.status.success(), "a bad transcript selection fails", &o)?;
+    check(
+        stderr(&o).contains("SCAFFOLD_REPORT_TRANSCRIPTS=`some` is not one of: all, failing, none"),
+        "and names the variable and the values",
         &o,
     )?;
     let o = child(dir, &[("SCAFFOLD_FORMAT", "json,pdf")]);

@@ -204,15 +204,25 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
                 .any(|c| c.assertions.iter().any(|a| a.passed)),
             "no passed assertion in the document"
         );
-        // The other reports are what the whole records render.
+        // The other reports are what the whole records render (the HTML
+        // with the store's transcripts, the Markdown linked to it).
+        use scaffold::report::html::{TranscriptSelection, Transcripts, render_with_transcripts};
+        let transcripts = Transcripts::new(&store, TranscriptSelection::Failing);
         for (format, file) in [
             (Format::Junit, "code-review.junit.xml"),
             (Format::Html, "code-review.html"),
             (Format::Markdown, "code-review.md"),
         ] {
             let report = std::fs::read_to_string(out.join(file)).expect("report written");
+            let expected = match format {
+                Format::Html => render_with_transcripts(&written, None, &transcripts),
+                Format::Markdown => {
+                    scaffold::report::markdown::render_linked(&written, None, "code-review.html")
+                }
+                _ => scaffold::report::render(format, &written, None),
+            };
             assert!(
-                report == scaffold::report::render(format, &written, None),
+                report == expected,
                 "{file} with SCAFFOLD_WHOLE_RECORDS={whole} is not what the whole records render"
             );
         }

@@ -2,8 +2,10 @@
 
 use std::path::Path;
 
-use scaffold::eval::{CompareOptions, Comparison, compare};
+use scaffold::eval::{CompareOptions, Comparison, EvalResults, compare};
+use scaffold::report::html::{TRANSCRIPTS_VAR, TranscriptSelection, Transcripts};
 use scaffold::report::{self, Format};
+use scaffold::store::Store;
 
 use crate::cli::ReportArgs;
 use crate::cmd::report_formats;
@@ -13,7 +15,12 @@ use crate::results::{self, Baseline, BaselineFor};
 /// `cargo scaffold report`.
 pub fn run(args: &ReportArgs) -> CmdResult {
     let formats = report_formats(&args.format, "--format")?;
+    let selection = TranscriptSelection::from_env().map_err(|e| CliError::input(e.to_string()))?;
     let loaded = results::load_source(&args.source)?;
+    let db = match formats.contains(&Format::Html) {
+        true => sessions_db(args),
+        false => None,
+    };
     let baseline = args
         .baseline
         .as_deref()
@@ -36,20 +43,40 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         if let Some(why) = results.partial() {
             eprintln!("warning: eval `{}`: {why}", results.eval);
         }
-        let comparison: Option<Comparison> = match &baseline {
+        let base: Option<EvalResults> = match &baseline {
             None => None,
             Some(b) => match b.for_eval(&results.eval)? {
-                BaselineFor::Found(base) => {
-                    Some(compare(&base.results, results, &CompareOptions::default()))
-                }
+                BaselineFor::Found(base) => Some(base.results.clone()),
                 BaselineFor::Missing(why) => {
                     eprintln!("note: eval `{}` not compared: {why}", results.eval);
                     None
                 }
             },
         };
+        let comparison: Option<Comparison> = base
+            .as_ref()
+            .map(|b| compare(b, results, &CompareOptions::default()));
         for &format in &formats {
-            let text = report::render(format, results, comparison.as_ref());
+            let text = match (format, &db) {
+                (Format::Html, Some(store)) => {
+                    let mut t = Transcripts::new(store, selection);
+                    if let Some(b) = &base {
+                        t = t.baseline(b);
+                    }
+                    report::html::render_with_transcripts(results, comparison.as_ref(), &t)
+                }
+                // Beside the HTML report, the failed cells link to their transcripts.
+                (Format::Markdown, _)
+                    if args.output.is_some() && formats.contains(&Format::Html) =>
+                {
+                    report::markdown::render_linked(
+                        results,
+                        comparison.as_ref(),
+                        &format!("{}.{}", results.eval, Format::Html.extension()),
+                    )
+                }
+                _ => report::render(format, results, comparison.as_ref()),
+            };
             match (&args.output, format) {
                 (Some(dir), f) if f != Format::Table => {
                     write(dir, &format!("{}.{}", results.eval, f.extension()), &text)?;
@@ -74,6 +101,19 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         }
     }
     Ok(Exit::Success)
+}
+
+/// The session database the HTML report reads transcripts from: the run's
+/// (`--run`), else the default one when it exists; none (a note) otherwise.
+fn sessions_db(args: &ReportArgs) -> Option<Store> {
+    let flag = args.source.database.as_deref();
+    match crate::store::open(flag) {
+        Ok(db) => Some(db.store),
+        Err(e) => {
+            eprintln!("note: the HTML report has no transcripts ({TRANSCRIPTS_VAR}): {e}");
+            None
+        }
+    }
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> Result<(), CliError> {

@@ -130,6 +130,9 @@ pub fn show(args: &SessionsShowArgs) -> CmdResult {
         .list(&SessionFilter::default().parent(session.meta.id.clone()))
         .map_err(store_error)?;
     let signals = store.signals(&session.meta.id).map_err(store_error)?;
+    if let Some(path) = &args.html {
+        return write_html(path, &session.meta.id, &signals);
+    }
     if args.json {
         let doc = json!({
             "session": session,
@@ -148,6 +151,19 @@ pub fn show(args: &SessionsShowArgs) -> CmdResult {
         "{}",
         describe(&session, &lineage, &children, &signals, args.full)
     );
+    Ok(Exit::Success)
+}
+
+/// `sessions show --html`: the transcript page, printed (`-`) or written to `path`.
+fn write_html(path: &std::path::Path, id: &str, signals: &[Signal]) -> CmdResult {
+    let page = scaffold::report::html::session_page(id, signals);
+    if path.as_os_str() == "-" {
+        print!("{page}");
+        return Ok(Exit::Success);
+    }
+    std::fs::write(path, page)
+        .map_err(|e| CliError::failed(format!("cannot write {}: {e}", path.display())))?;
+    eprintln!("  Transcript: {}", path.display());
     Ok(Exit::Success)
 }
 

@@ -589,6 +589,30 @@ fn collect_judges<'a>(a: &'a Assertion, out: &mut Vec<&'a LlmJudge>) {
     }
 }
 
+/// The signals (by index) that `assertion`, in the JSON form a results
+/// record keeps, matched or compared over `signals`, its inner assertions'
+/// included; empty for an assertion that does not parse, looks at no signal
+/// or calls a model (`llm.judge` is not called again). What the HTML
+/// transcript highlights next to the verdict the record already holds.
+pub(crate) fn matched_signals(assertion: &Value, signals: &[crate::signal::Signal]) -> Vec<u64> {
+    let Ok(assertion) = serde_json::from_value::<Assertion>(assertion.clone()) else {
+        return Vec::new();
+    };
+    let result = evaluate(&assertion, &EvalContext::new(signals));
+    let mut out = Vec::new();
+    collect_matched(&result, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn collect_matched(result: &AssertionResult, out: &mut Vec<u64>) {
+    out.extend_from_slice(&result.matched);
+    for c in &result.children {
+        collect_matched(c, out);
+    }
+}
+
 /// Evaluate one assertion, synchronously. An `llm.judge` (anywhere inside)
 /// fails with a message pointing at [`evaluate_async`].
 pub fn evaluate(assertion: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult {
@@ -653,4 +677,73 @@ pub(crate) async fn evaluate_lists(
         .flatten()
         .map(|a| ev.eval(a, ctx))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signal::Signal;
+    use serde_json::json;
+
+    fn signals() -> Vec<Signal> {
+        let sig = |index: u64, name: &str, payload: Value| Signal {
+            index,
+            name: name.into(),
+            payload,
+            at_ms: index,
+            agent: None,
+        };
+        vec![
+            sig(0, "harness:start", json!({"state": {}})),
+            sig(1, "agent:activated", json!({"agent": "a"})),
+            sig(
+                2,
+                "tool:call",
+                json!({"id": "1", "name": "pay", "input": {"n": 5}}),
+            ),
+            sig(3, "state:plan:changed", json!({"newValue": 1})),
+            sig(
+                4,
+                "tool:call",
+                json!({"id": "2", "name": "pay", "input": {"n": 7}}),
+            ),
+            sig(5, "agent:activated", json!({"agent": "b"})),
+        ]
+    }
+
+    fn matched(assertion: Value) -> Vec<u64> {
+        matched_signals(&assertion, &signals())
+    }
+
+    #[test]
+    fn each_assertion_says_which_signals_it_matched_or_compared() {
+        // A trajectory: its steps; failing, the steps it got to.
+        let steps = json!({"type": "signal.trajectory", "patterns": ["agent:activated", "state:*:changed"]});
+        assert_eq!(matched(steps), [1, 3]);
+        let stuck = json!({"type": "signal.trajectory", "patterns": ["agent:activated", "state:*:changed", "review:done"]});
+        assert_eq!(matched(stuck), [1, 3]);
+        // Strict: the signal that came between.
+        let strict = json!({"type": "signal.trajectory", "strict": true, "patterns": [
+            {"pattern": "agent:activated", "payload": {"agent": "a"}}, "agent:activated"]});
+        assert_eq!(matched(strict), [2]);
+        // snapshot.at: the signal it looked after, held or not.
+        let at = json!({"type": "snapshot.at", "afterSignal": "state:plan:changed", "path": "plan", "value": 2});
+        assert_eq!(matched(at), [3]);
+        // tool.calledWith: the call that matched, else every call compared.
+        assert_eq!(
+            matched(json!({"type": "tool.calledWith", "name": "pay", "args": {"n": 7}})),
+            [4]
+        );
+        assert_eq!(
+            matched(json!({"type": "tool.calledWith", "name": "pay", "args": {"n": 9}})),
+            [2, 4]
+        );
+        // Inside `all`, and nothing for what looks at no signal or does not parse.
+        let all = json!({"type": "all", "assertions": [
+            {"type": "snapshot.at", "afterSignal": "state:plan:changed", "path": "plan", "value": 1},
+            {"type": "tool.calledWith", "name": "pay", "args": {"n": 5}}]});
+        assert_eq!(matched(all), [2, 3]);
+        assert!(matched(json!({"type": "output.contains", "text": "x"})).is_empty());
+        assert!(matched(json!({"type": "no.such"})).is_empty());
+    }
 }

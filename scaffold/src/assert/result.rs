@@ -35,6 +35,11 @@ pub struct AssertionResult {
     /// minimum (see [`Borderline`](super::Borderline)).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub borderline: bool,
+    /// The indices of the signals the assertion matched or compared (a
+    /// trajectory's steps, the signal `snapshot.at` looked after, the calls
+    /// `tool.calledWith` compared): what the HTML transcript highlights.
+    #[serde(skip)]
+    pub(crate) matched: Vec<u64>,
 }
 
 impl std::fmt::Display for AssertionResult {
@@ -60,6 +65,7 @@ pub(crate) struct Outcome {
     pub(crate) trajectory: Option<Vec<String>>,
     pub(crate) children: Vec<AssertionResult>,
     pub(crate) borderline: bool,
+    pub(crate) matched: Vec<u64>,
 }
 
 impl Outcome {
@@ -102,6 +108,12 @@ impl Outcome {
         self
     }
 
+    /// The signals (by index) the assertion matched or compared.
+    pub(crate) fn matched(mut self, indices: Vec<u64>) -> Outcome {
+        self.matched = indices;
+        self
+    }
+
     pub(crate) fn trajectory(mut self, t: Vec<String>) -> Outcome {
         self.trajectory = Some(t);
         self
@@ -117,6 +129,7 @@ impl Outcome {
             trajectory: self.trajectory,
             children: self.children,
             borderline: self.borderline,
+            matched: self.matched,
         }
     }
 }

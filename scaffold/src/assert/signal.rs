@@ -532,7 +532,7 @@ impl<'a, 'c, 'e> Trajectory<'a, 'c, 'e> {
                         k + 1
                     )
                 };
-                return self.failure(what, pos);
+                return self.failure(what, pos).matched(matched);
             };
             matched.push(self.ctx.signals()[i].index);
             pos = i + 1;
@@ -540,6 +540,7 @@ impl<'a, 'c, 'e> Trajectory<'a, 'c, 'e> {
         let at: Vec<String> = matched.iter().map(|i| format!("#{i}")).collect();
         Outcome::pass(format!("all {n} steps in order at {}", at.join(", ")))
             .expected(Value::from(self.expected.clone()))
+            .matched(matched)
     }
 
     /// The first position from `pos` on that `step` matches.
@@ -566,19 +567,20 @@ impl<'a, 'c, 'e> Trajectory<'a, 'c, 'e> {
         };
         match strict.find() {
             Ok(at) => {
-                let at: Vec<String> = at
-                    .iter()
-                    .map(|&i| format!("#{}", self.ctx.signals()[i].index))
-                    .collect();
+                let matched: Vec<u64> = at.iter().map(|&i| self.ctx.signals()[i].index).collect();
+                let at: Vec<String> = matched.iter().map(|i| format!("#{i}")).collect();
                 Outcome::pass(format!(
                     "all {n} steps in order with nothing unmatched between them at {}",
                     at.join(", ")
                 ))
                 .expected(Value::from(self.expected.clone()))
+                .matched(matched)
             }
             Err(miss) => {
                 let stuck = miss.stuck.unwrap_or(self.ctx.signals().len());
+                let blocker = miss.stuck.map(|i| self.ctx.signals()[i].index);
                 self.failure(self.strict_miss(&miss), stuck)
+                    .matched(blocker.into_iter().collect())
             }
         }
     }

@@ -234,6 +234,7 @@ pub(crate) fn at(a: &SnapshotAt, ctx: &EvalContext<'_>) -> Outcome {
         ctx.signals()[i].index
     );
     check(&a.path, found.as_deref(), a.value.as_ref(), a.exists, &when)
+        .matched(vec![ctx.signals()[i].index])
 }
 
 pub(crate) fn final_(a: &SnapshotFinal, ctx: &EvalContext<'_>) -> Outcome {

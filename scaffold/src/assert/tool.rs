@@ -150,7 +150,8 @@ pub(crate) fn called_with(a: &ToolCalledWith, ctx: &EvalContext<'_>) -> Outcome 
             display::value(input(i))
         ))
         .expected(a.args.clone())
-        .actual(input(i).clone());
+        .actual(input(i).clone())
+        .matched(vec![ctx.signals()[i].index]);
     }
     if mine.is_empty() {
         return Outcome::fail(format!(
@@ -185,6 +186,7 @@ pub(crate) fn called_with(a: &ToolCalledWith, ctx: &EvalContext<'_>) -> Outcome 
             .map(|&i| input(i).clone())
             .collect::<Vec<_>>(),
     ))
+    .matched(mine.iter().map(|&i| ctx.signals()[i].index).collect())
 }
 
 pub(crate) fn sequence(a: &ToolSequence, ctx: &EvalContext<'_>) -> Outcome {

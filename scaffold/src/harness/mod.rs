@@ -25,6 +25,8 @@
 //!   glob that matches no variant is an error naming the variants.
 //! - `SCAFFOLD_OUTPUT` (a directory): write the reports there instead of
 //!   `target/scaffold/`.
+//! - `SCAFFOLD_REPORT_TRANSCRIPTS` (`failing`, the default, `all` or
+//!   `none`): whose transcripts the HTML report embeds.
 //! - `SCAFFOLD_SNAPSHOTS` (a directory, or `off`): check the sessions'
 //!   snapshots in that directory instead of the package's `snapshots/`, or
 //!   not at all.
@@ -104,6 +106,7 @@ use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
 use crate::provider::transport::TransportError;
+use crate::report::html::Transcripts;
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
@@ -240,6 +243,8 @@ struct Harness {
     not_started: AtomicUsize,
     trim: memory::Trim,
     formats: Vec<Format>,
+    /// Which cells' transcripts the HTML report embeds (`SCAFFOLD_REPORT_TRANSCRIPTS`).
+    transcripts: reports::html::TranscriptSelection,
     progress: Option<Progress>,
     /// Per eval (same order as `evals`): how its results are judged, with
     /// the quarantine of `evals/quarantine.yaml` added.
@@ -854,6 +859,7 @@ struct Setup {
     /// The HTTP client for real APIs, built on a thread of its own meanwhile.
     client: Option<std::thread::JoinHandle<Result<ReqwestTransport, TransportError>>>,
     formats: Vec<Format>,
+    transcripts: reports::html::TranscriptSelection,
     settings: Settings,
     evals: Vec<Box<dyn ErasedEval>>,
     budgets: Vec<Option<Arc<Budget>>>,
@@ -880,6 +886,8 @@ impl Setup {
         let client = (!args.list && mode != RecorderMode::Playback)
             .then(|| std::thread::spawn(ReqwestTransport::new));
         let formats = wanted_formats().map_err(line)?;
+        let transcripts =
+            reports::html::TranscriptSelection::from_env().map_err(|e| line(e.to_string()))?;
         let settings = Settings::from_env(manifest_dir).map_err(line)?;
         // Each process of a nextest run loads the datasets: all but the first
         // read them back from here rather than parse them again.
@@ -905,6 +913,7 @@ impl Setup {
             mode,
             client,
             formats,
+            transcripts,
             settings,
             evals,
             budgets,
@@ -1226,6 +1235,7 @@ impl Harness {
             not_started: AtomicUsize::new(0),
             trim: memory::Trim::default(),
             formats: setup.formats,
+            transcripts: setup.transcripts,
             progress: parts.progress,
             gate_options: setup.gate_options,
             limits: (setup.mode != RecorderMode::Playback).then(RateLimits::new),
@@ -1790,7 +1800,8 @@ impl Harness {
             Ok(Some(base)) => {
                 let cmp = compare(&base, &results, &CompareOptions::default());
                 tally.blocked |= print_comparison(&cmp);
-                Some(cmp)
+                // The baseline too: its transcripts stand beside regressions.
+                Some((cmp, base))
             }
             Ok(None) => None,
             Err(e) => {
@@ -1799,7 +1810,8 @@ impl Harness {
                 None
             }
         };
-        self.write_reports(summary.dir, &mut results, comparison.as_ref());
+        let against = comparison.as_ref().map(|(cmp, base)| (cmp, base));
+        self.write_reports(summary.dir, &mut results, against);
     }
 
     /// Print the table (when asked for), the gate and the notes of
@@ -1876,8 +1888,9 @@ impl Harness {
         &self,
         dir: &Path,
         results: &mut EvalResults,
-        comparison: Option<&crate::eval::Comparison>,
+        against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) {
+        let comparison = against.map(|(cmp, _)| cmp);
         // Each report file, by its format; `None` is the baseline comparison.
         let mut files: Vec<(PathBuf, Option<Format>)> = self
             .formats
@@ -1902,7 +1915,7 @@ impl Harness {
             // Whole or not at all: a report cut short by a store error must
             // not pass for this run's, nor must the last run's.
             let written = crate::util::write_atomic(&path, false, |out| match format {
-                Some(format) => self.write_report(out, format, results, comparison),
+                Some(format) => self.write_report(out, format, results, against),
                 None => comparison.map_or(Ok(()), |cmp| {
                     std::io::Write::write_all(out, reports::json::render_comparison(cmp).as_bytes())
                 }),
@@ -1947,14 +1960,32 @@ impl Harness {
         out: &mut impl std::io::Write,
         format: Format,
         results: &mut EvalResults,
-        comparison: Option<&crate::eval::Comparison>,
+        against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) -> std::io::Result<()> {
+        let comparison = against.map(|(cmp, _)| cmp);
+        // The baseline's transcripts stand beside regressions when its
+        // sessions are in this store.
+        let transcripts = (self.store.as_ref()).map(|s| {
+            let t = Transcripts::new(s, self.transcripts);
+            match against {
+                Some((_, base)) => t.baseline(base),
+                None => t,
+            }
+        });
         let (Some(store), Some(run), true) = (
             &self.store,
             &self.run,
             self.summarized.load(Ordering::Relaxed),
         ) else {
-            return out.write_all(reports::render(format, results, comparison).as_bytes());
+            return match (format, &transcripts) {
+                (Format::Html, Some(t)) => out.write_all(
+                    reports::html::render_with_transcripts(results, comparison, t).as_bytes(),
+                ),
+                (Format::Markdown, _) => {
+                    out.write_all(self.markdown(results, comparison).as_bytes())
+                }
+                _ => out.write_all(reports::render(format, results, comparison).as_bytes()),
+            };
         };
         let (eval, trials) = (results.eval.clone(), results.config.trials);
         let details = |chunk: &[CellRecord]| {
@@ -1966,10 +1997,31 @@ impl Harness {
         match format {
             Format::Json => reports::json::write_streamed(results, out, details),
             Format::Junit => reports::junit::write_streamed(results, comparison, out, details),
-            Format::Html => reports::html::write_streamed(results, comparison, out, details),
-            Format::Table | Format::Markdown => {
-                out.write_all(reports::render(format, results, comparison).as_bytes())
-            }
+            Format::Html => match &transcripts {
+                Some(t) => reports::html::write_streamed_with_transcripts(
+                    results, comparison, out, details, t,
+                ),
+                None => reports::html::write_streamed(results, comparison, out, details),
+            },
+            Format::Markdown => out.write_all(self.markdown(results, comparison).as_bytes()),
+            Format::Table => out.write_all(reports::render(format, results, comparison).as_bytes()),
+        }
+    }
+
+    /// The Markdown report, its failed cells linked to the HTML report
+    /// written beside it (when it is).
+    fn markdown(
+        &self,
+        results: &EvalResults,
+        comparison: Option<&crate::eval::Comparison>,
+    ) -> String {
+        match self.formats.contains(&Format::Html) {
+            true => reports::markdown::render_linked(
+                results,
+                comparison,
+                &format!("{}.{}", results.eval, Format::Html.extension()),
+            ),
+            false => reports::markdown::render(results, comparison),
         }
     }
 }

@@ -945,6 +945,7 @@ mod tests {
             trajectory: None,
             children: Vec::new(),
             borderline: false,
+            matched: Vec::new(),
         };
         cell.assertions = vec![
             result(
@@ -1323,6 +1324,7 @@ mod tests {
                             trajectory: None,
                             children: Vec::new(),
                             borderline: false,
+                            matched: Vec::new(),
                         })
                         .collect();
                     cell.scores = scores

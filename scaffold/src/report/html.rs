@@ -1,17 +1,21 @@
-//! A single-file HTML report: inline CSS and SVG, no scripts, nothing
-//! fetched. Sections: the verdict, the variants table with the
-//! recommendation, plots (each scorer's and the latency distribution per
-//! variant, cost against quality with the Pareto frontier), the
-//! significance tests, the flaky and quarantined cells, the borderline
-//! judgements, the comparison with a baseline, and every cell.
+//! A single-file HTML report: inline CSS, SVG and script, nothing
+//! fetched. Sections: the verdict with links to the failing, flaky and
+//! regressed cells, the variants table with the recommendation, plots (each
+//! scorer's and the latency distribution per variant, cost against quality
+//! with the Pareto frontier), the significance tests, the flaky and
+//! quarantined cells, the borderline judgements, the comparison with a
+//! baseline, and every cell, each with a stable anchor
+//! ([`cell_anchor`]) and, rendered from a store
+//! ([`render_with_transcripts`]), its transcript (see `viewer`).
 //!
 //! Elements tests can find: `<svg class="plot score-distribution"
 //! id="plot-score-{scorer}">`, `id="plot-latency"`, `<svg
 //! id="plot-cost-quality">` with a `<circle class="frontier-mark">` per
 //! frontier point and `<path class="frontier">` through two or more, the
 //! sections `#variants`, `#plots`, `#significance`, `#flaky`, `#borderline`,
-//! `#baseline`, `#cells`, and `<span class="badge flaky">` /
-//! `<span class="badge quarantined">` markers on cells.
+//! `#baseline`, `#cells`, `<nav id="jump">`, `<tr class="cell" id="cell-…">`
+//! rows, and `<span class="badge flaky">` / `<span class="badge
+//! quarantined">` markers on cells.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -23,10 +27,15 @@ use super::fmt::{
 };
 use super::plot::{self, Series};
 use super::stream::{self, Details};
+use super::viewer::{self, Picked};
+pub use super::viewer::{
+    BadTranscriptSelection, TRANSCRIPTS_VAR, TranscriptSelection, Transcripts, cell_anchor,
+    session_page,
+};
 use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};
 
-const STYLE: &str = r#"
+pub(crate) const BASE_STYLE: &str = r#"
 :root { color-scheme: light; --fg: #111827; --muted: #6b7280; --line: #e5e7eb; --ok: #15803d; --bad: #b91c1c; --warn: #b45309; }
 * { box-sizing: border-box; }
 body { font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0 auto; max-width: 1100px; padding: 24px; }
@@ -74,7 +83,25 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     let mut out = Vec::new();
     // Writing into memory with the cells as they are cannot fail.
-    let _ = write_streamed(results, baseline, &mut out, stream::as_they_are);
+    let _ = write_page(results, baseline, &mut out, stream::as_they_are, None);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The page [`render`] gives, with the transcripts of the cells
+/// `transcripts` picks read from its store (see [`Transcripts`]).
+pub fn render_with_transcripts(
+    results: &EvalResults,
+    baseline: Option<&Comparison>,
+    transcripts: &Transcripts<'_>,
+) -> String {
+    let mut out = Vec::new();
+    let _ = write_page(
+        results,
+        baseline,
+        &mut out,
+        stream::as_they_are,
+        Some(transcripts),
+    );
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -85,8 +112,29 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
 pub fn write_streamed<W: Write>(
     results: &EvalResults,
     baseline: Option<&Comparison>,
+    out: W,
+    details: impl Details,
+) -> io::Result<()> {
+    write_page(results, baseline, out, details, None)
+}
+
+/// [`write_streamed`] with transcripts (see [`render_with_transcripts`]).
+pub fn write_streamed_with_transcripts<W: Write>(
+    results: &EvalResults,
+    baseline: Option<&Comparison>,
+    out: W,
+    details: impl Details,
+    transcripts: &Transcripts<'_>,
+) -> io::Result<()> {
+    write_page(results, baseline, out, details, Some(transcripts))
+}
+
+fn write_page<W: Write>(
+    results: &EvalResults,
+    baseline: Option<&Comparison>,
     mut out: W,
     mut details: impl Details,
+    transcripts: Option<&Transcripts<'_>>,
 ) -> io::Result<()> {
     let mut head =
         String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -96,10 +144,16 @@ pub fn write_streamed<W: Write>(
         "<title>Eval {} · scaffold</title>",
         xml(&results.eval)
     );
-    let _ = writeln!(head, "<style>{STYLE}</style>\n</head>\n<body>");
+    let _ = writeln!(
+        head,
+        "<style>{BASE_STYLE}{}</style>\n</head>\n<body>",
+        viewer::STYLE
+    );
     // Computed once for the notes, the flaky section and the cells.
     let notable = results.notable_trials();
+    let marks = Marks::new(&notable, baseline);
     header(&mut head, results, &notable);
+    jump(&mut head, results, &marks);
     variants(&mut head, results);
     plots(&mut head, results);
     significance(&mut head, results);
@@ -109,14 +163,63 @@ pub fn write_streamed<W: Write>(
         comparison(&mut head, cmp);
     }
     out.write_all(head.as_bytes())?;
-    cells(&mut out, results, &notable, &mut details)?;
+    cells(&mut out, results, &marks, &mut details, transcripts)?;
     let foot = format!(
-        "<footer>Generated by scaffold · results schema v{} · {}</footer>\n</body>\n</html>\n",
+        "<script>{}</script>\n<footer>Generated by scaffold · results schema v{} · {}</footer>\n</body>\n</html>\n",
+        viewer::SCRIPT,
         results.schema_version,
         xml(&results.timestamp)
     );
     out.write_all(foot.as_bytes())?;
     out.flush()
+}
+
+/// Which cells are flaky and which regressed.
+struct Marks<'r> {
+    flaky: std::collections::HashSet<(&'r str, &'r str, &'r str)>,
+    regressed: std::collections::HashSet<String>,
+}
+
+impl<'r> Marks<'r> {
+    fn new(notable: &'r [CaseTrials], baseline: Option<&Comparison>) -> Self {
+        Marks {
+            flaky: notable
+                .iter()
+                .filter(|t| t.flaky)
+                .map(|t| (t.variant.as_str(), t.dataset.as_str(), t.case.as_str()))
+                .collect(),
+            regressed: viewer::regressed(baseline),
+        }
+    }
+
+    fn is_flaky(&self, c: &crate::eval::CellRecord) -> bool {
+        self.flaky
+            .contains(&(c.variant.as_str(), c.dataset.as_str(), c.case.as_str()))
+    }
+}
+
+/// The summary's links to the failing, flaky and regressed cells.
+fn jump(out: &mut String, results: &EvalResults, marks: &Marks<'_>) {
+    let trials = results.config.trials;
+    let link = |c: &crate::eval::CellRecord| {
+        (
+            cell_anchor(&results.eval, &c.variant, &c.case, c.trial),
+            c.label(trials),
+        )
+    };
+    let pick = |f: &dyn Fn(&crate::eval::CellRecord) -> bool| -> Vec<(String, String)> {
+        results.results.iter().filter(|c| f(c)).map(link).collect()
+    };
+    let groups = [
+        ("fail", "Failing", pick(&|c| !c.passed)),
+        ("flaky", "Flaky", pick(&|c| marks.is_flaky(c))),
+        (
+            "regressed",
+            "Regressed",
+            pick(&|c| marks.regressed.contains(&c.label(trials))),
+        ),
+    ];
+    viewer::jump_list(out, &groups);
 }
 
 fn variant_index(results: &EvalResults, name: &str) -> usize {
@@ -557,64 +660,116 @@ fn borderline(out: &mut String, results: &EvalResults) {
 fn cells(
     writer: &mut impl Write,
     results: &EvalResults,
-    notable: &[CaseTrials],
+    marks: &Marks<'_>,
     details: &mut impl Details,
+    transcripts: Option<&Transcripts<'_>>,
 ) -> io::Result<()> {
     let scorers = results.scorer_columns();
     let mut text = String::new();
-    text.push_str("<section id=\"cells\">\n<h2>Cells</h2>\n<table>\n<thead><tr><th>Cell</th><th>Result</th><th class=\"num\">Latency</th><th class=\"num\">Cost</th><th class=\"num\">Tokens</th>");
+    text.push_str("<section id=\"cells\">\n<h2>Cells</h2>\n");
+    text.push_str(viewer::FILTERS);
+    text.push_str("<table>\n<thead><tr><th>Cell</th><th>Result</th><th class=\"num\">Latency</th><th class=\"num\">Cost</th><th class=\"num\">Tokens</th>");
     for s in &scorers {
         let _ = write!(text, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));
     }
     text.push_str("<th>Why</th></tr></thead>\n<tbody>\n");
     writer.write_all(text.as_bytes())?;
-    let flaky: std::collections::HashSet<(&str, &str, &str)> = notable
-        .iter()
-        .filter(|t| t.flaky)
-        .map(|t| (t.variant.as_str(), t.dataset.as_str(), t.case.as_str()))
-        .collect();
+    let selection = transcripts.map_or(TranscriptSelection::None, |t| t.selection);
+    let picked = Picked::new(selection, results, &marks.flaky, &marks.regressed);
+    let baseline_sessions = transcripts
+        .map(viewer::baseline_sessions)
+        .unwrap_or_default();
+    let trials = results.config.trials;
     stream::each_whole(&results.results, details, |c| {
         text.clear();
-        let out = &mut text;
-        let is_flaky = flaky.contains(&(c.variant.as_str(), c.dataset.as_str(), c.case.as_str()));
-        let _ = write!(
-            out,
-            "<tr class=\"{}\"><td>{}<code>{}</code>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-            if c.passed { "passed" } else { "failed" },
-            swatch(results, &c.variant),
-            xml(&c.label(results.config.trials)),
-            badges(is_flaky, c.quarantined),
-            if c.passed { "pass" } else { "fail" },
-            duration(c.metrics.latency_ms as f64),
-            xml(&usd(c.metrics.cost_usd)),
-            c.metrics.total_tokens
-        );
-        for name in &scorers {
-            match c.scores.get(name) {
-                Some(s) => {
-                    let _ = write!(
-                        out,
-                        "<td class=\"num\" title=\"{}\">{}{}</td>",
-                        xml(s.detail.as_deref().unwrap_or("")),
-                        num(s.value),
-                        if s.pass { "" } else { " ✗" }
-                    );
-                }
-                None => out.push_str("<td class=\"num\">–</td>"),
-            }
+        let anchor = cell_anchor(&results.eval, &c.variant, &c.case, c.trial);
+        let label = c.label(trials);
+        let regressed = marks.regressed.contains(&label);
+        let tags = transcripts.map(|t| viewer::cell_tags(t.store, &c.session_id));
+        let mark = RowMark {
+            anchor: &anchor,
+            flaky: marks.is_flaky(c),
+            regressed,
+            tags: tags.as_deref().unwrap_or("[]"),
+        };
+        row(&mut text, results, c, &mark, &scorers);
+        if let Some(t) = transcripts.filter(|_| picked.wants(c)) {
+            let base = baseline_sessions.get(&label).filter(|_| regressed);
+            text.push_str(&viewer::cell_data(t, &anchor, c, base.map(String::as_str)));
         }
-        let failures = c.failures();
-        if failures.is_empty() {
-            out.push_str("<td></td>");
-        } else {
-            out.push_str("<td><ul class=\"failures\">");
-            for f in failures {
-                let _ = write!(out, "<li>{}</li>", xml(&f));
-            }
-            out.push_str("</ul></td>");
-        }
-        out.push_str("</tr>\n");
         writer.write_all(text.as_bytes())
     })?;
     writer.write_all(b"</tbody>\n</table>\n</section>\n")
+}
+
+/// What a row of the cells table shows besides its cell.
+struct RowMark<'a> {
+    anchor: &'a str,
+    flaky: bool,
+    regressed: bool,
+    /// The session's tags, a JSON array.
+    tags: &'a str,
+}
+
+/// One row of the cells table.
+fn row(
+    out: &mut String,
+    results: &EvalResults,
+    c: &crate::eval::CellRecord,
+    mark: &RowMark<'_>,
+    scorers: &[String],
+) {
+    let RowMark {
+        anchor,
+        flaky: is_flaky,
+        regressed,
+        tags,
+    } = *mark;
+    let _ = write!(
+        out,
+        "<tr id=\"{anchor}\" class=\"cell {}\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        if c.passed { "passed" } else { "failed" },
+        xml(&c.variant),
+        xml(&c.case),
+        c.trial,
+        viewer::status_words(c, is_flaky, regressed),
+        xml(tags),
+        swatch(results, &c.variant),
+        xml(&c.label(results.config.trials)),
+        badges(is_flaky, c.quarantined),
+        if regressed {
+            " <span class=\"badge regressed\">REGRESSED</span>"
+        } else {
+            ""
+        },
+        if c.passed { "pass" } else { "fail" },
+        duration(c.metrics.latency_ms as f64),
+        xml(&usd(c.metrics.cost_usd)),
+        c.metrics.total_tokens
+    );
+    for name in scorers {
+        match c.scores.get(name) {
+            Some(s) => {
+                let _ = write!(
+                    out,
+                    "<td class=\"num\" title=\"{}\">{}{}</td>",
+                    xml(s.detail.as_deref().unwrap_or("")),
+                    num(s.value),
+                    if s.pass { "" } else { " ✗" }
+                );
+            }
+            None => out.push_str("<td class=\"num\">–</td>"),
+        }
+    }
+    let failures = c.failures();
+    if failures.is_empty() {
+        out.push_str("<td></td>");
+    } else {
+        out.push_str("<td><ul class=\"failures\">");
+        for f in failures {
+            let _ = write!(out, "<li>{}</li>", xml(&f));
+        }
+        out.push_str("</ul></td>");
+    }
+    out.push_str("</tr>\n");
 }

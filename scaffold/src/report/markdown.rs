@@ -32,6 +32,26 @@ const MAX_CHANGES: usize = 20;
 /// assert!(md.contains("| `gpt-4o::sql-injection` | run failed: timeout \\| retry |"));
 /// ```
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
+    render_page(results, baseline, None)
+}
+
+/// [`render`], with each failed cell linked to its transcript in the HTML
+/// report at `html` (a path or URL, `code-review.html` beside the Markdown
+/// file): `[`cell`](code-review.html#cell-…)`.
+///
+/// ```
+/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
+/// let c = CellRecord::new("gpt-4o", "sql-injection");
+/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
+/// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]);
+/// let md = scaffold::report::markdown::render_linked(&results, None, "qa.html");
+/// assert!(md.contains("| [`gpt-4o::sql-injection`](qa.html#cell-qa-gpt-4o-sql-injection-t0) |"));
+/// ```
+pub fn render_linked(results: &EvalResults, baseline: Option<&Comparison>, html: &str) -> String {
+    render_page(results, baseline, Some(html))
+}
+
+fn render_page(results: &EvalResults, baseline: Option<&Comparison>, html: Option<&str>) -> String {
     let mut out = String::new();
     let passed = results.passed_count();
     let total = results.counted().count();
@@ -75,7 +95,7 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     highlights(&mut out, results);
     flaky(&mut out, results, &notable);
     borderline(&mut out, results);
-    failures(&mut out, results);
+    failures(&mut out, results, html);
     if let Some(cmp) = baseline {
         comparison(&mut out, cmp);
     }
@@ -272,7 +292,16 @@ fn borderline(out: &mut String, results: &EvalResults) {
     out.push('\n');
 }
 
-fn failures(out: &mut String, results: &EvalResults) {
+/// `path` with the characters that would end a Markdown link target encoded.
+fn link_target(path: &str) -> String {
+    path.replace('%', "%25")
+        .replace(' ', "%20")
+        .replace('(', "%28")
+        .replace(')', "%29")
+        .replace('|', "%7C")
+}
+
+fn failures(out: &mut String, results: &EvalResults, html: Option<&str>) {
     let failed: Vec<_> = results.results.iter().filter(|c| !c.passed).collect();
     if failed.is_empty() {
         return;
@@ -285,10 +314,19 @@ fn failures(out: &mut String, results: &EvalResults) {
     );
     out.push_str("| Cell | Why |\n|:--|:--|\n");
     for c in failed.iter().take(MAX_FAILURES) {
+        let label = md_code_cell(&c.label(results.config.trials));
+        let cell = match html {
+            Some(page) => format!(
+                "[{label}]({}#{})",
+                link_target(page),
+                super::html::cell_anchor(&results.eval, &c.variant, &c.case, c.trial)
+            ),
+            None => label,
+        };
         let _ = writeln!(
             out,
             "| {}{} | {} |",
-            md_code_cell(&c.label(results.config.trials)),
+            cell,
             if c.quarantined { " (QUARANTINED)" } else { "" },
             md_cell(&c.failures().join("; "))
         );

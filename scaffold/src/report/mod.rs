@@ -18,6 +18,8 @@ pub(crate) mod progress;
 #[doc(hidden)]
 pub mod stream;
 pub mod table;
+mod transcript;
+mod viewer;
 
 use std::str::FromStr;
 

@@ -823,7 +823,7 @@ impl Execution {
     ) -> Result<crate::provider::CompletionResponse, RunError> {
         self.emit(
             names::PROVIDER_START,
-            json!({"provider": provider.name(), "model": provider.model(), "recordingId": request.context.recording_id}),
+            json!({"provider": provider.name(), "model": provider.model(), "recordingId": request.context.recording_id, "request": prompt_of(request)}),
             Some(&agent.name),
         );
         let call_began = self.clock.elapsed_ms();
@@ -1108,4 +1108,23 @@ fn parse_json_answer(text: &str) -> Result<Value, String> {
         let preview: String = trimmed.chars().take(120).collect();
         format!("answer is not JSON ({e}): {preview:?}")
     })
+}
+
+/// What `provider:start` shows of a request (for the transcript): the
+/// system prompt and the messages since the model's latest answer (all of
+/// them on the first call; in a tool loop, the tool results, whose calls
+/// the signals before already show), with `earlier` the count left out;
+/// key-shaped strings redacted.
+fn prompt_of(request: &CompletionRequest) -> Value {
+    let from = request
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    let prompt = json!({
+        "system": request.system,
+        "messages": request.messages[from..],
+        "earlier": from,
+    });
+    crate::provider::recorder::builtin_scrubber().json(&prompt)
 }

@@ -22,5 +22,6 @@ mod reports;
 mod secrets;
 mod stats;
 mod store;
+mod transcript;
 mod trials;
 mod workflow;

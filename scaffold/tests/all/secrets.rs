@@ -110,6 +110,12 @@ async fn a_key_echoed_by_the_api_is_nowhere_in_what_scaffold_writes() {
         written.push(scaffold::report::render(format, &results, None));
     }
     store.flush().unwrap();
+    // The HTML report's transcripts, read from the store, hold none either.
+    use scaffold::report::html::{TranscriptSelection, Transcripts, render_with_transcripts};
+    let transcripts = Transcripts::new(&store, TranscriptSelection::All);
+    let html = render_with_transcripts(&results, None, &transcripts);
+    assert_eq!(html.matches("type=\"application/json\"").count(), 2);
+    written.push(html);
     drop(store);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();

@@ -438,6 +438,30 @@ async fn tool_loop_calls_tools_and_feeds_results_back() {
     assert_eq!(requests[2].messages.len(), 5);
     assert_eq!(result.metrics.provider_calls, 3);
     assert_eq!(result.metrics.activations, 1);
+    // Each provider:start shows the prompt for the transcript: all of it on
+    // the first call, then what is new since the model's latest answer.
+    let prompts: Vec<&Value> = result
+        .signals
+        .iter()
+        .filter(|s| s.name == "provider:start")
+        .map(|s| &s.payload["request"])
+        .collect();
+    assert_eq!(prompts.len(), 3);
+    assert_eq!(prompts[0]["earlier"], 0);
+    assert_eq!(prompts[0]["messages"][0]["role"], "user");
+    assert!(
+        prompts[0]["messages"][0]
+            .to_string()
+            .contains("read main.rs")
+    );
+    assert_eq!(prompts[1]["earlier"], 2);
+    assert_eq!(prompts[1]["messages"].as_array().map(Vec::len), Some(1));
+    assert!(
+        prompts[1]["messages"]
+            .to_string()
+            .contains("contents of main.rs")
+    );
+    assert_eq!(prompts[2]["earlier"], 4);
 }
 
 #[tokio::test]

@@ -1,0 +1,335 @@
+(function () {
+  'use strict';
+  var rows = [].slice.call(document.querySelectorAll('tr.cell'));
+  var current = -1;
+  var filters = { variant: '', case: '', tag: '', status: '' };
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+  function data(id) {
+    var s = document.getElementById('t-' + id);
+    if (!s) return null;
+    try { return JSON.parse(s.textContent); } catch (e) { return null; }
+  }
+  function tags(r) {
+    try { return JSON.parse(r.getAttribute('data-tags') || '[]'); } catch (e) { return []; }
+  }
+
+  // ------------------------------------------------------------ filters
+  function options(select, values) {
+    values.sort().forEach(function (v) {
+      var o = el('option', null, v);
+      o.value = v;
+      select.appendChild(o);
+    });
+  }
+  function setUpFilters() {
+    var seen = { variant: {}, case: {}, tag: {}, status: {} };
+    rows.forEach(function (r) {
+      seen.variant[r.getAttribute('data-variant')] = 1;
+      seen.case[r.getAttribute('data-case')] = 1;
+      tags(r).forEach(function (t) { seen.tag[t] = 1; });
+      r.getAttribute('data-status').split(' ').forEach(function (s) { seen.status[s] = 1; });
+    });
+    Object.keys(filters).forEach(function (key) {
+      var select = document.getElementById('filter-' + key);
+      if (!select) return;
+      options(select, Object.keys(seen[key]));
+      select.addEventListener('change', function () { filters[key] = select.value; applyFilters(); });
+    });
+  }
+  function shown(r) {
+    return (!filters.variant || r.getAttribute('data-variant') === filters.variant) &&
+      (!filters.case || r.getAttribute('data-case') === filters.case) &&
+      (!filters.tag || tags(r).indexOf(filters.tag) >= 0) &&
+      (!filters.status || r.getAttribute('data-status').split(' ').indexOf(filters.status) >= 0);
+  }
+  function applyFilters() {
+    var n = 0;
+    rows.forEach(function (r) {
+      r.hidden = !shown(r);
+      var d = detailOf(r);
+      if (d) d.hidden = r.hidden;
+      if (!r.hidden) n++;
+    });
+    var count = document.getElementById('filter-count');
+    if (count) count.textContent = n + ' of ' + rows.length + ' cells';
+  }
+  function setFilter(key, value) {
+    filters[key] = value;
+    var select = document.getElementById('filter-' + key);
+    if (select) select.value = value;
+    applyFilters();
+  }
+
+  // ------------------------------------------------------------ transcript
+  function detailOf(r) {
+    var n = r.nextElementSibling;
+    while (n && n.tagName === 'SCRIPT') n = n.nextElementSibling;
+    return n && n.classList.contains('detail') ? n : null;
+  }
+  function renderText(part) {
+    var pre = el('pre', part.d ? 'diff' : null);
+    if (!part.d) { pre.textContent = part.x; return pre; }
+    part.x.split('\n').forEach(function (line) {
+      var c = line.charAt(0) === '+' ? 'add' : line.charAt(0) === '-' ? 'del' : 'same';
+      pre.appendChild(el('span', 'line ' + c, line + '\n'));
+    });
+    return pre;
+  }
+  function renderEntry(e) {
+    var li = el('li', 'entry k-' + e.k + (e.e ? ' failed' : ''));
+    li.setAttribute('data-i', e.i.join(' '));
+    var head = el('div', 'head');
+    head.appendChild(el('span', 'at', e.at + ' ms'));
+    head.appendChild(el('span', 'kind', e.k));
+    head.appendChild(el('span', 'title', e.t));
+    if (e.a) head.appendChild(el('span', 'agent', e.a));
+    if (e.m) head.appendChild(el('span', 'meta', e.m));
+    li.appendChild(head);
+    (e.parts || []).forEach(function (p) {
+      var d = el('details', 'part');
+      if (p.x.length <= 240 && p.x.split('\n').length <= 6) d.open = true;
+      d.appendChild(el('summary', null, p.l));
+      d.appendChild(renderText(p));
+      li.appendChild(d);
+    });
+    return li;
+  }
+  function renderTimeline(t) {
+    var ol = el('ol', 'timeline');
+    t.entries.forEach(function (e) { ol.appendChild(renderEntry(e)); });
+    if (t.dropped) ol.appendChild(el('li', 'entry dropped', '… ' + t.dropped + ' more signals not shown (truncated)'));
+    return ol;
+  }
+  function highlight(box, indices) {
+    var set = {};
+    indices.forEach(function (i) { set[i] = 1; });
+    [].forEach.call(box.querySelectorAll('.timeline > li.entry'), function (li) {
+      // Indices are this cell's: the other side of a comparison has its own.
+      var mine = !li.parentNode.classList.contains('other');
+      var hit = mine && (li.getAttribute('data-i') || '').split(' ').some(function (i) { return set[i]; });
+      li.classList.toggle('matched', hit);
+    });
+  }
+  function renderAssertions(d, box) {
+    var ul = el('ul', 'assertions');
+    var failing = [];
+    (d.assertions || []).forEach(function (a) {
+      var li = el('li', 'assertion ' + (a.passed ? 'pass' : 'fail'));
+      li.tabIndex = 0;
+      li.appendChild(el('span', 'verdict', a.passed ? 'PASS' : 'FAIL'));
+      li.appendChild(el('code', null, a.type));
+      li.appendChild(el('span', 'message', a.message));
+      if (a.m && a.m.length) li.appendChild(el('span', 'refs', 'signals #' + a.m.join(', #')));
+      li.setAttribute('data-m', (a.m || []).join(' '));
+      if (!a.passed) failing = failing.concat(a.m || []);
+      li.addEventListener('click', function () { highlight(box, a.m || []); });
+      li.addEventListener('keydown', function (ev) {
+        if (ev.key === 'Enter') { highlight(box, a.m || []); ev.preventDefault(); ev.stopPropagation(); }
+      });
+      ul.appendChild(li);
+    });
+    return { list: ul, failing: failing };
+  }
+  function searchIn(box, query) {
+    [].forEach.call(box.querySelectorAll('mark'), function (m) {
+      m.parentNode.replaceChild(document.createTextNode(m.textContent), m);
+    });
+    [].forEach.call(box.querySelectorAll('li.entry'), function (li) { li.normalize(); li.classList.remove('nomatch'); });
+    var q = query.toLowerCase();
+    if (!q) return;
+    [].forEach.call(box.querySelectorAll('li.entry'), function (li) {
+      if (li.textContent.toLowerCase().indexOf(q) < 0) { li.classList.add('nomatch'); return; }
+      var walker = document.createTreeWalker(li, NodeFilter.SHOW_TEXT);
+      var nodes = [];
+      while (walker.nextNode()) nodes.push(walker.currentNode);
+      nodes.forEach(function (node) {
+        var text = node.nodeValue, lower = text.toLowerCase(), at = lower.indexOf(q);
+        if (at < 0) return;
+        var frag = document.createDocumentFragment(), from = 0;
+        while (at >= 0) {
+          frag.appendChild(document.createTextNode(text.slice(from, at)));
+          frag.appendChild(el('mark', null, text.slice(at, at + q.length)));
+          from = at + q.length;
+          at = lower.indexOf(q, from);
+        }
+        frag.appendChild(document.createTextNode(text.slice(from)));
+        var details = node.parentNode.closest('details');
+        if (details) details.open = true;
+        node.parentNode.replaceChild(frag, node);
+      });
+    });
+  }
+  function siblings(r) {
+    return rows.filter(function (o) {
+      return o !== r && o.getAttribute('data-case') === r.getAttribute('data-case') &&
+        o.getAttribute('data-trial') === r.getAttribute('data-trial') && document.getElementById('t-' + o.id);
+    });
+  }
+  function signature(e) {
+    return e.k + '|' + e.t + '|' + (e.parts || []).map(function (p) { return p.l + ':' + p.x; }).join('|');
+  }
+  function byPhase(t) {
+    var order = [], groups = {};
+    t.entries.forEach(function (e) {
+      if (!groups[e.p]) { groups[e.p] = []; order.push(e.p); }
+      groups[e.p].push(e);
+    });
+    return { order: order, groups: groups };
+  }
+  function sideBySide(left, right, leftName, rightName) {
+    var box = el('div', 'sbs');
+    var head = el('div', 'sbs-row sbs-head');
+    head.appendChild(el('div', 'col', leftName));
+    head.appendChild(el('div', 'col', rightName));
+    box.appendChild(head);
+    var a = byPhase(left), b = byPhase(right);
+    var phases = a.order.slice();
+    b.order.forEach(function (p) { if (phases.indexOf(p) < 0) phases.push(p); });
+    phases.forEach(function (p) {
+      var row = el('div', 'sbs-row');
+      row.appendChild(el('div', 'sbs-phase', p ? 'phase ' + p : 'before any phase'));
+      var sides = [a.groups[p] || [], b.groups[p] || []];
+      var sigs = sides.map(function (s) { return s.map(signature); });
+      sides.forEach(function (entries, side) {
+        var col = el('ol', side ? 'col timeline other' : 'col timeline');
+        var other = sigs[1 - side].slice();
+        entries.forEach(function (e) {
+          var li = renderEntry(e);
+          var k = other.indexOf(signature(e));
+          if (k >= 0) other.splice(k, 1); else li.classList.add('differs');
+          col.appendChild(li);
+        });
+        if (!entries.length) col.appendChild(el('li', 'entry missing differs', 'no such phase'));
+        row.appendChild(col);
+      });
+      box.appendChild(row);
+    });
+    return box;
+  }
+  function renderDetail(r) {
+    var td = el('td');
+    td.colSpan = r.children.length;
+    var d = data(r.id);
+    if (!d) {
+      td.appendChild(el('p', 'meta', 'No transcript embedded for this cell: the report embeds failing, flaky and ' +
+        'regressed cells by default (SCAFFOLD_REPORT_TRANSCRIPTS=all embeds every cell; ' +
+        '`cargo scaffold sessions show ID --html` shows one session).'));
+      return td;
+    }
+    var box = el('div', 'transcript');
+    var bar = el('div', 'bar');
+    var search = el('input', 't-search');
+    search.type = 'search';
+    search.placeholder = 'Search this transcript';
+    search.setAttribute('aria-label', 'Search this transcript');
+    bar.appendChild(search);
+    var compare = el('select', 't-compare');
+    compare.setAttribute('aria-label', 'Compare with');
+    compare.appendChild(el('option', null, 'Compare with…')).value = '';
+    siblings(r).forEach(function (o) {
+      compare.appendChild(el('option', null, o.getAttribute('data-variant'))).value = o.id;
+    });
+    if (d.b) compare.appendChild(el('option', null, 'baseline')).value = '#baseline';
+    if (compare.options.length > 1) bar.appendChild(compare);
+    bar.appendChild(el('span', 'meta', 'session ' + d.session));
+    box.appendChild(bar);
+    var asserts = renderAssertions(d, box);
+    box.appendChild(asserts.list);
+    var view = el('div', 'view');
+    view.appendChild(renderTimeline(d.t));
+    box.appendChild(view);
+    highlight(box, asserts.failing);
+    search.addEventListener('input', function () { searchIn(box, search.value); });
+    compare.addEventListener('change', function () {
+      view.textContent = '';
+      var v = compare.value;
+      if (!v) { view.appendChild(renderTimeline(d.t)); highlight(box, asserts.failing); return; }
+      var other = v === '#baseline' ? { t: d.b, variant: 'baseline' } : data(v);
+      var name = v === '#baseline' ? 'baseline' : other.variant;
+      view.appendChild(sideBySide(d.t, other.t, d.variant, name));
+      highlight(box, asserts.failing);
+    });
+    td.appendChild(box);
+    return td;
+  }
+  function toggle(r, open) {
+    var d = detailOf(r);
+    if (d && open !== true) { d.parentNode.removeChild(d); r.setAttribute('aria-expanded', 'false'); return; }
+    if (d) return;
+    var tr = el('tr', 'detail');
+    tr.appendChild(renderDetail(r));
+    var next = r.nextElementSibling;
+    while (next && next.tagName === 'SCRIPT') next = next.nextElementSibling;
+    r.parentNode.insertBefore(tr, next);
+    r.setAttribute('aria-expanded', 'true');
+  }
+
+  // ------------------------------------------------------------ keyboard and links
+  function focusRow(i) {
+    var vis = rows.filter(function (r) { return !r.hidden; });
+    if (!vis.length) return;
+    i = Math.max(0, Math.min(vis.length - 1, i));
+    rows.forEach(function (r) { r.classList.remove('current'); });
+    var r = vis[i];
+    r.classList.add('current');
+    current = rows.indexOf(r);
+    r.focus();
+  }
+  function step(by) {
+    var vis = rows.filter(function (r) { return !r.hidden; });
+    var at = vis.indexOf(rows[current]);
+    focusRow(at < 0 ? 0 : at + by);
+  }
+  document.addEventListener('keydown', function (ev) {
+    var t = ev.target;
+    if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA')) {
+      if (ev.key === 'Escape') t.blur();
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === 'j') { step(1); ev.preventDefault(); }
+    else if (ev.key === 'k') { step(-1); ev.preventDefault(); }
+    else if (ev.key === 'Enter' && t && t.classList && t.classList.contains('cell')) { toggle(t); ev.preventDefault(); }
+    else if (ev.key === 'Enter' && current >= 0 && (!t || t === document.body)) { toggle(rows[current]); ev.preventDefault(); }
+    else if (ev.key === '/') {
+      var open = current >= 0 && detailOf(rows[current]);
+      var s = open ? open.querySelector('.t-search') : document.getElementById('filter-variant');
+      if (s) { s.focus(); ev.preventDefault(); }
+    }
+  });
+  rows.forEach(function (r, i) {
+    r.addEventListener('click', function (ev) {
+      if (ev.target.closest('a')) return;
+      current = i;
+      toggle(r);
+    });
+    r.addEventListener('focus', function () {
+      rows.forEach(function (o) { o.classList.remove('current'); });
+      r.classList.add('current');
+      current = i;
+    });
+  });
+  function openHash() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var r = id && document.getElementById(id);
+    if (!r || !r.classList.contains('cell')) return;
+    if (r.hidden) { Object.keys(filters).forEach(function (k) { setFilter(k, ''); }); }
+    current = rows.indexOf(r);
+    toggle(r, true);
+    focusRow(rows.filter(function (o) { return !o.hidden; }).indexOf(r));
+    r.scrollIntoView();
+  }
+  [].forEach.call(document.querySelectorAll('a[data-status]'), function (a) {
+    a.addEventListener('click', function () { setFilter('status', a.getAttribute('data-status')); });
+  });
+  window.addEventListener('hashchange', openHash);
+  setUpFilters();
+  applyFilters();
+  openHash();
+})();

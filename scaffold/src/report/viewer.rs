@@ -1,0 +1,434 @@
+//! The HTML report's transcript viewer: stable cell anchors, the cells'
+//! transcripts as JSON embedded once per cell (`<script
+//! type="application/json" id="t-{anchor}">`), and the inline script and
+//! style that render them on demand (timeline, assertions with their matched
+//! signals highlighted, search, side by side, filters, keyboard).
+//!
+//! Which cells get a transcript is [`TranscriptSelection`]
+//! (`SCAFFOLD_REPORT_TRANSCRIPTS`); transcripts come from a [`Store`].
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use super::escape::xml;
+use super::transcript::Transcript;
+use crate::eval::{CellRecord, Comparison, EvalResults};
+use crate::signal::Signal;
+use crate::store::Store;
+
+/// The inline script of the viewer.
+pub(crate) const SCRIPT: &str = include_str!("viewer.js");
+
+/// The viewer's style, added to the report's.
+pub(crate) const STYLE: &str = r#"
+tr.cell { cursor: pointer; }
+tr.cell:focus, tr.cell.current { outline: 2px solid #2563eb; outline-offset: -2px; }
+tr.detail > td { background: #f9fafb; padding: 12px; }
+nav#jump { margin: 8px 0; padding: 6px 10px; border-left: 3px solid var(--bad); background: #fef2f2; }
+#filters { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
+.transcript .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; }
+.transcript input[type=search] { flex: 1; padding: 4px 8px; }
+ul.assertions { list-style: none; padding: 0; margin: 0 0 8px; }
+li.assertion { padding: 4px 8px; border-left: 3px solid var(--ok); margin: 2px 0; background: #fff; cursor: pointer; }
+li.assertion.fail { border-left-color: var(--bad); }
+li.assertion .verdict { font-weight: 600; margin-right: 6px; }
+li.assertion.fail .verdict { color: var(--bad); }
+li.assertion.pass .verdict { color: var(--ok); }
+li.assertion code, li.assertion .refs { margin: 0 6px; color: var(--muted); }
+ol.timeline { list-style: none; margin: 0; padding: 0; }
+li.entry { border-left: 3px solid var(--line); background: #fff; margin: 2px 0; padding: 4px 8px; }
+li.entry .head span { margin-right: 8px; }
+li.entry .at, li.entry .meta, li.entry .agent { color: var(--muted); font-size: 12px; }
+li.entry .kind { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
+li.entry .title { font-weight: 600; }
+li.k-phase { background: #eef2ff; border-left-color: #4f46e5; }
+li.k-provider { border-left-color: #0891b2; }
+li.k-tool { border-left-color: #7c3aed; }
+li.k-state { border-left-color: #ca8a04; }
+li.entry.failed, li.k-error { border-left-color: var(--bad); background: #fef2f2; }
+li.entry.matched { outline: 2px solid #f59e0b; background: #fffbeb; }
+li.entry.differs { box-shadow: inset 4px 0 0 #db2777; }
+li.entry.differs > .head::after { content: "differs"; font-size: 11px; color: #fff; background: #db2777; border-radius: 4px; padding: 0 5px; }
+li.entry.nomatch { display: none; }
+details.part { margin: 2px 0 2px 12px; }
+details.part pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; padding: 6px; background: #f3f4f6; max-height: 400px; overflow: auto; font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
+pre.diff .add { background: #dcfce7; }
+pre.diff .del { background: #fee2e2; }
+.sbs-row { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; }
+.sbs-head { font-weight: 600; }
+.sbs-phase { grid-column: 1 / 3; font-weight: 600; background: #eef2ff; padding: 2px 8px; margin-top: 6px; }
+mark { background: #fde047; }
+"#;
+
+/// Which cells' transcripts the HTML report embeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TranscriptSelection {
+    /// Every cell's.
+    All,
+    /// Failing, flaky and regressed cells', with the other variants of
+    /// their case and trial (to put side by side). The default.
+    #[default]
+    Failing,
+    /// None.
+    None,
+}
+
+/// The environment variable that picks a [`TranscriptSelection`].
+pub const TRANSCRIPTS_VAR: &str = "SCAFFOLD_REPORT_TRANSCRIPTS";
+
+/// A value of [`TRANSCRIPTS_VAR`] that is not `all`, `failing` or `none`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{TRANSCRIPTS_VAR}=`{value}` is not one of: all, failing, none")]
+pub struct BadTranscriptSelection {
+    /// The value given.
+    pub value: String,
+}
+
+impl FromStr for TranscriptSelection {
+    type Err = BadTranscriptSelection;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "all" => Ok(TranscriptSelection::All),
+            "failing" | "" => Ok(TranscriptSelection::Failing),
+            "none" => Ok(TranscriptSelection::None),
+            _ => Err(BadTranscriptSelection {
+                value: s.to_string(),
+            }),
+        }
+    }
+}
+
+impl TranscriptSelection {
+    /// From [`TRANSCRIPTS_VAR`]; [`TranscriptSelection::Failing`] when unset.
+    ///
+    /// ```
+    /// use scaffold::report::html::TranscriptSelection;
+    /// assert_eq!("all".parse::<TranscriptSelection>().unwrap(), TranscriptSelection::All);
+    /// assert_eq!(
+    ///     "some".parse::<TranscriptSelection>().unwrap_err().to_string(),
+    ///     "SCAFFOLD_REPORT_TRANSCRIPTS=`some` is not one of: all, failing, none"
+    /// );
+    /// ```
+    pub fn from_env() -> Result<TranscriptSelection, BadTranscriptSelection> {
+        match std::env::var(TRANSCRIPTS_VAR) {
+            Ok(v) => v.parse(),
+            Err(_) => Ok(TranscriptSelection::Failing),
+        }
+    }
+}
+
+/// Where the HTML report's transcripts come from: the store that holds the
+/// cells' sessions, which cells, and the baseline run's results (whose
+/// sessions, when this store has them, are shown beside regressed cells).
+#[derive(Clone, Copy)]
+pub struct Transcripts<'s> {
+    /// The store of the run's sessions.
+    pub store: &'s Store,
+    /// Which cells get one.
+    pub selection: TranscriptSelection,
+    /// The baseline's results, for the baseline's side of a regression.
+    pub baseline: Option<&'s EvalResults>,
+}
+
+impl<'s> Transcripts<'s> {
+    /// Transcripts from `store` for the cells `selection` picks, no baseline.
+    pub fn new(store: &'s Store, selection: TranscriptSelection) -> Self {
+        Transcripts {
+            store,
+            selection,
+            baseline: None,
+        }
+    }
+
+    /// With the baseline run's results.
+    pub fn baseline(mut self, baseline: &'s EvalResults) -> Self {
+        self.baseline = Some(baseline);
+        self
+    }
+}
+
+/// A stable, unique element id for a cell:
+/// `cell-{eval}-{variant}-{case}-t{trial}`, each part slugged
+/// (`[a-z0-9-]`); a part the slug changed gets a short hash of its text,
+/// so that different names never share an anchor.
+///
+/// ```
+/// # use scaffold::report::html::cell_anchor;
+/// assert_eq!(cell_anchor("qa", "gpt-4o", "case-1", 0), "cell-qa-gpt-4o-case-1-t0");
+/// assert_ne!(cell_anchor("qa", "a b", "c", 0), cell_anchor("qa", "a-b", "c", 0));
+/// ```
+pub fn cell_anchor(eval: &str, variant: &str, case: &str, trial: u32) -> String {
+    format!(
+        "cell-{}-{}-{}-t{trial}",
+        slug(eval),
+        slug(variant),
+        slug(case)
+    )
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let c = if c.is_ascii_alphanumeric() {
+            c.to_ascii_lowercase()
+        } else {
+            '-'
+        };
+        if !(c == '-' && (out.is_empty() || out.ends_with('-'))) {
+            out.push(c);
+        }
+    }
+    let out = out.trim_end_matches('-').to_string();
+    if out == s {
+        return out;
+    }
+    // FNV-1a: stable across builds and platforms.
+    let hash = s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{out}-{:06x}", hash & 0xff_ffff)
+}
+
+/// A cell's status words for filtering: `pass`/`fail`, then `flaky`,
+/// `regressed`, `quarantined`, `excluded` as they apply.
+pub(crate) fn status_words(c: &CellRecord, flaky: bool, regressed: bool) -> String {
+    let mut words = vec![if c.passed { "pass" } else { "fail" }];
+    for (on, word) in [
+        (flaky, "flaky"),
+        (regressed, "regressed"),
+        (c.quarantined, "quarantined"),
+        (c.excluded, "excluded"),
+    ] {
+        if on {
+            words.push(word);
+        }
+    }
+    words.join(" ")
+}
+
+/// The labels (`variant::case[::tN]`) of the regressed cells.
+pub(crate) fn regressed(baseline: Option<&Comparison>) -> HashSet<String> {
+    baseline
+        .map(|c| c.regressions.iter().map(|r| r.case_id.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// The cells whose transcripts a report embeds, by `(dataset, case, trial)`
+/// for [`TranscriptSelection::Failing`] (a cell's siblings come along).
+pub(crate) struct Picked {
+    selection: TranscriptSelection,
+    keys: HashSet<(String, String, u32)>,
+}
+
+impl Picked {
+    /// The cells that fail, are flaky or regressed, with their siblings.
+    pub(crate) fn new(
+        selection: TranscriptSelection,
+        results: &EvalResults,
+        flaky: &HashSet<(&str, &str, &str)>,
+        regressed: &HashSet<String>,
+    ) -> Picked {
+        let trials = results.config.trials;
+        let keys = results
+            .results
+            .iter()
+            .filter(|c| {
+                !c.passed
+                    || flaky.contains(&(c.variant.as_str(), c.dataset.as_str(), c.case.as_str()))
+                    || regressed.contains(&c.label(trials))
+            })
+            .map(|c| (c.dataset.clone(), c.case.clone(), c.trial))
+            .collect();
+        Picked { selection, keys }
+    }
+
+    pub(crate) fn wants(&self, c: &CellRecord) -> bool {
+        match self.selection {
+            TranscriptSelection::All => true,
+            TranscriptSelection::None => false,
+            TranscriptSelection::Failing => {
+                self.keys
+                    .contains(&(c.dataset.clone(), c.case.clone(), c.trial))
+            }
+        }
+    }
+}
+
+/// One assertion of a cell as the viewer shows it.
+#[derive(Serialize)]
+struct AssertionView<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    passed: bool,
+    message: &'a str,
+    /// The signals it matched.
+    m: Vec<u64>,
+}
+
+/// What the viewer reads for a cell.
+#[derive(Serialize)]
+struct CellData<'a> {
+    session: &'a str,
+    variant: &'a str,
+    assertions: Vec<AssertionView<'a>>,
+    t: Transcript,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    b: Option<Transcript>,
+}
+
+/// JSON safe inside `<script>`: `<`, `>` and `&` as `\u` escapes (only
+/// ever inside strings in JSON), so no `</script>` or `<!--` can appear.
+pub(crate) fn script_json(value: &impl Serialize) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".into());
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// The baseline's session ids by cell label.
+pub(crate) fn baseline_sessions(t: &Transcripts<'_>) -> HashMap<String, String> {
+    let Some(b) = t.baseline else {
+        return HashMap::new();
+    };
+    b.results
+        .iter()
+        .filter(|c| !c.session_id.is_empty())
+        .map(|c| (c.label(b.config.trials), c.session_id.clone()))
+        .collect()
+}
+
+/// The `<script type="application/json">` of a cell's transcript, or
+/// nothing when its session is not in the store.
+pub(crate) fn cell_data(
+    t: &Transcripts<'_>,
+    anchor: &str,
+    c: &CellRecord,
+    baseline_session: Option<&str>,
+) -> String {
+    let Some(signals) = session_signals(t.store, &c.session_id) else {
+        return String::new();
+    };
+    let assertions = c
+        .assertions
+        .iter()
+        .map(|a| AssertionView {
+            kind: a.type_name(),
+            passed: a.passed,
+            message: &a.message,
+            m: crate::assert::matched_signals(&a.assertion, &signals),
+        })
+        .collect();
+    let data = CellData {
+        session: &c.session_id,
+        variant: &c.variant,
+        assertions,
+        t: Transcript::from_signals(&signals),
+        b: baseline_session
+            .and_then(|id| session_signals(t.store, id))
+            .map(|s| Transcript::from_signals(&s)),
+    };
+    format!(
+        "<script type=\"application/json\" id=\"t-{anchor}\">{}</script>\n",
+        script_json(&data)
+    )
+}
+
+fn session_signals(store: &Store, id: &str) -> Option<Vec<Signal>> {
+    if id.is_empty() {
+        return None;
+    }
+    store.signals(id).ok().filter(|s| !s.is_empty())
+}
+
+/// A session's tags that name no scope (`case:`, `dataset:`, `trial:`, …),
+/// as a JSON array for `data-tags`.
+pub(crate) fn cell_tags(store: &Store, session: &str) -> String {
+    let tags: Vec<String> = match store.session(session) {
+        Ok(Some(r)) => r
+            .meta
+            .tags
+            .into_iter()
+            .filter(|t| !t.contains(':'))
+            .collect(),
+        _ => Vec::new(),
+    };
+    serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into())
+}
+
+/// A status word, its title and its cells' anchors and labels.
+pub(crate) type JumpGroup<'a> = (&'a str, &'a str, Vec<(String, String)>);
+
+/// The "jump to" list of the summary: links to the failing, flaky and
+/// regressed cells (the first 50 of each) and a filter for each.
+pub(crate) fn jump_list(out: &mut String, groups: &[JumpGroup<'_>]) {
+    if groups.iter().all(|(_, _, cells)| cells.is_empty()) {
+        return;
+    }
+    out.push_str("<nav id=\"jump\">\n<strong>Jump to:</strong>\n");
+    for (status, title, cells) in groups.iter().filter(|g| !g.2.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<div class=\"jump-{status}\"><a href=\"#cells\" data-status=\"{status}\">{title} ({})</a>: ",
+            cells.len()
+        );
+        let links: Vec<String> = cells
+            .iter()
+            .take(50)
+            .map(|(anchor, label)| format!("<a href=\"#{anchor}\"><code>{}</code></a>", xml(label)))
+            .collect();
+        out.push_str(&links.join(", "));
+        if cells.len() > 50 {
+            let _ = write!(out, " … and {} more", cells.len() - 50);
+        }
+        out.push_str("</div>\n");
+    }
+    out.push_str("</nav>\n");
+}
+
+/// The filters above the cells table (the script fills their options).
+pub(crate) const FILTERS: &str = "<div id=\"filters\"><label>Variant <select id=\"filter-variant\"><option value=\"\">all</option></select></label> <label>Case <select id=\"filter-case\"><option value=\"\">all</option></select></label> <label>Tag <select id=\"filter-tag\"><option value=\"\">all</option></select></label> <label>Status <select id=\"filter-status\"><option value=\"\">all</option></select></label> <span id=\"filter-count\" class=\"meta\"></span> <span class=\"meta\">Keys: j/k next/previous cell, Enter opens its transcript, / searches.</span></div>\n";
+
+/// A page with one session's transcript (`cargo scaffold sessions show ID --html`).
+pub fn session_page(session_id: &str, signals: &[Signal]) -> String {
+    let data = CellData {
+        session: session_id,
+        variant: "",
+        assertions: Vec::new(),
+        t: Transcript::from_signals(signals),
+        b: None,
+    };
+    let anchor = format!("session-{}", slug(session_id));
+    let mut out =
+        String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(
+        out,
+        "<title>Session {} · scaffold</title>\n<style>{}{STYLE}</style>\n</head>\n<body>",
+        xml(session_id),
+        super::html::BASE_STYLE
+    );
+    let _ = writeln!(
+        out,
+        "<h1>Session <code>{}</code></h1>\n<p class=\"meta\">{} signals</p>",
+        xml(session_id),
+        signals.len()
+    );
+    let _ = writeln!(
+        out,
+        "<table><tbody>\n<tr id=\"{anchor}\" class=\"cell\" tabindex=\"0\" data-variant=\"\" data-case=\"\" data-trial=\"0\" data-status=\"session\" data-tags=\"[]\"><td><code>{}</code></td></tr>",
+        xml(session_id)
+    );
+    let _ = writeln!(
+        out,
+        "<script type=\"application/json\" id=\"t-{anchor}\">{}</script>\n</tbody></table>",
+        script_json(&data)
+    );
+    let _ = writeln!(
+        out,
+        "<script>{SCRIPT}</script>\n<script>document.getElementById('{anchor}').click();</script>\n</body>\n</html>"
+    );
+    out
+}
