@@ -311,3 +311,37 @@ fn record_mode_without_keys_stops_before_any_call_naming_the_variables() {
     assert!(!text.contains("test result"), "cells ran:\n{text}");
     assert_eq!(common::snapshot_dir(&recordings), before);
 }
+
+/// More trials than were recorded (`SCAFFOLD_TRIALS=4`; the code review
+/// eval records three): such a cell fails with one message, the missing
+/// recording and the command that records it with as many trials, not with
+/// every check that could not run for want of it.
+#[test]
+fn a_trial_without_recordings_fails_naming_the_recording_and_the_command() {
+    let cell = "code-review::prompt-v2::sql-injection::t3";
+    let out = evals(&[cell], &[("SCAFFOLD_TRIALS", "4")]);
+    let text = text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("0 passed; 1 failed"), "{text}");
+    let failure: Vec<&str> = text
+        .split(&format!("---- {cell} ----\n"))
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_default()
+        .lines()
+        .collect();
+    let id = "eval__Code-Review-Agent-Eval__sql-injection__prompt-v2__reviewer__inv0__t3";
+    assert_eq!(failure.len(), 3, "{text}");
+    assert_eq!(
+        failure[0],
+        format!("run failed: agent `reviewer`: playback: no recording `{id}`")
+    );
+    assert!(
+        failure[1].starts_with("  looked for: ") && failure[1].ends_with(&format!("{id}.json")),
+        "{text}"
+    );
+    assert_eq!(
+        failure[2],
+        "  record it with: SCAFFOLD_TRIALS=4 cargo run --example record_example_suite"
+    );
+}
