@@ -27,8 +27,9 @@ fn code_review() -> Eval<ReviewState> {
         .min_pass_rate(0.7)
         .rerecord_command("cargo run --example record_example_suite")
         .scorer(scorer::output_valid())
+        // Every finding got a fix (the fixer ran when there were findings).
         .scorer(scorer::custom(
-            "findings",
+            "fixed",
             |ctx: &ScorerContext<'_, ReviewState>| {
                 let has_fix = ctx.state.fix.is_some() || ctx.state.findings.is_empty();
                 CustomScore {
