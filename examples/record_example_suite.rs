@@ -10,8 +10,8 @@
 //! by the answers it gave so far), then runs `cargo test --test evals` in
 //! record mode with the providers' base URLs pointed at it. The code review
 //! eval's trials send the same requests, so its second and third trials are
-//! recorded by runs of their own (`-- ::t1`, `-- ::t2`), each from a server
-//! with that trial's answers. The recorder writes `evals/recordings/*.json`
+//! recorded by runs of their own (`-- code-review:: --skip ::t0 --skip ::t2`
+//! for the second), each from a server with that trial's answers. The recorder writes `evals/recordings/*.json`
 //! (and insta the snapshots) exactly as it would against the real APIs; the
 //! fake keys set here never reach a file.
 
@@ -324,25 +324,23 @@ fn load<T: serde::de::DeserializeOwned>(
     Ok(serde_saphyr::from_str(&source)?)
 }
 
-/// Runs `cargo test --test evals` (with `filter`) in record mode against
+/// Runs `cargo test --test evals -- {selection}` in record mode against
 /// `server`, and fails if a cell's run errored: a call no rule answered, a
 /// tool that failed. Failed checks are expected (the weaker variants fail
 /// some), so the exit status alone does not tell.
 fn record(
     root: &str,
     server: &FakeProviderServer,
-    filter: Option<&str>,
+    run: &str,
+    selection: &[String],
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let output = std::env::temp_dir().join(format!(
-        "record-example-suite-{}-{}",
-        std::process::id(),
-        filter.unwrap_or("all").trim_matches(':')
-    ));
+    let output =
+        std::env::temp_dir().join(format!("record-example-suite-{}-{run}", std::process::id()));
     let mut command = Command::new(env!("CARGO"));
     command
         .current_dir(root)
         .args(["test", "--test", "evals", "--"])
-        .args(filter)
+        .args(selection)
         .env("SCAFFOLD_MODE", "record")
         .env("SCAFFOLD_OUTPUT", &output)
         .env("SCAFFOLD_FORMAT", "table,json")
@@ -396,10 +394,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let recordings = format!("{root}/evals/recordings");
     let _ = std::fs::remove_dir_all(&recordings);
-    record(root, &server, None)?;
+    record(root, &server, "all", &[])?;
     record_review_trials(root, &answers).await?;
     println!("recorded into {recordings}");
     Ok(())
+}
+
+/// The trials the suite runs: `SCAFFOLD_TRIALS`, else the code review eval's.
+fn trials() -> u32 {
+    std::env::var("SCAFFOLD_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(REVIEW_TRIALS)
 }
 
 /// The code review eval's trials after the first, each from a server with
@@ -408,12 +414,18 @@ async fn record_review_trials(
     root: &str,
     answers: &Answers,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    for trial in 1..REVIEW_TRIALS {
+    for trial in 1..trials().min(REVIEW_TRIALS) {
         let server = FakeProvider::builder()
             .rules(rules(answers, trial)?)
             .start()
             .await?;
-        record(root, &server, Some(&format!("::t{trial}")))?;
+        // The eval's cells of this trial: libtest takes one filter, and
+        // skips as many patterns as it is given.
+        let mut selection = vec!["code-review::".to_string()];
+        for other in (0..trials()).filter(|t| *t != trial) {
+            selection.extend(["--skip".to_string(), format!("::t{other}")]);
+        }
+        record(root, &server, &format!("t{trial}"), &selection)?;
     }
     Ok(())
 }
