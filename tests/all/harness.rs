@@ -302,6 +302,8 @@ fn record_mode_without_keys_stops_before_any_call_naming_the_variables() {
         "SCAFFOLD_MODE=record calls the real APIs",
         "code-review: variant `prompt-v1`, agent `reviewer`: set OPENAI_API_KEY",
         "code-review: variant `prompt-v2`, agent `fixer`: set OPENAI_API_KEY",
+        "fix-quality: the judge of its llm.judge assertions: set ANTHROPIC_API_KEY",
+        "fix-quality: scorer `fix-quality`: set ANTHROPIC_API_KEY",
         "code-generation: variant `gpt-4o-mini`, agent `coder`: set OPENAI_API_KEY",
         "code-generation: variant `claude-sonnet-4-5`, agent `clarifier`: set ANTHROPIC_API_KEY",
         "nothing was called and no recording changed",

@@ -438,9 +438,7 @@ fn check_keys(evals: &[Box<dyn ErasedEval>], globs: Option<&[String]>) -> Result
             let eval = e.name().to_string();
             e.missing_keys(&selected)
                 .into_iter()
-                .map(move |(variant, agent, var)| {
-                    format!("  {eval}: variant `{variant}`, agent `{agent}`: set {var}")
-                })
+                .map(move |(who, var)| format!("  {eval}: {who}: set {var}"))
         })
         .collect();
     if missing.is_empty() {
