@@ -105,7 +105,8 @@ pub trait ErasedEval: Send + Sync {
     fn variant_names(&self) -> Vec<String>;
     /// Per variant whose name `selected` keeps, each agent whose provider
     /// lacks the API key it needs, then the eval's judge and scorers that
-    /// lack theirs: `(who, variable)`, who as `variant `v`, agent `a``.
+    /// lack theirs: who (the variant and agent, the judge, the scorer) and
+    /// the variable.
     fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, &'static str)>;
     /// Scorer names, in order.
     fn scorer_names(&self) -> Vec<String>;
