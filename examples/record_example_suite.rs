@@ -3,20 +3,29 @@
 //! `cargo run --example record_example_suite`
 //!
 //! Serves the answers of `evals/answers/code-review.yaml` from
-//! [`FakeProvider`] rules (case by a line of its code, variant by model,
-//! agent by system prompt) and those of `evals/answers/code-generation.yaml`
-//! (case by its task, the coder's turn by the answers it gave so far), those
-//! of `refactoring.yaml`, `debugging.yaml` and `refactoring-verifier.yaml`
-//! (case by its task or error, a prompt variant by its system prompt), then
-//! runs `cargo test --test evals` in record mode with the providers' base URLs pointed at it. The recorder writes
-//! `evals/recordings/*.json` (and insta the snapshots) exactly as it would
-//! against the real APIs; the fake keys set here never reach a file.
+//! [`FakeProvider`] rules (case by a line of its code, variant by the
+//! reviewer's system prompt, the fixer by the finding it was given, the
+//! judge by the output it grades), those of
+//! `evals/answers/code-generation.yaml` (case by its task, the coder's turn
+//! by the answers it gave so far) and those of `refactoring.yaml`,
+//! `debugging.yaml` and `refactoring-verifier.yaml` (case by its task or
+//! error, a prompt variant by its system prompt), then runs `cargo test
+//! --test evals` in record mode with the providers' base URLs pointed at it.
+//! The code review eval's trials send the same requests, so its second and
+//! third trials are recorded by runs of their own (`-- code-review:: --skip
+//! ::t0 --skip ::t2` for the second), each from a server with that trial's
+//! answers. The recorder writes `evals/recordings/*.json` (and insta the
+//! snapshots) exactly as it would against the real APIs; the fake keys set
+//! here never reach a file.
 
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use scaffold::testing::{Answer, FakeProvider, RecordedRequest, Rule};
+use scaffold::eval::EvalResults;
+use scaffold::testing::{Answer, FakeProvider, FakeProviderServer, RecordedRequest, Rule};
 use scaffold_examples::code_generation as codegen;
+use scaffold_examples::code_review as review;
 use scaffold_examples::{debugging, refactoring};
 use serde_json::Value;
 
@@ -27,12 +36,31 @@ const CASE_MARKERS: &[(&str, &str)] = &[
     ("SELECT * FROM users WHERE id = ${userId}", "sql-injection"),
     ("innerHTML = comment.text", "xss-vulnerability"),
     ("req.params.filename", "path-traversal"),
+    ("return sum / numbers.length;", "division-by-zero"),
     ("db.findUser(userId)", "null-dereference"),
+    ("const current = counter;", "race-condition"),
+    ("const unused = 42;", "unused-variable"),
+    ("return price * 0.95;", "magic-numbers"),
     ("Promise<User | null>", "clean-code-no-issues"),
+    ("// TODO: implement", "empty-function"),
+    ("import { Db } from './db';", "very-long-file"),
 ];
 
-/// The agent a request comes from, told by its system prompt.
-const AGENTS: &[(&str, &str)] = &[("reviewer", "code reviewer"), ("fixer", "You fix code")];
+/// The code review variants, told by the reviewer's system prompt; both run
+/// this model.
+const REVIEW_VARIANTS: &[(&str, &str)] = &[
+    ("prompt-v1", review::prompts::REVIEWER_V1),
+    ("prompt-v2", review::prompts::REVIEWER_V2),
+];
+const REVIEW_MODEL: &str = "gpt-4o";
+
+/// The code review eval's trials (its `Eval::trials`): the first is recorded
+/// with the whole suite, each other one by a run of its own (`::t{n}`), as
+/// their requests are the same and only the answers differ.
+const REVIEW_TRIALS: u32 = 3;
+
+/// The judge's system prompt, as `llm.judge` sends it.
+const JUDGE_SYSTEM: &str = "You are an impartial evaluator.";
 
 /// A short stable hex tag for ids (FNV-1a).
 fn tag(text: &str) -> String {
@@ -49,25 +77,27 @@ fn tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
-/// The rule answering one case, variant and agent with `answer`.
-fn rule(marker: &str, variant: &str, agent: &str, system: &str, answer: &Value) -> Rule {
-    let text = match answer {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let id = tag(&format!("{}/{variant}/{agent}", case_of(marker)));
-    let anthropic = variant.starts_with("claude");
-    Rule::when()
-        .model(variant)
-        .system_contains(system)
-        .prompt_contains(marker)
-        .then_with(move |request| {
-            let answer = Answer::text(text.clone()).usage(
-                tokens(&String::from_utf8_lossy(&request.body)),
-                tokens(&text),
-            );
-            shaped(answer, anthropic, &id)
-        })
+/// The rule's answer: `answers` served one per matching request, in order
+/// (the last one again after that), with usage and the API's ids.
+fn answering(
+    answers: Vec<Value>,
+    anthropic: bool,
+    key: String,
+) -> impl Fn(&RecordedRequest) -> Answer {
+    let served = AtomicUsize::new(0);
+    move |request| {
+        let n = served.fetch_add(1, Ordering::SeqCst).min(answers.len() - 1);
+        let answer = match &answers[n] {
+            Value::String(s) => Answer::text(s.clone()),
+            other => Answer::structured(other.clone()),
+        };
+        let text = answers[n].to_string();
+        let answer = answer.usage(
+            tokens(&String::from_utf8_lossy(&request.body)),
+            tokens(&text),
+        );
+        shaped(answer, anthropic, &tag(&format!("{key}/{n}")))
+    }
 }
 
 /// `answer` with the ids and headers of the API a variant calls.
@@ -85,25 +115,121 @@ fn shaped(answer: Answer, anthropic: bool, id: &str) -> Answer {
     }
 }
 
-fn case_of(marker: &str) -> &'static str {
-    CASE_MARKERS
-        .iter()
-        .find(|(m, _)| *m == marker)
-        .map_or("", |(_, case)| case)
+/// The line of the fixer's prompt that quotes a review's first finding
+/// (see `src/code_review.rs`): it tells the variants' fixer calls apart.
+fn first_finding(review: &Value) -> Option<String> {
+    let f = review["findings"].get(0)?;
+    let field = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+    Some(format!(
+        "- {} ({}): {}",
+        field("issue"),
+        field("severity"),
+        field("explanation")
+    ))
 }
 
-fn rules(answers: &Answers) -> Vec<Rule> {
+/// Whether `key` names a trial's answers (`t1`), not an agent's.
+fn is_trial(key: &str) -> bool {
+    key.strip_prefix('t')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// One variant's answers in trial `trial`: its own, with those of its
+/// `t{trial}` entry instead where it has one.
+fn in_trial(agents: &BTreeMap<String, Value>, trial: u32) -> BTreeMap<String, Value> {
+    let mut chosen: BTreeMap<String, Value> = agents
+        .iter()
+        .filter(|(k, _)| !is_trial(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(Value::Object(overrides)) = agents.get(&format!("t{trial}")) {
+        chosen.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    chosen
+}
+
+/// The rules of the code review workflow's calls in trial `trial`: the
+/// reviewer by its variant's prompt and the case, the fixer by the case and
+/// the finding it was given.
+fn rules(answers: &Answers, trial: u32) -> Result<Vec<Rule>, String> {
     let mut rules = Vec::new();
     for (marker, case) in CASE_MARKERS {
         for (variant, agents) in answers.get(*case).into_iter().flatten() {
-            for (agent, system) in AGENTS {
-                if let Some(answer) = agents.get(*agent) {
-                    rules.push(rule(marker, variant, agent, system, answer));
-                }
+            let (_, system) = REVIEW_VARIANTS
+                .iter()
+                .find(|(v, _)| v == variant)
+                .ok_or_else(|| format!("{case}: no variant `{variant}` in the suite"))?;
+            let agents = in_trial(agents, trial);
+            let key = format!("{case}/{variant}/t{trial}");
+            let Some(review) = agents.get("reviewer") else {
+                return Err(format!("{case}/{variant}: no reviewer answer"));
+            };
+            rules.push(
+                Rule::when()
+                    .model(REVIEW_MODEL)
+                    .system_contains(*system)
+                    .prompt_contains(*marker)
+                    .then_with(answering(
+                        vec![review.clone()],
+                        false,
+                        format!("{key}/reviewer"),
+                    )),
+            );
+            if let (Some(fix), Some(finding)) = (agents.get("fixer"), first_finding(review)) {
+                rules.push(
+                    Rule::when()
+                        .model(REVIEW_MODEL)
+                        .system_contains(review::prompts::FIXER)
+                        .prompt_contains(*marker)
+                        .prompt_contains(finding)
+                        .then_with(answering(vec![fix.clone()], false, format!("{key}/fixer"))),
+                );
             }
         }
     }
-    rules
+    Ok(rules)
+}
+
+/// The judge's rules: by the case's output (prompt v2's summary opens it),
+/// the scorer's calls (they quote its rubric) before the assertion's.
+fn judge_rules(answers: &Answers) -> Vec<Rule> {
+    let mut scorer_rules = Vec::new();
+    let mut assertion_rules = Vec::new();
+    for (case, kinds) in answers.get("judge").into_iter().flatten() {
+        let summary = answers
+            .get(case)
+            .and_then(|v| v.get("prompt-v2"))
+            .and_then(|a| a.get("reviewer"))
+            .and_then(|r| r["summary"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let asks = |kind: &str| match kinds.get(kind) {
+            Some(Value::Array(list)) => list.clone(),
+            Some(one) => vec![one.clone()],
+            None => Vec::new(),
+        };
+        let when = || {
+            Rule::when()
+                .model("claude-sonnet-4-5")
+                .system_contains(JUDGE_SYSTEM)
+                .prompt_contains(summary.clone())
+        };
+        let (scorer, assertion) = (asks("scorer"), asks("assertion"));
+        if !scorer.is_empty() {
+            let key = format!("{case}/judge/scorer");
+            scorer_rules.push(
+                when()
+                    .prompt_contains(review::judging::RUBRIC)
+                    .then_with(answering(scorer, true, key)),
+            );
+        }
+        if !assertion.is_empty() {
+            let key = format!("{case}/judge/assertion");
+            assertion_rules.push(when().then_with(answering(assertion, true, key)));
+        }
+    }
+    scorer_rules.extend(assertion_rules);
+    scorer_rules
 }
 
 /// The code generation agents, told by their system prompts.
@@ -334,6 +460,62 @@ fn load<T: serde::de::DeserializeOwned>(
     Ok(serde_saphyr::from_str(&source)?)
 }
 
+/// Runs `cargo test --test evals -- {selection}` in record mode against
+/// `server`, and fails if a cell's run errored: a call no rule answered, a
+/// tool that failed. Failed checks are expected (the weaker variants fail
+/// some), so the exit status alone does not tell.
+fn record(
+    root: &str,
+    server: &FakeProviderServer,
+    run: &str,
+    selection: &[String],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let output =
+        std::env::temp_dir().join(format!("record-example-suite-{}-{run}", std::process::id()));
+    let mut command = Command::new(env!("CARGO"));
+    command
+        .current_dir(root)
+        .args(["test", "--test", "evals", "--"])
+        .args(selection)
+        .env("SCAFFOLD_MODE", "record")
+        .env("SCAFFOLD_OUTPUT", &output)
+        .env("SCAFFOLD_FORMAT", "table,json")
+        .env("OPENAI_BASE_URL", server.openai_base_url())
+        .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
+        .env("OPENAI_API_KEY", "sk-proj-recording-canary-0000")
+        .env("ANTHROPIC_API_KEY", "sk-ant-recording-canary-0000")
+        .env("INSTA_UPDATE", "always")
+        .env("INSTA_FORCE_PASS", "1");
+    let status = command.status()?;
+    let mut written = 0;
+    for entry in std::fs::read_dir(&output).map_err(|e| {
+        format!(
+            "recording run failed ({status}): no results in {}: {e}",
+            output.display()
+        )
+    })? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let results = EvalResults::load(&path)?;
+        written += 1;
+        if let Some(cell) = results.results.iter().find(|c| c.error.is_some()) {
+            let error = cell.error.as_deref().unwrap_or_default();
+            return Err(format!(
+                "recording run failed: {}::{}::{} errored: {error}",
+                results.eval, cell.variant, cell.case
+            )
+            .into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&output);
+    if written == 0 {
+        return Err(format!("recording run failed ({status}): no results written").into());
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -341,27 +523,46 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gen_answers: Answers = load(root, "evals/answers/code-generation.yaml")?;
     let gen_dataset: Value = load(root, "evals/code-generation.yaml")?;
     let server = FakeProvider::builder()
-        .rules(rules(&answers))
+        .rules(rules(&answers, 0)?)
+        .rules(judge_rules(&answers))
         .rules(gen_rules(&gen_answers, &gen_dataset)?)
         .rules(more_rules(root)?)
         .start()
         .await?;
     let recordings = format!("{root}/evals/recordings");
     let _ = std::fs::remove_dir_all(&recordings);
-    let status = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args(["test", "--test", "evals"])
-        .env("SCAFFOLD_MODE", "record")
-        .env("OPENAI_BASE_URL", server.openai_base_url())
-        .env("ANTHROPIC_BASE_URL", server.anthropic_base_url())
-        .env("OPENAI_API_KEY", "sk-proj-recording-canary-0000")
-        .env("ANTHROPIC_API_KEY", "sk-ant-recording-canary-0000")
-        .env("INSTA_UPDATE", "always")
-        .env("INSTA_FORCE_PASS", "1")
-        .status()?;
-    if !status.success() {
-        return Err(format!("recording run failed: {status}").into());
-    }
+    record(root, &server, "all", &[])?;
+    record_review_trials(root, &answers).await?;
     println!("recorded into {recordings}");
+    Ok(())
+}
+
+/// The trials the suite runs: `SCAFFOLD_TRIALS`, else the code review eval's.
+fn trials() -> u32 {
+    std::env::var("SCAFFOLD_TRIALS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(REVIEW_TRIALS)
+}
+
+/// The code review eval's trials after the first, each from a server with
+/// that trial's answers.
+async fn record_review_trials(
+    root: &str,
+    answers: &Answers,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for trial in 1..trials().min(REVIEW_TRIALS) {
+        let server = FakeProvider::builder()
+            .rules(rules(answers, trial)?)
+            .start()
+            .await?;
+        // The eval's cells of this trial: libtest takes one filter, and
+        // skips as many patterns as it is given.
+        let mut selection = vec!["code-review::".to_string()];
+        for other in (0..trials()).filter(|t| *t != trial) {
+            selection.extend(["--skip".to_string(), format!("::t{other}")]);
+        }
+        record(root, &server, &format!("t{trial}"), &selection)?;
+    }
     Ok(())
 }

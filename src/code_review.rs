@@ -1,5 +1,7 @@
 //! A two-agent code review workflow: a reviewer finds problems, a fixer
-//! proposes a corrected version when there is something to fix.
+//! proposes a corrected version when there is something to fix. The
+//! reviewer's instructions come in two versions ([`prompts`]), which the
+//! example suite compares.
 
 use std::sync::Arc;
 
@@ -43,20 +45,63 @@ pub struct ReviewState {
     pub fix: Option<String>,
 }
 
-/// The code review workflow with one model for both agents.
-pub fn with_model(model: impl Provider + 'static) -> Workflow<ReviewState> {
-    let model: Arc<dyn Provider> = Arc::new(model);
-    workflow(model.clone(), model)
+/// The agents' system prompts.
+pub mod prompts {
+    /// The reviewer, version 1: security only.
+    pub const REVIEWER_V1: &str = "You are a senior security-minded code reviewer. \
+        Report concrete problems only; an empty list when the code is fine.";
+    /// The reviewer, version 2: security, correctness and maintainability.
+    pub const REVIEWER_V2: &str = "You are a senior code reviewer. Check security \
+        (injection, XSS, path traversal), correctness (null or undefined values, division \
+        by zero, race conditions) and maintainability (unused code, magic numbers, \
+        unfinished stubs). Report concrete problems only; an empty list when the code is fine.";
+    /// The fixer.
+    pub const FIXER: &str = "You fix code. Answer with an explanation and the corrected code.";
 }
 
-/// The code review workflow with the given providers for its two agents.
+/// How the example suite's judge grades a fix (its `fix-quality` scorer).
+pub mod judging {
+    /// What the judge checks.
+    pub const CRITERIA: [&str; 2] = [
+        "the fix removes the problem the review found",
+        "the explanation says why the original code was wrong",
+    ];
+    /// How it scores.
+    pub const RUBRIC: &str = "1.0: a correct, minimal fix with a clear explanation. \
+        0.7: correct, but the explanation is thin or a side effect of the change goes unmentioned. \
+        0.4: the problem is only partly fixed. 0: the problem remains.";
+}
+
+/// The code review workflow with one model for both agents and the
+/// reviewer's instructions `reviewer_prompt` (one of [`prompts`]).
+pub fn with_prompt(
+    reviewer_prompt: &'static str,
+    model: impl Provider + 'static,
+) -> Workflow<ReviewState> {
+    let model: Arc<dyn Provider> = Arc::new(model);
+    reviewed_by(reviewer_prompt, model.clone(), model)
+}
+
+/// The code review workflow with one model for both agents (the reviewer's
+/// prompt v2).
+pub fn with_model(model: impl Provider + 'static) -> Workflow<ReviewState> {
+    with_prompt(prompts::REVIEWER_V2, model)
+}
+
+/// The code review workflow with the given providers for its two agents
+/// (the reviewer's prompt v2).
 pub fn workflow(reviewer: Arc<dyn Provider>, fixer: Arc<dyn Provider>) -> Workflow<ReviewState> {
+    reviewed_by(prompts::REVIEWER_V2, reviewer, fixer)
+}
+
+fn reviewed_by(
+    reviewer_prompt: &'static str,
+    reviewer: Arc<dyn Provider>,
+    fixer: Arc<dyn Provider>,
+) -> Workflow<ReviewState> {
     let reviewer = Agent::<ReviewState>::new("reviewer")
         .provider_arc(reviewer)
-        .system(
-            "You are a senior security-minded code reviewer. Report concrete problems only; \
-             an empty list when the code is fine.",
-        )
+        .system(reviewer_prompt)
         .prompt(|s| format!("Review this {} code:\n```\n{}```", s.language, s.code))
         .output(|review: ReviewOutput, s: &mut ReviewState| {
             s.findings = review.findings;
@@ -67,7 +112,7 @@ pub fn workflow(reviewer: Arc<dyn Provider>, fixer: Arc<dyn Provider>) -> Workfl
         .emits_with("review:complete", |s| json!({"findings": s.findings.len()}));
     let fixer = Agent::<ReviewState>::new("fixer")
         .provider_arc(fixer)
-        .system("You fix code. Answer with an explanation and the corrected code.")
+        .system(prompts::FIXER)
         .when_because(|s| !s.findings.is_empty(), "no findings to fix")
         .prompt(|s| {
             let issues: Vec<String> = s

@@ -686,19 +686,20 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         "table,json,markdown",
         "--parallel",
         "2",
-        // The code review eval's cells: what follows reads its sessions.
+        // The code review eval's cells of prompt v2 (three trials of each
+        // case, all passing): what follows reads their sessions.
         "--",
-        "code-review::",
+        "code-review::prompt-v2::",
     ]);
     assert_eq!(out.code, 0, "{}", out.all());
     let text = out.all();
-    assert!(text.contains("10 passed"), "{text}");
-    assert!(text.contains("14 filtered out"), "{text}");
+    assert!(text.contains("33 passed"), "{text}");
+    assert!(text.contains("65 filtered out"), "{text}");
     assert!(text.contains("│ Eval: code-review"), "{text}");
     assert!(text.contains("Gate: passed"), "{text}");
     let results = out_dir.join("code-review.json");
     let loaded = EvalResults::load(&results).expect("results JSON in --output");
-    assert_eq!(loaded.cell_count(), 10);
+    assert_eq!(loaded.cell_count(), 33);
     assert!(out_dir.join("code-review.md").is_file());
 
     // The commands that read results.
@@ -707,7 +708,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("PASS  code-review  pass rate 100.0% (95% CI 72.2%–100.0%, 10 cells)"),
+            .contains("PASS  code-review  pass rate 100.0% (95% CI 74.1%–100.0%, 33 cells)"),
         "{}",
         gate.stdout
     );
@@ -721,7 +722,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     );
     let report = cli(&["report", "--results", r]);
     assert!(
-        report.stdout.contains("Cheapest: gpt-4o"),
+        report.stdout.contains("Cheapest: prompt-v2"),
         "{}",
         report.stdout
     );
@@ -737,7 +738,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     ] {
         assert!(lines[0].contains(col), "{col}: {}", lines[0]);
     }
-    assert_eq!(lines.len(), 11, "{}", list.stdout);
+    assert_eq!(lines.len(), 34, "{}", list.stdout);
     assert!(
         lines[1].contains("code-review") && lines[1].contains("completed"),
         "{}",
@@ -751,9 +752,10 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         "--tag",
         "case:sql-injection",
         "--variant",
-        "gpt-4o",
+        "prompt-v2",
     ]);
-    assert_eq!(tagged.stdout.lines().count(), 2, "{}", tagged.stdout);
+    // One session per trial.
+    assert_eq!(tagged.stdout.lines().count(), 4, "{}", tagged.stdout);
     let failed = cli(&["sessions", "list", "--database", db, "--status", "failed"]);
     assert_eq!(failed.code, 0);
     assert!(failed.stdout.is_empty() && failed.stderr.contains("no sessions match"));
@@ -768,7 +770,7 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     assert_eq!(show.code, 0, "{}", show.all());
     for part in [
         "workflow:  code-review",
-        "variant:   gpt-4o",
+        "variant:   prompt-v2",
         "status:    completed",
         "case:sql-injection",
         "lineage:",
@@ -789,12 +791,13 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         doc["signals"].as_array().map(Vec::len),
         doc["session"]["signalCount"].as_u64().map(|n| n as usize)
     );
-    let cell = loaded
-        .results
-        .iter()
-        .find(|c| c.variant == "gpt-4o" && c.case == "sql-injection")
-        .expect("the cell");
-    assert_eq!(cell.session_id, id, "the results name the stored session");
+    assert!(
+        loaded
+            .results
+            .iter()
+            .any(|c| c.variant == "prompt-v2" && c.case == "sql-injection" && c.session_id == id),
+        "the results name the stored session"
+    );
     transcript_pages(dir.path(), db, short_id);
 
     // Tags and variant globs go to the harness; its exit status comes back.
@@ -806,17 +809,17 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
         "--tags",
         "xss,negative",
         "--filter",
-        "gpt-*",
+        "*-v2",
         "--format",
         "json",
         "--output",
         s(&tagged_dir),
     ]);
     assert_eq!(tagged.code, 0, "{}", tagged.all());
-    assert!(tagged.all().contains("2 passed"), "{}", tagged.all());
+    assert!(tagged.all().contains("6 passed"), "{}", tagged.all());
     let only = EvalResults::load(tagged_dir.join("code-review.json")).expect("--output");
-    assert_eq!(only.cell_count(), 2);
-    assert!(only.results.iter().all(|c| c.variant == "gpt-4o"));
+    assert_eq!(only.cell_count(), 6);
+    assert!(only.results.iter().all(|c| c.variant == "prompt-v2"));
     let bad = cli(&[
         "run",
         "--database",
@@ -894,7 +897,7 @@ fn transcript_pages(dir: &Path, db: &str, session: &str) {
     let (all_path, all) = report("all", "site-all");
     let (_, failing) = report("failing", "site-failing");
     let (_, none) = report("none", "site-none");
-    assert_eq!(all.matches("type=\"application/json\"").count(), 10);
+    assert_eq!(all.matches("type=\"application/json\"").count(), 33);
     assert!(
         all.contains("\"k\":\"provider\""),
         "provider calls in the transcripts"
@@ -998,7 +1001,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     assert!(lines[0].starts_with("RUN "), "{}", runs.stdout);
     assert!(lines[1].starts_with(run_id), "{}", runs.stdout);
     assert!(lines[1].contains("harness") && lines[1].contains("finished in"));
-    assert!(lines[1].contains("code-review") && lines[1].ends_with("10/10"));
+    assert!(lines[1].contains("code-review") && lines[1].ends_with("33/33"));
 
     // report --run: the results rebuilt from the stored cells.
     let report_dir = dir.join("from-run");
@@ -1018,7 +1021,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     assert!(out.stdout.contains("│ Eval: code-review"), "{}", out.stdout);
     assert!(
         out.stderr
-            .contains(&format!("Run: {run_id} (harness, finished, 10 of 10"))
+            .contains(&format!("Run: {run_id} (harness, finished, 33 of 33"))
     );
     let rebuilt = EvalResults::load(report_dir.join("code-review.json")).expect("report --run");
     assert_eq!(rebuilt.results, loaded.results);
@@ -1026,11 +1029,11 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("PASS  code-review  pass rate 100.0% (95% CI 72.2%–100.0%, 10 cells)")
+            .contains("PASS  code-review  pass rate 100.0% (95% CI 74.1%–100.0%, 33 cells)")
     );
 
     // export → import into another database → show there.
-    let id = session_of(db, "gpt-4o", "xss-vulnerability");
+    let id = session_of(db, "prompt-v2", "xss-vulnerability");
     let file = dir.join("exports").join("xss.json");
     let out = cli(&[
         "sessions",
@@ -1091,7 +1094,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
         db,
     ]);
     assert_eq!(out.code, 0, "{}", out.all());
-    assert_eq!(out.stdout.lines().count(), 12, "{}", out.stdout);
+    assert_eq!(out.stdout.lines().count(), 35, "{}", out.stdout);
     assert!(
         out.stdout.starts_with("SESSION       VARIANT"),
         "{}",
@@ -1099,7 +1102,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     );
     assert!(
         out.stdout
-            .contains("scored 10 session(s) with evals/code-review.yaml: 10 passed, 0 failed"),
+            .contains("scored 33 session(s) with evals/code-review.yaml: 33 passed, 0 failed"),
         "{}",
         out.stdout
     );
@@ -1221,7 +1224,7 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
 /// Forks of stored sessions of `db`, at the first phase (every variant)
 /// and at a later one (the parent's variant; the others cannot play back).
 fn fork_from_stored_sessions(dir: &Path, db: &str) {
-    let parent = session_of(db, "gpt-4o", "xss-vulnerability");
+    let parent = session_of(db, "prompt-v2", "xss-vulnerability");
     let out_review = dir.join("fork-review");
     let out = cli(&[
         "fork",
@@ -1244,9 +1247,10 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "{}",
         out.stderr
     );
-    assert!(out.all().contains("2 passed"), "{}", out.all());
+    // Both variants, three trials each.
+    assert!(out.all().contains("6 passed"), "{}", out.all());
     let forked = EvalResults::load(out_review.join("code-review.json")).expect("fork results");
-    assert_eq!(forked.cell_count(), 2);
+    assert_eq!(forked.cell_count(), 6);
     assert_eq!(forked.config.inputs, 1);
     assert!(
         forked
@@ -1263,7 +1267,7 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "--parent",
         &parent[parent.len() - 12..],
     ]);
-    assert_eq!(children.stdout.lines().count(), 3, "{}", children.stdout);
+    assert_eq!(children.stdout.lines().count(), 7, "{}", children.stdout);
     let child = &forked.results[0].session_id;
     let show = cli(&["sessions", "show", child, "--database", db]);
     assert!(
@@ -1283,7 +1287,7 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "--at",
         "phase:fix:first",
         "--filter",
-        "gpt-4o",
+        "prompt-v2",
         "--database",
         ":memory:",
         "--output",
@@ -1292,8 +1296,8 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "json",
     ]);
     assert_eq!(out.code, 0, "{}", out.all());
-    assert!(out.all().contains("1 passed"), "{}", out.all());
-    // ... the other variant's fixer now sees gpt-4o's findings: no recording has that request.
+    assert!(out.all().contains("3 passed"), "{}", out.all());
+    // ... the other variant's fixer now sees prompt v2's findings: no recording has that request.
     let out_all = dir.join("fork-fix-all");
     let out = cli(&[
         "fork",
@@ -1311,7 +1315,7 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
     assert_ne!(out.code, 0, "{}", out.all());
     assert!(
         out.all()
-            .contains("claude-sonnet-4-5::xss-vulnerability ... FAILED"),
+            .contains("prompt-v1::xss-vulnerability::t0 ... FAILED"),
         "{}",
         out.all()
     );
@@ -1320,12 +1324,14 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "{}",
         out.all()
     );
-    // gate on those results: fails at the eval's 100%, passes at 50%.
+    // gate on those results: fails at the eval's 70%, passes at 50%.
     let gate = cli(&["gate", "--results", s(&out_all)]);
     assert_eq!(gate.code, 1, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("FAIL  code-review  pass rate 50.0% (95% CI 9.5%–90.5%, 2 cells) is below min_pass_rate 100.0%")
+            .contains("FAIL  code-review  pass rate 50.0% (95% CI 9.5%–90.5%, 6 cells) is below min_pass_rate 70.0%"),
+        "{}",
+        gate.stdout
     );
     let gate = cli(&["gate", "--results", s(&out_all), "--min-pass-rate", "50%"]);
     assert_eq!(gate.code, 0, "{}", gate.all());
@@ -1393,7 +1399,7 @@ fn nextest_shards_merge_then_gate() {
                 "--partition",
                 &partition,
             ])
-            .args(["--no-tests=pass"])
+            .args(["--no-tests=pass", "--no-fail-fast"])
             .env("CI", "true")
             .env("INSTA_UPDATE", "no")
             .env("SCAFFOLD_DATABASE", &db)
@@ -1412,7 +1418,27 @@ fn nextest_shards_merge_then_gate() {
             cmd.env_remove(format!("SCAFFOLD_{var}"));
         }
         let out = run_cmd(cmd);
-        assert_eq!(out.code, 0, "shard {partition}: {}", out.all());
+        // The cells the weaker variants fail fail their tests, and no other cell.
+        let all = out.all();
+        let failed: Vec<&str> = all
+            .lines()
+            .filter(|l| l.trim_start().starts_with("FAIL "))
+            .collect();
+        assert!(
+            out.code == 0 || !failed.is_empty(),
+            "shard {partition}: {all}"
+        );
+        assert!(
+            failed.iter().all(|l| [
+                "code-review::prompt-v1::",
+                "debugging::prompt-v1::",
+                "refactoring::gpt-4o-mini::",
+                "refactoring-verifier::prompt-v1::",
+            ]
+            .iter()
+            .any(|weaker| l.contains(weaker))),
+            "shard {partition}: {all}"
+        );
         assert!(
             db.is_file(),
             "shard {partition} wrote no database: {}",
@@ -1441,13 +1467,13 @@ fn nextest_shards_merge_then_gate() {
     assert!(out.stdout.contains("│ Eval: code-review"), "{}", out.stdout);
     assert!(
         out.stderr.contains(
-            "merged eval `code-review`: 10 cells from 2 part(s), pass rate 100.0% (10/10)"
+            "merged eval `code-review`: 66 cells from 2 part(s), pass rate 75.8% (50/66)"
         ),
         "{}",
         out.stderr
     );
     let whole = EvalResults::load(merged.join("code-review.json")).expect("merged results");
-    assert_eq!((whole.cell_count(), whole.config.inputs), (10, 5));
+    assert_eq!((whole.cell_count(), whole.config.inputs), (66, 11));
     // Every process planned the whole run: the merge has every cell of it.
     assert!(whole.complete, "{:?}", whole.cell_counts);
     // One shard alone is not the run: the gate says what is missing.
@@ -1462,10 +1488,10 @@ fn nextest_shards_merge_then_gate() {
         .iter()
         .find(|r| r.eval == "code-review")
         .map_or(0, |r| r.cell_count());
-    let missing = 10 - shard_cells;
+    let missing = 66 - shard_cells;
     assert!(
         gate.stdout.contains(&format!(
-            "FAIL  code-review  run not finished: {missing} of 10 planned cells missing"
+            "FAIL  code-review  run not finished: {missing} of 66 planned cells missing"
         )),
         "{}",
         gate.stdout
@@ -1474,7 +1500,7 @@ fn nextest_shards_merge_then_gate() {
     assert_eq!(gate.code, 0, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("PASS  code-review  pass rate 100.0% (95% CI 72.2%–100.0%, 10 cells) ≥ min_pass_rate 100.0%"),
+            .contains("PASS  code-review  pass rate 75.8% (95% CI 55.2%–88.8%, 66 cells) ≥ min_pass_rate 70.0%"),
         "{}",
         gate.stdout
     );
@@ -1483,7 +1509,7 @@ fn nextest_shards_merge_then_gate() {
         "--results",
         s(&merged),
         "--min-pass-rate",
-        "95%",
+        "50%",
         "--baseline",
         s(&merged),
     ]);

@@ -32,6 +32,16 @@ fn every_cell() -> BTreeSet<String> {
         .collect()
 }
 
+/// The cells nextest's output says failed (`FAIL [ …] … [eval] {cell}`).
+fn failed_cells(output: &str) -> BTreeSet<String> {
+    output
+        .lines()
+        .filter(|l| l.trim_start().starts_with("FAIL "))
+        .filter_map(|l| l.split("[eval] ").nth(1))
+        .map(|cell| cell.trim().to_string())
+        .collect()
+}
+
 #[test]
 fn nextest_shards_merge_into_the_whole_suite() {
     if !nextest_available("nextest_shards_merge_into_the_whole_suite") {
@@ -40,6 +50,7 @@ fn nextest_shards_merge_into_the_whole_suite() {
     let started = Instant::now();
     let dir = TempDir::new("sharding");
     let mut parts: Vec<EvalResults> = Vec::new();
+    let mut failed_by_nextest = BTreeSet::new();
     for k in 1..=2 {
         let db = dir.path().join(format!("shard-{k}.db"));
         let partition = format!("hash:{k}/2");
@@ -53,10 +64,19 @@ fn nextest_shards_merge_into_the_whole_suite() {
                 "--partition",
                 &partition,
                 "--no-tests=pass",
+                "--no-fail-fast",
             ],
             &[("SCAFFOLD_DATABASE", db.as_os_str())],
         );
-        assert!(out.status.success(), "shard {partition}: {}", text(&out));
+        // Prompt v1's cells that fail their checks fail their tests; the
+        // cells a shard failed are compared with the results below.
+        let shard_failed = failed_cells(&text(&out));
+        assert!(
+            out.status.success() || !shard_failed.is_empty(),
+            "shard {partition}: {}",
+            text(&out)
+        );
+        failed_by_nextest.extend(shard_failed);
         if !db.exists() {
             continue; // This shard got no cell.
         }
@@ -80,12 +100,14 @@ fn nextest_shards_merge_into_the_whole_suite() {
         EvalResults::merge(mine).unwrap()
     };
     let (mut unique, mut total) = (BTreeSet::new(), 0);
-    for (eval, inputs) in [
-        ("code-review", 5),
-        ("code-generation", 7),
-        ("debugging", 3),
-        ("refactoring", 3),
-        ("refactoring-verifier", 1),
+    let mut failed_in_results = BTreeSet::new();
+    for (eval, inputs, variants) in [
+        ("code-review", 11, 2),
+        ("fix-quality", 4, 1),
+        ("code-generation", 7, 2),
+        ("debugging", 3, 2),
+        ("refactoring", 3, 2),
+        ("refactoring-verifier", 1, 2),
     ] {
         let merged = merged_of(eval);
         let cells: Vec<String> = merged
@@ -95,16 +117,25 @@ fn nextest_shards_merge_into_the_whole_suite() {
             .collect();
         total += cells.len();
         unique.extend(cells);
+        failed_in_results.extend(
+            merged
+                .results
+                .iter()
+                .filter(|c| !c.passed && !c.quarantined)
+                .map(|c| c.test_name(&merged.eval, merged.config.trials)),
+        );
         assert_eq!(merged.config.inputs, inputs);
         assert!(
             merged.gate_passed(),
             "{eval}: pass rate {}",
             merged.pass_rate()
         );
-        assert_eq!(merged.summary.len(), 2);
+        assert_eq!(merged.summary.len(), variants);
     }
     assert_eq!(unique.len(), total, "a cell twice");
     assert_eq!(unique, every_cell());
+    assert!(!failed_in_results.is_empty(), "prompt v1 fails cells");
+    assert_eq!(failed_by_nextest, failed_in_results);
     // Shards of two evals do not merge.
     let err = EvalResults::merge(parts.clone()).unwrap_err();
     assert!(matches!(err, MergeError::EvalMismatch { .. }), "{err}");
@@ -135,6 +166,7 @@ fn nextest_shards_merge_into_the_whole_suite() {
     };
     for eval in [
         "code-review",
+        "fix-quality",
         "code-generation",
         "debugging",
         "refactoring",

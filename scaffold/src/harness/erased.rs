@@ -104,8 +104,10 @@ pub trait ErasedEval: Send + Sync {
     /// Variant names.
     fn variant_names(&self) -> Vec<String>;
     /// Per variant whose name `selected` keeps, each agent whose provider
-    /// lacks the API key it needs: `(variant, agent, variable)`.
-    fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, String, &'static str)>;
+    /// lacks the API key it needs, then the eval's judge and scorers that
+    /// lack theirs: who (the variant and agent, the judge, the scorer) and
+    /// the variable.
+    fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, &'static str)>;
     /// Scorer names, in order.
     fn scorer_names(&self) -> Vec<String>;
     /// Where the cells fork from, if they do.
@@ -283,13 +285,28 @@ impl<S: State> ErasedEval for Eval<S> {
         self.variants.iter().map(|(n, _)| n.clone()).collect()
     }
 
-    fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, String, &'static str)> {
+    fn missing_keys(&self, selected: &dyn Fn(&str) -> bool) -> Vec<(String, &'static str)> {
         let mut missing = Vec::new();
         for (variant, workflow) in self.variants.iter().filter(|(n, _)| selected(n)) {
             for agent in workflow.agents() {
                 if let Some(var) = agent.provider_ref().and_then(|p| p.missing_key()) {
-                    missing.push((variant.clone(), agent.name().to_string(), var));
+                    missing.push((
+                        format!("variant `{variant}`, agent `{}`", agent.name()),
+                        var,
+                    ));
                 }
+            }
+        }
+        // The judges grade the cells of the variants that run, if any do.
+        if !self.variants.iter().any(|(n, _)| selected(n)) {
+            return missing;
+        }
+        if let Some(var) = self.judge.as_ref().and_then(|j| j.missing_key()) {
+            missing.push(("the judge of its llm.judge assertions".to_string(), var));
+        }
+        for scorer in &self.scorers {
+            if let Some(var) = scorer.missing_key() {
+                missing.push((format!("scorer `{}`", scorer.name()), var));
             }
         }
         missing

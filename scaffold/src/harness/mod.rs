@@ -446,9 +446,7 @@ fn check_keys(evals: &[Box<dyn ErasedEval>], globs: Option<&[String]>) -> Result
             let eval = e.name().to_string();
             e.missing_keys(&selected)
                 .into_iter()
-                .map(move |(variant, agent, var)| {
-                    format!("  {eval}: variant `{variant}`, agent `{agent}`: set {var}")
-                })
+                .map(move |(who, var)| format!("  {eval}: {who}: set {var}"))
         })
         .collect();
     if missing.is_empty() {
@@ -939,12 +937,18 @@ impl Setup {
                     .map(|d| manifest_dir.join(d))
                     .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
                 let mut recorder = ProviderRecorder::new(dir, self.mode).playback(playback.clone());
-                if let Some(command) = eval.rerecord_command() {
-                    recorder = recorder.rerecord_command(command);
-                } else if let Some(target) = &target {
-                    recorder = recorder.rerecord_command(format!(
-                        "{MODE_ENV}=record cargo test --test {target} -- {{filter}}"
-                    ));
+                let command = match (eval.rerecord_command(), &target) {
+                    (Some(command), _) => Some(command.to_string()),
+                    (None, target) => {
+                        (target.is_some() || self.settings.trials.is_some()).then(|| {
+                            let target = target.as_deref().unwrap_or("evals");
+                            format!("{MODE_ENV}=record cargo test --test {target} -- {{filter}}")
+                        })
+                    }
+                };
+                if let Some(command) = command {
+                    recorder =
+                        recorder.rerecord_command(with_trials(command, self.settings.trials));
                 }
                 CellEnv {
                     store: self.store.clone(),
@@ -954,6 +958,16 @@ impl Setup {
                 }
             })
             .collect()
+    }
+}
+
+/// The re-record command `command`, with `SCAFFOLD_TRIALS` when it set the
+/// trials: without it, the trials beyond the eval's own have no cells to
+/// record.
+fn with_trials(command: String, trials: Option<u32>) -> String {
+    match trials {
+        Some(n) => format!("{TRIALS_ENV}={n} {command}"),
+        None => command,
     }
 }
 
@@ -1475,6 +1489,9 @@ impl Harness {
             self.unplayable.fetch_add(1, Ordering::Relaxed);
         }
         let mut failures = error_once(outcome.result.failures(), outcome.result.error.as_deref());
+        if unplayable {
+            failures = only_the_run_error(failures);
+        }
         let snapshot_ok = self.check_snapshot(&outcome, unplayable, &mut failures);
         let eval_name = outcome.result.id.eval.clone();
         let recorded = RecordedCell::new(
@@ -2044,6 +2061,18 @@ fn playback_failed(signals: &[crate::signal::Signal]) -> bool {
     })
 }
 
+/// The failures of a cell that could not be played back: the run's error
+/// alone (the missing or stale recording and how to record it); every check
+/// that failed for want of the recorded answers would only repeat it.
+fn only_the_run_error(failures: Vec<String>) -> Vec<String> {
+    let run: Vec<String> = failures
+        .iter()
+        .filter(|f| f.starts_with("run failed: "))
+        .cloned()
+        .collect();
+    if run.is_empty() { failures } else { run }
+}
+
 /// `failures` with the run's `error` written out once: a later line that
 /// quotes it (the `output-valid` scorer's) refers to it instead, so that a
 /// stale recording's diff is printed once per cell.
@@ -2305,6 +2334,28 @@ mod tests {
             ]
         );
         assert_eq!(error_once(failures.clone(), None), failures);
+    }
+
+    #[test]
+    fn an_unplayable_cell_fails_with_the_runs_error_alone() {
+        let failures = vec![
+            "run failed: playback: no recording `x`\n  record it with: y".to_string(),
+            "assertion failed: the run produced no output".to_string(),
+            "scorer `cost` failed: value 0 the run's error (above)".to_string(),
+        ];
+        assert_eq!(only_the_run_error(failures.clone()), [failures[0].clone()]);
+        let checks = failures[1..].to_vec();
+        assert_eq!(only_the_run_error(checks.clone()), checks);
+    }
+
+    #[test]
+    fn the_rerecord_command_sets_the_trials_scaffold_trials_set() {
+        let command = "cargo run --example record".to_string();
+        assert_eq!(
+            with_trials(command.clone(), Some(5)),
+            "SCAFFOLD_TRIALS=5 cargo run --example record"
+        );
+        assert_eq!(with_trials(command.clone(), None), command);
     }
 
     #[test]

@@ -200,6 +200,10 @@ impl<S: Sync> Scorer<S> for LlmJudgeScorer {
         &self.name
     }
 
+    fn missing_key(&self) -> Option<&'static str> {
+        self.provider.missing_key()
+    }
+
     async fn score(&self, ctx: &ScorerContext<'_, S>) -> Score {
         if self.spec.criteria.is_empty() && self.spec.rubric.is_none() {
             return Score::failed(

@@ -229,6 +229,12 @@ pub trait Scorer<S>: Send + Sync {
 
     /// Grade one session.
     async fn score(&self, ctx: &ScorerContext<'_, S>) -> Score;
+
+    /// The environment variable of the API key a model this scorer calls
+    /// lacks, if it calls one (checked before record mode calls anything).
+    fn missing_key(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The text of a value as scorers compare it: a string as is, anything else
