@@ -99,10 +99,10 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::eval::{EvalPlan, EvalRunMeta, RecordedCell};
-use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
+use crate::provider::http::ReqwestTransport;
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
-use crate::provider::transport::TransportError;
+use crate::provider::transport::{Transport, TransportError};
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
 use crate::store::{
@@ -200,8 +200,6 @@ struct Summary<'a> {
 /// The harness's shared state.
 struct Harness {
     evals: Vec<Box<dyn ErasedEval>>,
-    /// Declared before `runtime`, so dropped before it.
-    _http: Option<SharedRuntimeGuard>,
     runtime: tokio::runtime::Runtime,
     envs: Vec<CellEnv>,
     /// The run's playback server and cassette cache, shared by its evals.
@@ -914,7 +912,14 @@ impl Setup {
 
     /// The environment of each eval's cells: its store and a recorder on
     /// its recordings folder, playing back on `playback`.
-    fn cell_envs(&self, manifest_dir: &Path, source: &Path, playback: &Playback) -> Vec<CellEnv> {
+    /// One environment per eval; their recorders play back on `playback`
+    /// and send real calls through `client` (else the shared one).
+    fn cell_envs(
+        &self,
+        (manifest_dir, source): (&Path, &Path),
+        playback: &Playback,
+        client: Option<&Arc<dyn Transport>>,
+    ) -> Vec<CellEnv> {
         // The default re-record command runs this suite's own test target.
         let target = std::env::current_exe()
             .ok()
@@ -927,6 +932,9 @@ impl Setup {
                     .map(|d| manifest_dir.join(d))
                     .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
                 let mut recorder = ProviderRecorder::new(dir, self.mode).playback(playback.clone());
+                if let Some(client) = client {
+                    recorder = recorder.inner(client.clone());
+                }
                 if let Some(command) = eval.rerecord_command() {
                     recorder = recorder.rerecord_command(command);
                 } else if let Some(target) = &target {
@@ -1175,7 +1183,6 @@ fn insta_workspace(manifest_dir: &Path) -> PathBuf {
 /// What the harness is made of besides the setup and the cells.
 struct Assembly {
     runtime: tokio::runtime::Runtime,
-    http: Option<SharedRuntimeGuard>,
     envs: Vec<CellEnv>,
     playback: Playback,
     run: Option<RunState>,
@@ -1199,7 +1206,6 @@ impl Harness {
         };
         Harness {
             evals: setup.evals,
-            _http: parts.http,
             runtime: parts.runtime,
             envs: parts.envs,
             playback: parts.playback,
@@ -1239,9 +1245,6 @@ fn run_harness(
 ) -> Result<ExitCode, SetupError> {
     let line = SetupError::Line;
     let mut setup = Setup::load(manifest_dir, args)?;
-    // One playback server and cache for the whole run.
-    let playback = Playback::new();
-    let envs = setup.cell_envs(manifest_dir, &source.0, &playback);
     if args.test_threads.is_none() {
         args.test_threads = default_test_threads(&setup.settings, &setup.evals, setup.mode);
     }
@@ -1249,11 +1252,15 @@ fn run_harness(
         .enable_all()
         .build()
         .map_err(|e| line(format!("cannot start the tokio runtime: {e}")))?;
-    let http = setup
+    // Real calls run on this runtime, with a client of the run's own.
+    let client = setup
         .client
         .take()
         .and_then(|built| built.join().ok()?.ok())
-        .map(|transport| transport.serve_as_shared_on(runtime.handle().clone()));
+        .map(|transport| transport.served_on(runtime.handle().clone()));
+    // One playback server and cache for the whole run.
+    let playback = Playback::new();
+    let envs = setup.cell_envs((manifest_dir, &source.0), &playback, client.as_ref());
     let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
     let mut cells = Cells::build(&setup, args, &shared);
     let run = begin(&setup, args, &mut cells)?;
@@ -1267,7 +1274,6 @@ fn run_harness(
     } = cells;
     let parts = Assembly {
         runtime,
-        http,
         envs,
         playback,
         run,
