@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use scaffold::report::Format;
+use scaffold::_cargo_scaffold_support::report::Format;
 use serde_json::Value;
 
 use crate::common;
@@ -99,12 +99,18 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
         "{}",
         text(&again)
     );
-    let strict = scaffold::eval::CompareOptions {
+    let strict = scaffold::_cargo_scaffold_support::eval::CompareOptions {
         block_on_metric_regressions: true,
         ..Default::default()
     };
-    let load = |dir: &Path| scaffold::eval::EvalResults::load(dir.join("code-review.json"));
-    let cmp = scaffold::eval::compare(&load(&one_out).unwrap(), &load(&many_out).unwrap(), &strict);
+    let load = |dir: &Path| {
+        scaffold::_cargo_scaffold_support::eval::EvalResults::load(dir.join("code-review.json"))
+    };
+    let cmp = scaffold::_cargo_scaffold_support::eval::compare(
+        &load(&one_out).unwrap(),
+        &load(&many_out).unwrap(),
+        &strict,
+    );
     assert!(
         !cmp.summary.should_block && cmp.regressions.is_empty(),
         "{cmp:?}"
@@ -175,8 +181,10 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
             ],
         );
         assert!(run.status.success(), "{}", text(&run));
-        let written = scaffold::eval::EvalResults::load(out.join("code-review.json"))
-            .expect("results JSON written and valid");
+        let written = scaffold::_cargo_scaffold_support::eval::EvalResults::load(
+            out.join("code-review.json"),
+        )
+        .expect("results JSON written and valid");
         let store = scaffold::store::Store::open(&db).expect("store");
         let runs = store.eval_runs().expect("runs");
         let stored = store.eval_results(&runs[0].id).expect("stored results");
@@ -206,7 +214,7 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
         ] {
             let report = std::fs::read_to_string(out.join(file)).expect("report written");
             assert!(
-                report == scaffold::report::render(format, &written, None),
+                report == scaffold::_cargo_scaffold_support::report::render(format, &written, None),
                 "{file} with SCAFFOLD_WHOLE_RECORDS={whole} is not what the whole records render"
             );
         }

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use scaffold::eval::{CompareOptions, Comparison, compare};
-use scaffold::report::{self, Format};
+use scaffold::_cargo_scaffold_support::eval::{CompareOptions, Comparison, compare};
+use scaffold::_cargo_scaffold_support::report::{self, Format};
 
 use crate::cli::ReportArgs;
 use crate::cmd::report_formats;

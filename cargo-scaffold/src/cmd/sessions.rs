@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
+use scaffold::_cargo_scaffold_support::util::rfc3339;
 use scaffold::session::{SessionError, SessionExport};
 use scaffold::signal::Signal;
 use scaffold::store::{SessionFilter, SessionRecord, SessionStatus, Store};
-use scaffold::util::rfc3339;
 use serde_json::{Value, json};
 
 use crate::cli::{SessionsExportArgs, SessionsImportArgs, SessionsListArgs, SessionsShowArgs};

@@ -70,22 +70,23 @@
 //! baseline). With `markdown` selected and `GITHUB_STEP_SUMMARY` set, the
 //! Markdown is appended to the step summary.
 
-mod budget;
+pub(crate) mod budget;
 pub(crate) mod erased;
-mod finished;
-mod fork;
-mod memory;
+pub(crate) mod finished;
+pub(crate) mod fork;
+pub(crate) mod memory;
 pub(crate) mod registry;
-mod selection;
-mod settings;
-mod snapshot;
+pub(crate) mod selection;
+pub(crate) mod settings;
+pub(crate) mod snapshot;
 
 pub(crate) use erased::ErasedEval;
 pub(crate) use registry::{
     DatasetRegistration, EvalRegistration, ScorerRegistration, VariantRegistration,
 };
-pub use settings::{OUTPUT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TRIALS_ENV, VARIANTS_ENV};
-pub use snapshot::session_summary;
+pub(crate) use settings::{
+    BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TAGS_ENV,
+};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -114,15 +115,6 @@ use budget::Budget;
 use finished::Finished;
 use selection::Selection;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
-
-/// Environment variable: comma-separated tags; only cases with one of them run.
-pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
-/// Environment variable: the session database (`:memory:` or a path).
-pub const DATABASE_ENV: &str = "SCAFFOLD_DATABASE";
-/// Environment variable: the report formats (default `table,json`).
-pub const FORMAT_ENV: &str = "SCAFFOLD_FORMAT";
-/// Environment variable: the baseline results (a file or a directory).
-pub const BASELINE_ENV: &str = "SCAFFOLD_BASELINE";
 
 /// Expands to the `main` of an eval test binary (`tests/evals.rs`).
 ///

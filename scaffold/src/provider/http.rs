@@ -35,7 +35,7 @@ use super::transport::{
 use super::{CallContext, ProviderError};
 
 /// Default time allowed to establish a TCP (and TLS) connection.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Largest error body read to build an error message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -92,7 +92,7 @@ pub struct ReqwestTransport {
 }
 
 impl ReqwestTransport {
-    /// A transport with the default connect timeout ([`DEFAULT_CONNECT_TIMEOUT`]).
+    /// A transport with the default connect timeout (`DEFAULT_CONNECT_TIMEOUT`).
     pub fn new() -> Result<Self, TransportError> {
         Self::with_connect_timeout(DEFAULT_CONNECT_TIMEOUT)
     }
@@ -136,7 +136,7 @@ impl ReqwestTransport {
     /// connection pool safely: requests and streamed bodies are handed over
     /// through channels, and a call dropped by its caller is cancelled. The
     /// eval harness gives its cells a client on its own runtime instead
-    /// (see [`ReqwestTransport::served_on`]).
+    /// (see `ReqwestTransport::served_on`).
     pub fn shared() -> Arc<dyn Transport> {
         // A process-wide static on purpose: set once, never changed, and
         // holding no state of a run (the state of playback lives in a
@@ -1978,62 +1978,73 @@ mod tests {
     /// runtimes and from threads blocking on it, whole and streamed.
     #[test]
     fn a_served_client_answers_from_any_runtime() {
-        use crate::provider::openai::OpenAi;
-        use crate::provider::{CompletionRequest, Message, Provider, StreamSink};
-        use crate::testing::FakeProviderServer;
-
-        #[derive(Default)]
-        struct Deltas(Vec<String>);
-        impl StreamSink for Deltas {
-            fn text_delta(&mut self, delta: &str) {
-                self.0.push(delta.to_string());
-            }
-        }
-        async fn echo(provider: &OpenAi, text: &str, stream: bool) {
-            let mut request = CompletionRequest {
-                messages: vec![Message::user(text)],
-                ..CompletionRequest::default()
-            };
-            request.options.stream = stream;
-            let mut sink = Deltas::default();
-            let response = provider.complete(&request, &mut sink).await;
-            let response = response.expect("answer");
-            assert_eq!(response.text, format!("Echo: {text}"));
-            if stream {
-                assert_eq!(sink.0.concat(), response.text);
-            }
-        }
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
 
         let server_runtime = runtime();
-        let server = server_runtime
-            .block_on(FakeProviderServer::builder().write_chunk_size(7).start())
-            .expect("fake server starts");
+        let server = server_runtime.block_on(async {
+            let server = MockServer::start().await;
+            let whole = ResponseTemplate::new(200).set_body_raw("whole", "application/json");
+            let sse = "data: one\n\ndata: two\n\n";
+            let stream = ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream");
+            Mock::given(path("/whole"))
+                .respond_with(whole)
+                .mount(&server)
+                .await;
+            Mock::given(path("/stream"))
+                .respond_with(stream)
+                .mount(&server)
+                .await;
+            server
+        });
         let served = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
-        let client = ReqwestTransport::new().expect("client");
-        let provider = OpenAi::new("gpt-4o-mini")
-            .base_url(server.openai_base_url())
-            .api_key("sk-test")
-            .timeout(Duration::from_secs(5))
-            .transport(client.served_on(served.handle().clone()));
-        served.block_on(echo(&provider, "on the served runtime", false));
-        served.block_on(echo(&provider, "streamed on the served runtime", true));
+        let transport = ReqwestTransport::new()
+            .expect("client")
+            .served_on(served.handle().clone());
+        let ask = |stream: bool| {
+            let (transport, uri) = (transport.clone(), server.uri());
+            async move {
+                let route = if stream { "stream" } else { "whole" };
+                let request = HttpRequest {
+                    url: format!("{uri}/{route}"),
+                    ..get()
+                };
+                let response = transport.send(request, &CallContext::default()).await;
+                let mut body = Vec::new();
+                match response.expect("an answer").body {
+                    HttpBody::Full(bytes) => body.extend_from_slice(&bytes),
+                    HttpBody::Stream(mut chunks) => {
+                        assert!(stream, "only the event stream is streamed");
+                        while let Some(chunk) = chunks.next().await {
+                            body.extend_from_slice(&chunk.expect("a chunk"));
+                        }
+                    }
+                }
+                let expected = if stream {
+                    "data: one\n\ndata: two\n\n"
+                } else {
+                    "whole"
+                };
+                assert_eq!(String::from_utf8_lossy(&body), expected);
+            }
+        };
+        served.block_on(ask(false));
+        served.block_on(ask(true));
         for i in 0..2 {
             let other = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
-            other.block_on(echo(&provider, &format!("from runtime {i}"), i == 1));
+            other.block_on(ask(i == 1));
         }
         std::thread::scope(|scope| {
             for i in 0..8 {
-                let (served, provider) = (&served, &provider);
-                scope.spawn(move || {
-                    served.block_on(echo(provider, &format!("thread {i}"), i % 2 == 0))
-                });
+                let (served, ask) = (&served, &ask);
+                scope.spawn(move || served.block_on(ask(i % 2 == 0)));
             }
         });
     }

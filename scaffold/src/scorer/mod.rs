@@ -14,25 +14,23 @@
 //! | [`llm_judge`] | the judge's score, 0..=1 | the score is at least the minimum |
 //! | [`custom`] | what the closure returns | the closure says so, else value ≥ 0.5 |
 
-mod custom;
-mod embed;
-mod error;
-mod judge;
-mod judge_cache;
-mod metric;
-mod similarity;
-mod valid;
+pub(crate) mod custom;
+pub(crate) mod embed;
+pub(crate) mod error;
+pub(crate) mod judge;
+pub(crate) mod judge_cache;
+pub(crate) mod metric;
+pub(crate) mod similarity;
+pub(crate) mod valid;
 
 pub use custom::{Custom, CustomScore, custom};
-pub use embed::{Embedder, ScriptedEmbedCall, ScriptedEmbedder, cosine_similarity};
+pub use embed::Embedder;
+pub use embed::{ScriptedEmbedCall, ScriptedEmbedder};
 pub use error::ScorerError;
 pub use judge::{LlmJudgeScorer, llm_judge};
-pub use judge_cache::{LayeredJudgeCache, SqliteJudgeCache};
+pub use judge_cache::SqliteJudgeCache;
 pub use metric::{MetricScorer, TokensScorer, cost, latency, tokens};
-pub use similarity::{
-    Algorithm, Expected, Similarity, levenshtein_distance, normalized_levenshtein, similarity,
-    token_cosine,
-};
+pub use similarity::{Algorithm, Expected, Similarity, similarity};
 pub use valid::{OutputValid, output_valid};
 
 use async_trait::async_trait;
