@@ -645,6 +645,7 @@ mod examples {
     }
 
     #[test]
+    #[allow(clippy::approx_constant)] // 3.14 is a measurement, not π
     fn significance_wilcoxon_signed_rank_example_299() {
         use crate::stats::{WilcoxonMethod, WilcoxonOptions, wilcoxon_signed_rank};
         let a = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
