@@ -105,21 +105,21 @@
 //! assertions over a 1M-signal session take about 50 ms (see
 //! `benches/assertions.rs`).
 
-pub(crate) mod agent;
-pub(crate) mod compose;
-pub(crate) mod context;
-pub(crate) mod display;
+mod agent;
+mod compose;
+mod context;
+mod display;
 pub(crate) mod glob;
-pub(crate) mod judge;
-pub(crate) mod legacy;
-pub(crate) mod matcher;
-pub(crate) mod metric;
-pub(crate) mod output;
+mod judge;
+mod legacy;
+mod matcher;
+mod metric;
+mod output;
 pub(crate) mod path;
-pub(crate) mod result;
-pub(crate) mod signal;
-pub(crate) mod snapshot;
-pub(crate) mod tool;
+mod result;
+mod signal;
+mod snapshot;
+mod tool;
 
 pub(crate) use agent::{AgentActivated, AgentCausedBy, AgentCompleted, AgentEmitted, AgentSkipped};
 pub(crate) use compose::{All, Any, Not};

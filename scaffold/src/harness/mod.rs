@@ -70,13 +70,13 @@
 //! baseline). With `markdown` selected and `GITHUB_STEP_SUMMARY` set, the
 //! Markdown is appended to the step summary.
 
-pub(crate) mod budget;
+mod budget;
 pub(crate) mod erased;
-pub(crate) mod finished;
-pub(crate) mod fork;
-pub(crate) mod memory;
+mod finished;
+mod fork;
+mod memory;
 pub(crate) mod registry;
-pub(crate) mod selection;
+mod selection;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
 

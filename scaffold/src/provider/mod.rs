@@ -7,7 +7,7 @@
 //! token usage.
 
 pub mod anthropic;
-pub(crate) mod error;
+mod error;
 pub mod http;
 pub(crate) mod limit;
 pub mod openai;
@@ -15,7 +15,7 @@ pub(crate) mod pricing;
 pub mod recorder;
 pub(crate) mod recording_id;
 pub(crate) mod schema;
-pub(crate) mod scripted;
+mod scripted;
 pub mod transport;
 
 pub use error::ProviderError;

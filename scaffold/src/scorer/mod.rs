@@ -14,14 +14,14 @@
 //! | [`llm_judge`] | the judge's score, 0..=1 | the score is at least the minimum |
 //! | [`custom`] | what the closure returns | the closure says so, else value ≥ 0.5 |
 
-pub(crate) mod custom;
-pub(crate) mod embed;
-pub(crate) mod error;
-pub(crate) mod judge;
-pub(crate) mod judge_cache;
-pub(crate) mod metric;
-pub(crate) mod similarity;
-pub(crate) mod valid;
+mod custom;
+mod embed;
+mod error;
+mod judge;
+mod judge_cache;
+mod metric;
+mod similarity;
+mod valid;
 
 pub use custom::{Custom, CustomScore, custom};
 pub use embed::Embedder;

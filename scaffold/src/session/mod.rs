@@ -69,12 +69,12 @@
 //! # }
 //! ```
 
-pub(crate) mod error;
-pub(crate) mod export;
+mod error;
+mod export;
 pub(crate) mod fork;
-pub(crate) mod point;
-pub(crate) mod replay;
-pub(crate) mod score;
+mod point;
+mod replay;
+mod score;
 
 pub use error::SessionError;
 pub use export::SessionExport;

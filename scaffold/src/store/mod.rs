@@ -66,14 +66,14 @@
 //! # }
 //! ```
 
-pub(crate) mod claim;
-pub(crate) mod error;
-pub(crate) mod location;
-pub(crate) mod queue;
+mod claim;
+mod error;
+mod location;
+mod queue;
 pub(crate) mod runs;
 pub(crate) mod schema;
 pub(crate) mod state;
-pub(crate) mod writer;
+mod writer;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -26,10 +26,10 @@
 //! assert!(result.state.approved);
 //! ```
 
-pub(crate) mod agent;
-pub(crate) mod run;
-pub(crate) mod sink;
-pub(crate) mod tool;
+mod agent;
+mod run;
+mod sink;
+mod tool;
 
 pub use agent::Agent;
 pub use run::{RecordingScope, RunError, RunOptions, RunResult, RunStatus, run, run_with};

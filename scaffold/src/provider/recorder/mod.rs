@@ -29,12 +29,12 @@
 //! Every call needs a recording id in [`CallContext::recording_id`] in
 //! record and playback modes; the runtime sets it for eval cells.
 
-pub(crate) mod cassette;
-pub(crate) mod diff;
-pub(crate) mod playback;
-pub(crate) mod record;
+mod cassette;
+mod diff;
+mod playback;
+mod record;
 pub(crate) mod redact;
-pub(crate) mod tool;
+mod tool;
 
 pub(crate) use cassette::CASSETTE_VERSION;
 pub(crate) use playback::PLAYED_BACK_HEADER;
