@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Doc, code_check, dataset, median, p95, scripted_echo, two_agent_workflow, us};
-use scaffold::eval::{CellEnv, Eval};
+use scaffold::_cargo_scaffold_support::eval::CellEnv;
+use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use scaffold::provider::openai::OpenAi;
 use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};

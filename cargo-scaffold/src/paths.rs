@@ -35,14 +35,19 @@ pub fn absolute(path: &Path) -> Result<PathBuf, CliError> {
 pub fn database(flag: Option<&Path>) -> Result<(PathBuf, &'static str), CliError> {
     let (path, from) = match flag {
         Some(p) => (p.to_path_buf(), "--database"),
-        None => match std::env::var_os(scaffold::harness::DATABASE_ENV).filter(|v| !v.is_empty()) {
+        None => match std::env::var_os(scaffold::_cargo_scaffold_support::harness::DATABASE_ENV)
+            .filter(|v| !v.is_empty())
+        {
             Some(v) if v == ":memory:" => {
                 return Err(CliError::input(format!(
                     "{} is `:memory:`, so no sessions were kept: pass --database PATH of a database file",
-                    scaffold::harness::DATABASE_ENV
+                    scaffold::_cargo_scaffold_support::harness::DATABASE_ENV
                 )));
             }
-            Some(v) => (PathBuf::from(v), scaffold::harness::DATABASE_ENV),
+            Some(v) => (
+                PathBuf::from(v),
+                scaffold::_cargo_scaffold_support::harness::DATABASE_ENV,
+            ),
             None => (default_database(), "default"),
         },
     };

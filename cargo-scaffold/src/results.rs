@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use scaffold::eval::EvalResults;
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
 
 use crate::cli::ResultsArg;
 use crate::error::CliError;

@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use scaffold::store::{EvalRunRecord, SessionRecord, Store, StoreError};
+use scaffold::_cargo_scaffold_support::store::EvalRunRecord;
+use scaffold::store::{SessionRecord, Store, StoreError};
 
 use crate::error::CliError;
 use crate::paths;

@@ -1,5 +1,5 @@
 //! Small text helpers: percentages, durations, aligned columns (times are
-//! `scaffold::util::rfc3339`).
+//! `scaffold::_cargo_scaffold_support::util::rfc3339`).
 
 /// `0.875` → `87.5%`.
 pub fn pct(rate: f64) -> String {

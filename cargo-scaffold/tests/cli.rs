@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
-use scaffold::eval::{EvalPlan, EvalRunMeta, RecordedCell};
+use scaffold::_cargo_scaffold_support::eval::{CellRecord, EvalResults, RunConfig};
+use scaffold::_cargo_scaffold_support::eval::{EvalPlan, EvalRunMeta, RecordedCell};
+use scaffold::eval::GateOptions;
 use scaffold::store::Store;
 use serde_json::Value;
 
@@ -1875,7 +1876,7 @@ fn score_prints_every_error_and_warning_of_its_dataset() {
 /// difference needs, from the spread of their per-case differences.
 #[test]
 fn plan_says_how_many_cases_an_effect_needs() {
-    use scaffold::eval::stats::cases_for_effect;
+    use scaffold::_cargo_scaffold_support::eval::stats::cases_for_effect;
     let dir = tempfile::tempdir().expect("tempdir");
     let file = write(dir.path(), "qa.json", &results(&["fast::add"], 100));
     let out = cli(&["plan", "--results", s(&file), "--effect", "5%"]);

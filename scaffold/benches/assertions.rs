@@ -13,10 +13,10 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use scaffold::_cargo_scaffold_support::store::fold_state;
 use scaffold::assert::{Assertion, AssertionResult, EvalContext, evaluate};
 use scaffold::metrics::Metrics;
 use scaffold::signal::Signal;
-use scaffold::store::fold_state;
 use serde_json::{Value, json};
 
 const RUNS: usize = 5;

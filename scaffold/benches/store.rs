@@ -141,7 +141,7 @@ fn baseline(path: &Path, n: u64) -> Result<Duration, Box<dyn std::error::Error>>
         )?;
         for s in signals(n) {
             let payload = serde_json::to_string(&s.payload)?;
-            let key = scaffold::signal::names::state_key(&s.name);
+            let key = scaffold::_cargo_scaffold_support::signal::names::state_key(&s.name);
             st.execute(rusqlite::params![
                 "base",
                 s.index as i64,

@@ -14,14 +14,14 @@ pub mod eval;
 pub mod harness;
 pub mod metrics;
 pub mod provider;
-pub mod report;
+pub(crate) mod report;
 pub mod scorer;
 pub mod session;
 pub mod signal;
-pub mod stats;
+pub(crate) mod stats;
 pub mod store;
 pub mod testing;
-pub mod util;
+pub(crate) mod util;
 pub mod workflow;
 
 #[cfg(test)]
@@ -58,6 +58,126 @@ pub mod __private {
         ScorerRegistration, VariantRegistration,
     };
     pub use inventory;
+}
+
+/// What `cargo-scaffold` and the workspace's own tests and benches reach;
+/// not public API (like `insta::_cargo_insta_support`).
+///
+/// The results model, comparisons, statistics, reports and the harness's
+/// environment names are the CLI's; a suite reads none of them. Paths
+/// mirror the modules they come from. Closed to users:
+/// ```compile_fail
+/// use scaffold::eval::EvalResults;
+/// ```
+/// ```compile_fail
+/// use scaffold::report::Format;
+/// ```
+/// ```compile_fail
+/// let _ = scaffold::stats::mean(&[1.0]);
+/// ```
+/// ```compile_fail
+/// use scaffold::assert::OutputContains;
+/// ```
+/// ```compile_fail
+/// use scaffold::provider::limit::Limiter;
+/// ```
+/// ```compile_fail
+/// use scaffold::signal::names::TOOL_CALL;
+/// ```
+/// ```
+/// use scaffold::_cargo_scaffold_support::eval::{EvalResults, compare};
+/// use scaffold::_cargo_scaffold_support::report::Format;
+/// ```
+#[doc(hidden)]
+pub mod _cargo_scaffold_support {
+    /// Assertion internals the assertion tests check directly.
+    pub mod assert {
+        pub use crate::assert::glob::Glob;
+        pub use crate::assert::path::{Path, PathSegment};
+    }
+    /// The results model, comparisons, gate and statistics.
+    pub mod eval {
+        pub use crate::eval::Cell;
+        pub use crate::eval::cell::{CellEnv, CellResult};
+        pub use crate::eval::compare::{
+            CompareOptions, Comparison, VariantCompareOptions, Verdict, WinnerVerdict, compare,
+            compare_variants,
+        };
+        pub use crate::eval::results::{CellRecord, EvalResults, RunConfig};
+        pub use crate::eval::runs::{EvalPlan, EvalRunMeta, RecordedCell};
+        pub use crate::eval::stats::summarize;
+        /// Baseline and variant comparisons.
+        pub mod compare {
+            pub use crate::eval::compare::{Confidence, ImprovementKind, RegressionKind, Severity};
+        }
+        /// Quarantine files.
+        pub mod gate {
+            pub use crate::eval::gate::load_quarantine;
+        }
+        /// The results model.
+        pub mod results {
+            pub use crate::eval::results::{
+                AssertionRecord, CellCounts, MergeError, RESULTS_SCHEMA, ScoreRecord,
+            };
+        }
+        /// Statistics of results (and the pure ones of `crate::stats`).
+        pub mod stats {
+            pub use crate::eval::stats::{
+                Alternative, LatencyStats, WilcoxonMethod, WilcoxonOptions, cases_for_effect,
+                clustered_standard_error, mean, mean_interval, min_detectable_effect,
+                paired_t_test, pass_at_k, pass_hat_k, percentile, sample_stddev, sign_flip_test,
+                wilcoxon_signed_rank, wilson_interval,
+            };
+        }
+    }
+    /// The harness's environment variables, and its session summaries.
+    pub mod harness {
+        pub use crate::harness::settings::{
+            BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
+            VARIANTS_ENV,
+        };
+        pub use crate::harness::snapshot::session_summary;
+    }
+    /// Provider internals the provider tests reach.
+    pub mod provider {
+        /// Rate limiting.
+        pub mod limit {
+            pub use crate::provider::limit::{RateLimits, with_rate_limits};
+        }
+        /// The recorder's redaction marker.
+        pub mod recorder {
+            pub use crate::provider::recorder::redact::REDACTED;
+        }
+        /// Structured-output schemas per API.
+        pub mod schema {
+            pub use crate::provider::schema::{AnswerCheck, anthropic_subset, openai_strict};
+        }
+    }
+    /// The report renderers.
+    pub mod report {
+        pub use crate::report::{ALL_FORMATS, Format, html, json, junit, markdown, render};
+    }
+    /// The fork environment variables.
+    pub mod session {
+        pub use crate::session::fork::{FORK_AT_ENV, FORK_FROM_ENV};
+    }
+    /// Signal names.
+    pub mod signal {
+        /// The names of the signals scaffold emits.
+        pub mod names {
+            pub use crate::signal::names::state_key;
+        }
+    }
+    /// Store internals: run rows, the schema version, state folding.
+    pub mod store {
+        pub use crate::store::runs::EvalRunRecord;
+        pub use crate::store::schema::SCHEMA_VERSION;
+        pub use crate::store::state::fold_state;
+    }
+    /// Time formatting.
+    pub mod util {
+        pub use crate::util::rfc3339;
+    }
 }
 
 /// The names most programs need.

@@ -42,7 +42,7 @@ impl Signal {
 }
 
 /// The built-in signal names.
-pub mod names {
+pub(crate) mod names {
     /// A run starts: `{agents, state}`.
     pub const HARNESS_START: &str = "harness:start";
     /// A run ends: `{durationMs, activations, state}`.

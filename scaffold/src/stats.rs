@@ -16,25 +16,17 @@ pub mod interval;
 pub mod power;
 pub mod significance;
 
-pub use cluster::{clustered_pass_interval, clustered_standard_error, effective_sample_size};
+pub use cluster::{clustered_pass_interval, clustered_standard_error};
 pub use interval::{
     DEFAULT_CONFIDENCE, Interval, mean_interval, pass_at_k, pass_hat_k, wilson_interval,
 };
-pub use power::{
-    ADVICE_EFFECT, ASSUMED_SD, DEFAULT_POWER, Power, cases_for_effect, min_cases_for,
-    min_detectable_effect, power_of,
-};
+pub use power::{Power, cases_for_effect, min_cases_for, min_detectable_effect};
 pub use significance::{
-    Alternative, SignFlip, SignFlipMethod, StatsError, TTest, Wilcoxon, WilcoxonMethod,
-    WilcoxonOptions, paired_t_test, sign_flip_test, wilcoxon_signed_rank,
+    Alternative, SignFlip, TTest, Wilcoxon, WilcoxonMethod, WilcoxonOptions, paired_t_test,
+    sign_flip_test, wilcoxon_signed_rank,
 };
 
 /// The arithmetic mean; `None` for no values.
-///
-/// ```
-/// assert_eq!(scaffold::stats::mean(&[1.0, 2.0, 6.0]), Some(3.0));
-/// assert_eq!(scaffold::stats::mean(&[]), None);
-/// ```
 pub fn mean(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         None
@@ -44,12 +36,6 @@ pub fn mean(values: &[f64]) -> Option<f64> {
 }
 
 /// The sample standard deviation (divisor `n - 1`); `None` with fewer than two values.
-///
-/// ```
-/// let s = scaffold::stats::sample_stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
-/// assert!((s - 2.138089935299395).abs() < 1e-12);
-/// assert_eq!(scaffold::stats::sample_stddev(&[3.0]), None);
-/// ```
 pub fn sample_stddev(values: &[f64]) -> Option<f64> {
     let n = values.len();
     if n < 2 {
@@ -62,14 +48,6 @@ pub fn sample_stddev(values: &[f64]) -> Option<f64> {
 
 /// The `q`-th percentile (0..=100) by linear interpolation, numpy's default;
 /// `None` for no values or a `q` outside 0..=100.
-///
-/// ```
-/// use scaffold::stats::percentile;
-/// let v = [1.0, 2.0, 3.0, 4.0];
-/// assert_eq!(percentile(&v, 50.0), Some(2.5));
-/// assert_eq!(percentile(&v, 95.0), Some(3.85));
-/// assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
-/// ```
 pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
     if values.is_empty() || !(0.0..=100.0).contains(&q) {
         return None;
@@ -85,4 +63,31 @@ pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(sorted.len() - 1);
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn mean_example_31() {
+        assert_eq!(crate::stats::mean(&[1.0, 2.0, 6.0]), Some(3.0));
+        assert_eq!(crate::stats::mean(&[]), None);
+    }
+
+    #[test]
+    fn sample_stddev_example_45() {
+        let s = crate::stats::sample_stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert!((s - 2.138089935299395).abs() < 1e-12);
+        assert_eq!(crate::stats::sample_stddev(&[3.0]), None);
+    }
+
+    #[test]
+    fn percentile_example_63() {
+        use crate::stats::percentile;
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), Some(2.5));
+        assert_eq!(percentile(&v, 95.0), Some(3.85));
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+    }
 }

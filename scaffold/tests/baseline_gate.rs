@@ -12,8 +12,9 @@ use std::process::{ExitCode, Output};
 
 use common::{check, child_command, junit_case, junit_failure, junit_suite, stderr};
 use libtest_mimic::{Arguments, Failed, Trial};
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
 use scaffold::dataset::{Dataset, DatasetError, Format as DatasetFormat, load_str};
-use scaffold::eval::{Eval, EvalResults};
+use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use scaffold::scorer::{Algorithm, Expected, output_valid, similarity};
 use serde::{Deserialize, Serialize};
@@ -129,7 +130,7 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
     }
     let text = std::fs::read_to_string(&json_path).map_err(|e| e.to_string())?;
     let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    scaffold::report::json::validate(&value)
+    scaffold::_cargo_scaffold_support::report::json::validate(&value)
         .map_err(|e| format!("the harness's JSON breaks the schema: {e:#?}"))?;
     let results = EvalResults::from_json(&text).map_err(|e| e.to_string())?;
     check(

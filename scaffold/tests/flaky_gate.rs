@@ -13,8 +13,9 @@ use std::process::{ExitCode, Output};
 
 use common::{check, child_command, junit_case, junit_failure, junit_suite, stderr};
 use libtest_mimic::{Arguments, Failed, Trial};
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
 use scaffold::dataset::{Dataset, DatasetError, Format as DatasetFormat, load_str};
-use scaffold::eval::{Eval, EvalResults};
+use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

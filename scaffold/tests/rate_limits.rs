@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use scaffold::_cargo_scaffold_support::provider::limit::{RateLimits, with_rate_limits};
+use scaffold::provider::RateLimit;
 use scaffold::provider::http::RetryPolicy;
-use scaffold::provider::limit::{RateLimit, RateLimits, with_rate_limits};
 use scaffold::provider::openai::OpenAi;
 use scaffold::provider::{CompletionRequest, Message, Provider, Usage};
 use scaffold::testing::{FakeProviderServer, RecordedRequest};

@@ -7,11 +7,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::StreamExt;
+use scaffold::_cargo_scaffold_support::provider::recorder::REDACTED;
 use scaffold::provider::anthropic::Anthropic;
 use scaffold::provider::http::ReqwestTransport;
 use scaffold::provider::openai::OpenAi;
 use scaffold::provider::recorder::{
-    ProviderRecorder, REDACTED, RecorderMode, RedactPattern, rerecord_command,
+    ProviderRecorder, RecorderMode, RedactPattern, rerecord_command,
 };
 use scaffold::provider::transport::{
     HttpBody, HttpRequest, HttpResponse, Transport, TransportError,

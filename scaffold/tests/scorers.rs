@@ -3,8 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use scaffold::_cargo_scaffold_support::eval::CellEnv;
 use scaffold::assert::{InMemoryJudgeCache, JudgeCache, JudgeCacheKey};
-use scaffold::eval::{CellEnv, Eval};
+use scaffold::eval::Eval;
 use scaffold::metrics::Metrics;
 use scaffold::prelude::*;
 use scaffold::provider::CallContext;
@@ -564,7 +565,7 @@ fn llm_judge_verdicts_persist_in_the_store_database() {
     store.flush().unwrap();
     assert_eq!(
         store.schema_version().unwrap(),
-        scaffold::store::SCHEMA_VERSION
+        scaffold::_cargo_scaffold_support::store::SCHEMA_VERSION
     );
     drop(store);
     let _ = std::fs::remove_dir_all(path.parent().unwrap());

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use scaffold::_cargo_scaffold_support::eval::CellEnv;
 use scaffold::assert::Assertion;
 use scaffold::dataset::{Format, load_str};
-use scaffold::eval::{CellEnv, Eval};
+use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use scaffold::provider::openai::OpenAi;
 use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use scaffold::report::Format;
+use scaffold::_cargo_scaffold_support::report::Format;
 use serde_json::Value;
 
 use crate::common;
@@ -109,12 +109,18 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
         "{}",
         text(&again)
     );
-    let strict = scaffold::eval::CompareOptions {
+    let strict = scaffold::_cargo_scaffold_support::eval::CompareOptions {
         block_on_metric_regressions: true,
         ..Default::default()
     };
-    let load = |dir: &Path| scaffold::eval::EvalResults::load(dir.join("code-review.json"));
-    let cmp = scaffold::eval::compare(&load(&one_out).unwrap(), &load(&many_out).unwrap(), &strict);
+    let load = |dir: &Path| {
+        scaffold::_cargo_scaffold_support::eval::EvalResults::load(dir.join("code-review.json"))
+    };
+    let cmp = scaffold::_cargo_scaffold_support::eval::compare(
+        &load(&one_out).unwrap(),
+        &load(&many_out).unwrap(),
+        &strict,
+    );
     assert!(
         !cmp.summary.should_block && cmp.regressions.is_empty(),
         "{cmp:?}"
@@ -185,8 +191,10 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
             ],
         );
         assert!(run.status.success(), "{}", text(&run));
-        let written = scaffold::eval::EvalResults::load(out.join("code-review.json"))
-            .expect("results JSON written and valid");
+        let written = scaffold::_cargo_scaffold_support::eval::EvalResults::load(
+            out.join("code-review.json"),
+        )
+        .expect("results JSON written and valid");
         let store = scaffold::store::Store::open(&db).expect("store");
         let runs = store.eval_runs().expect("runs");
         let stored = store.eval_results(&runs[0].id).expect("stored results");
@@ -210,7 +218,9 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
         );
         // The other reports are what the whole records render (the HTML
         // with the store's transcripts, the Markdown linked to it).
-        use scaffold::report::html::{TranscriptSelection, Transcripts, render_with_transcripts};
+        use scaffold::_cargo_scaffold_support::report::html::{
+            TranscriptSelection, Transcripts, render_with_transcripts,
+        };
         let transcripts = Transcripts::new(&store, TranscriptSelection::Failing);
         for (format, file) in [
             (Format::Junit, "code-review.junit.xml"),
@@ -221,9 +231,13 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
             let expected = match format {
                 Format::Html => render_with_transcripts(&written, None, &transcripts),
                 Format::Markdown => {
-                    scaffold::report::markdown::render_linked(&written, None, "code-review.html")
+                    scaffold::_cargo_scaffold_support::report::markdown::render_linked(
+                        &written,
+                        None,
+                        "code-review.html",
+                    )
                 }
-                _ => scaffold::report::render(format, &written, None),
+                _ => scaffold::_cargo_scaffold_support::report::render(format, &written, None),
             };
             assert!(
                 report == expected,

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use scaffold::eval::EvalResults;
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
 use scaffold::store::{SessionFilter, SessionStatus, Store};
 use serde_json::Value;
 

@@ -1,7 +1,9 @@
 //! The example suite's structured output in the form each API accepts, and
 //! answers checked against the full schema.
 
-use scaffold::provider::schema::{AnswerCheck, anthropic_subset, openai_strict};
+use scaffold::_cargo_scaffold_support::provider::schema::{
+    AnswerCheck, anthropic_subset, openai_strict,
+};
 use scaffold_examples::code_review::ReviewOutput;
 use schemars::JsonSchema;
 use serde_json::{Value, json};

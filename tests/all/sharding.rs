@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::process::Output;
 use std::time::Instant;
 
-use scaffold::eval::EvalResults;
-use scaffold::eval::results::MergeError;
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
+use scaffold::_cargo_scaffold_support::eval::results::MergeError;
 use scaffold::store::Store;
 
 use crate::common;

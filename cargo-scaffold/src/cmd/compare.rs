@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use scaffold::eval::compare::Severity;
-use scaffold::eval::{CompareOptions, Comparison, compare};
-use scaffold::report::{json, markdown};
+use scaffold::_cargo_scaffold_support::eval::compare::Severity;
+use scaffold::_cargo_scaffold_support::eval::{CompareOptions, Comparison, compare};
+use scaffold::_cargo_scaffold_support::report::{json, markdown};
 
 use crate::cli::CompareArgs;
 use crate::error::{CliError, CmdResult, Exit};

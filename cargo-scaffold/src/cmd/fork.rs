@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use scaffold::harness::DATABASE_ENV;
-use scaffold::session::{FORK_AT_ENV, FORK_FROM_ENV, ForkPoint, ForkSource, SessionExport};
+use scaffold::_cargo_scaffold_support::harness::DATABASE_ENV;
+use scaffold::_cargo_scaffold_support::session::{FORK_AT_ENV, FORK_FROM_ENV};
+use scaffold::session::{ForkPoint, ForkSource, SessionExport};
 
 use crate::cli::ForkArgs;
 use crate::cmd::run;

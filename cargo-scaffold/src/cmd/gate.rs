@@ -1,8 +1,8 @@
 //! `cargo scaffold gate`: pass or fail stored results, for CI. Results of a
 //! run that is not finished (`complete: false`) fail unless `--allow-partial`.
 
-use scaffold::eval::compare::Severity;
-use scaffold::eval::{EvalResults, compare};
+use scaffold::_cargo_scaffold_support::eval::compare::Severity;
+use scaffold::_cargo_scaffold_support::eval::{EvalResults, compare};
 
 use crate::cli::GateArgs;
 use crate::cmd::compare::options;

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use scaffold::eval::EvalResults;
-use scaffold::eval::results::MergeError;
-use scaffold::report::{self, Format};
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
+use scaffold::_cargo_scaffold_support::eval::results::MergeError;
+use scaffold::_cargo_scaffold_support::report::{self, Format};
 
 use crate::cli::MergeArgs;
 use crate::cmd::report_formats;

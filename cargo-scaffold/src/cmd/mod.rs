@@ -12,7 +12,7 @@ pub mod score;
 pub mod sessions;
 pub mod validate;
 
-use scaffold::report::Format;
+use scaffold::_cargo_scaffold_support::report::Format;
 
 use crate::error::CliError;
 

@@ -1,8 +1,8 @@
 //! `cargo scaffold plan`: how many cases a target difference between
 //! variants needs, from the spread of stored results.
 
-use scaffold::eval::EvalResults;
-use scaffold::eval::stats::{cases_for_effect, min_detectable_effect};
+use scaffold::_cargo_scaffold_support::eval::EvalResults;
+use scaffold::_cargo_scaffold_support::eval::stats::{cases_for_effect, min_detectable_effect};
 
 use crate::cli::PlanArgs;
 use crate::cmd::gate::parse_rate;

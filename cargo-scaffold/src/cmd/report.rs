@@ -2,9 +2,11 @@
 
 use std::path::Path;
 
-use scaffold::eval::{CompareOptions, Comparison, EvalResults, compare};
-use scaffold::report::html::{TRANSCRIPTS_VAR, TranscriptSelection, Transcripts};
-use scaffold::report::{self, Format};
+use scaffold::_cargo_scaffold_support::eval::{CompareOptions, Comparison, EvalResults, compare};
+use scaffold::_cargo_scaffold_support::report::html::{
+    TRANSCRIPTS_VAR, TranscriptSelection, Transcripts,
+};
+use scaffold::_cargo_scaffold_support::report::{self, Format};
 use scaffold::store::Store;
 
 use crate::cli::ReportArgs;

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use scaffold::harness::{
+use scaffold::_cargo_scaffold_support::harness::{
     BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
     VARIANTS_ENV,
 };

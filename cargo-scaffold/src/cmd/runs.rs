@@ -1,6 +1,6 @@
 //! `cargo scaffold runs list`: the eval runs of a database.
 
-use scaffold::util::rfc3339;
+use scaffold::_cargo_scaffold_support::util::rfc3339;
 
 use crate::cli::RunsListArgs;
 use crate::error::{CmdResult, Exit};

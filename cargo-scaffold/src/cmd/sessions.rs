@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
+use scaffold::_cargo_scaffold_support::util::rfc3339;
 use scaffold::session::{SessionError, SessionExport};
 use scaffold::signal::Signal;
 use scaffold::store::{SessionFilter, SessionRecord, SessionStatus, Store};
-use scaffold::util::rfc3339;
 use serde_json::{Value, json};
 
 use crate::cli::{SessionsExportArgs, SessionsImportArgs, SessionsListArgs, SessionsShowArgs};
@@ -156,7 +156,7 @@ pub fn show(args: &SessionsShowArgs) -> CmdResult {
 
 /// `sessions show --html`: the transcript page, printed (`-`) or written to `path`.
 fn write_html(path: &std::path::Path, id: &str, signals: &[Signal]) -> CmdResult {
-    let page = scaffold::report::html::session_page(id, signals);
+    let page = scaffold::_cargo_scaffold_support::report::html::session_page(id, signals);
     if path.as_os_str() == "-" {
         print!("{page}");
         return Ok(Exit::Success);

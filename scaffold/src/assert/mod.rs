@@ -55,7 +55,7 @@
 //! # Expected values
 //!
 //! Wherever an assertion takes an expected value (`payload`, `args`,
-//! snapshot `value`), the same rules apply ([`matches_value`]):
+//! snapshot `value`), the same rules apply (`matches_value`):
 //!
 //! - **Objects are subsets**: every expected key must be present and match;
 //!   other keys are ignored, at every depth.
@@ -86,7 +86,7 @@
 //!
 //! # Seed 001's names
 //!
-//! [`LEGACY_TYPES`] load as the assertion they stand for:
+//! Seed 001's assertion names load as the assertion they stand for:
 //! `metric.latency_ms.max` → `metric.latency.max`, `metric.total_cost_usd.max`
 //! → `metric.cost.max`, `metric.tokens.input|output.max` →
 //! `metric.tokens.max` with that `field`, `behavior.no_errors` →
@@ -109,41 +109,42 @@ mod agent;
 mod compose;
 mod context;
 mod display;
-mod glob;
+pub(crate) mod glob;
 mod judge;
 mod legacy;
 mod matcher;
 mod metric;
 mod output;
-mod path;
+pub(crate) mod path;
 mod result;
 mod signal;
 mod snapshot;
 mod tool;
 
-pub use agent::{AgentActivated, AgentCausedBy, AgentCompleted, AgentEmitted, AgentSkipped};
-pub use compose::{All, Any, Not};
+pub(crate) use agent::{AgentActivated, AgentCausedBy, AgentCompleted, AgentEmitted, AgentSkipped};
+pub(crate) use compose::{All, Any, Not};
 pub use context::EvalContext;
-pub use glob::{Glob, GlobError};
+pub(crate) use glob::Glob;
+pub(crate) use judge::LlmJudge;
 pub use judge::{
     Borderline, InMemoryJudgeCache, Judge, JudgeCache, JudgeCacheKey, JudgeKey, JudgeVerdict,
-    LlmJudge, verdict_schema,
 };
-pub use legacy::LEGACY_TYPES;
-pub use matcher::{MATCHER_KEYS, check_expected, is_matcher, matches_value, values_equal};
-pub use metric::{ActivationBounds, MetricBound, TokenBound, TokenField};
-pub use output::{
+#[cfg(test)]
+pub(crate) use legacy::LEGACY_TYPES;
+pub(crate) use matcher::MATCHER_KEYS;
+pub(crate) use metric::{ActivationBounds, MetricBound, TokenBound};
+pub(crate) use output::{
     OutputContains, OutputEquals, OutputJson, OutputLength, OutputMatches, OutputNotContains,
     build_regex,
 };
-pub use path::{Path, PathError, PathSegment};
+pub(crate) use path::Path;
 pub use result::AssertionResult;
-pub use signal::{
-    SignalContains, SignalCount, SignalFirst, SignalLast, SignalNot, SignalPattern,
-    SignalTrajectory,
+pub use signal::SignalPattern;
+pub(crate) use signal::{
+    SignalContains, SignalCount, SignalFirst, SignalLast, SignalNot, SignalTrajectory,
 };
-pub use snapshot::{Occurrence, SnapshotAt, SnapshotFinal};
-pub use tool::{ToolCalled, ToolCalledWith, ToolNotCalled, ToolSequence};
+pub(crate) use snapshot::{Occurrence, SnapshotAt, SnapshotFinal};
+pub(crate) use tool::{ToolCalled, ToolCalledWith, ToolNotCalled, ToolSequence};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -151,13 +152,42 @@ use serde_json::Value;
 use metric::Side;
 use result::Outcome;
 
-/// One assertion, as datasets write it (tagged by `type`).
+/// One assertion, as datasets write it (tagged by `type`): read from a
+/// dataset's YAML or JSON, or built with the constructors below
+/// ([`Assertion::output_contains`], [`Assertion::trajectory`], ...).
 ///
-/// Seed 001's names ([`LEGACY_TYPES`]) deserialize into the variant they
-/// stand for; serializing always writes the canonical form.
+/// Seed 001's names deserialize into the type they stand for;
+/// serializing always writes the canonical form.
+///
+/// ```
+/// use scaffold::assert::Assertion;
+/// let a: Assertion = serde_json::from_value(serde_json::json!({
+///     "type": "output.contains", "text": "4"
+/// })).unwrap();
+/// assert_eq!(a, Assertion::output_contains("4"));
+/// assert_eq!(a.type_name(), "output.contains");
+/// ```
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Assertion(pub(crate) Kind);
+
+impl std::fmt::Debug for Assertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<Kind> for Assertion {
+    fn from(kind: Kind) -> Assertion {
+        Assertion(kind)
+    }
+}
+
+/// The assertion types, tagged by `type` (seed 001's names are read as
+/// the type they stand for, see `legacy.rs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self", tag = "type")]
-pub enum Assertion {
+pub(crate) enum Kind {
     /// `signal.contains`
     #[serde(rename = "signal.contains")]
     SignalContains(SignalContains),
@@ -262,19 +292,19 @@ pub enum Assertion {
     Not(Not),
 }
 
-impl Serialize for Assertion {
+impl Serialize for Kind {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        Assertion::serialize(self, serializer)
+        Kind::serialize(self, serializer)
     }
 }
 
-impl<'de> Deserialize<'de> for Assertion {
+impl<'de> Deserialize<'de> for Kind {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut value = Value::deserialize(deserializer)?;
         if let Value::Object(map) = &mut value {
             legacy::rewrite(map);
         }
-        Assertion::deserialize(value).map_err(serde::de::Error::custom)
+        Kind::deserialize(value).map_err(serde::de::Error::custom)
     }
 }
 
@@ -319,78 +349,78 @@ impl Assertion {
 
     /// The `type` this assertion is written with.
     pub fn type_name(&self) -> &'static str {
-        match self {
-            Assertion::SignalContains(_) => "signal.contains",
-            Assertion::SignalNot(_) => "signal.not",
-            Assertion::SignalCount(_) => "signal.count",
-            Assertion::SignalTrajectory(_) => "signal.trajectory",
-            Assertion::SignalFirst(_) => "signal.first",
-            Assertion::SignalLast(_) => "signal.last",
-            Assertion::SnapshotAt(_) => "snapshot.at",
-            Assertion::SnapshotFinal(_) => "snapshot.final",
-            Assertion::AgentActivated(_) => "agent.activated",
-            Assertion::AgentCompleted(_) => "agent.completed",
-            Assertion::AgentCausedBy(_) => "agent.causedBy",
-            Assertion::AgentEmitted(_) => "agent.emitted",
-            Assertion::AgentSkipped(_) => "agent.skipped",
-            Assertion::LatencyMax(_) => "metric.latency.max",
-            Assertion::LatencyMin(_) => "metric.latency.min",
-            Assertion::CostMax(_) => "metric.cost.max",
-            Assertion::CostMin(_) => "metric.cost.min",
-            Assertion::TokensMax(_) => "metric.tokens.max",
-            Assertion::TokensMin(_) => "metric.tokens.min",
-            Assertion::Activations(_) => "metric.activations",
-            Assertion::OutputContains(_) => "output.contains",
-            Assertion::OutputNotContains(_) => "output.notContains",
-            Assertion::OutputMatches(_) => "output.matches",
-            Assertion::OutputJson(_) => "output.json",
-            Assertion::OutputLength(_) => "output.length",
-            Assertion::OutputEquals(_) => "output.equals",
-            Assertion::ToolCalled(_) => "tool.called",
-            Assertion::ToolNotCalled(_) => "tool.notCalled",
-            Assertion::ToolCalledWith(_) => "tool.calledWith",
-            Assertion::ToolSequence(_) => "tool.sequence",
-            Assertion::LlmJudge(_) => "llm.judge",
-            Assertion::All(_) => "all",
-            Assertion::Any(_) => "any",
-            Assertion::Not(_) => "not",
+        match &self.0 {
+            Kind::SignalContains(_) => "signal.contains",
+            Kind::SignalNot(_) => "signal.not",
+            Kind::SignalCount(_) => "signal.count",
+            Kind::SignalTrajectory(_) => "signal.trajectory",
+            Kind::SignalFirst(_) => "signal.first",
+            Kind::SignalLast(_) => "signal.last",
+            Kind::SnapshotAt(_) => "snapshot.at",
+            Kind::SnapshotFinal(_) => "snapshot.final",
+            Kind::AgentActivated(_) => "agent.activated",
+            Kind::AgentCompleted(_) => "agent.completed",
+            Kind::AgentCausedBy(_) => "agent.causedBy",
+            Kind::AgentEmitted(_) => "agent.emitted",
+            Kind::AgentSkipped(_) => "agent.skipped",
+            Kind::LatencyMax(_) => "metric.latency.max",
+            Kind::LatencyMin(_) => "metric.latency.min",
+            Kind::CostMax(_) => "metric.cost.max",
+            Kind::CostMin(_) => "metric.cost.min",
+            Kind::TokensMax(_) => "metric.tokens.max",
+            Kind::TokensMin(_) => "metric.tokens.min",
+            Kind::Activations(_) => "metric.activations",
+            Kind::OutputContains(_) => "output.contains",
+            Kind::OutputNotContains(_) => "output.notContains",
+            Kind::OutputMatches(_) => "output.matches",
+            Kind::OutputJson(_) => "output.json",
+            Kind::OutputLength(_) => "output.length",
+            Kind::OutputEquals(_) => "output.equals",
+            Kind::ToolCalled(_) => "tool.called",
+            Kind::ToolNotCalled(_) => "tool.notCalled",
+            Kind::ToolCalledWith(_) => "tool.calledWith",
+            Kind::ToolSequence(_) => "tool.sequence",
+            Kind::LlmJudge(_) => "llm.judge",
+            Kind::All(_) => "all",
+            Kind::Any(_) => "any",
+            Kind::Not(_) => "not",
         }
     }
 
     /// Whether evaluating this needs the judge (an `llm.judge` anywhere inside).
     pub fn needs_judge(&self) -> bool {
-        match self {
-            Assertion::LlmJudge(_) => true,
-            Assertion::All(All { assertions }) | Assertion::Any(Any { assertions }) => {
+        match &self.0 {
+            Kind::LlmJudge(_) => true,
+            Kind::All(All { assertions }) | Kind::Any(Any { assertions }) => {
                 assertions.iter().any(Assertion::needs_judge)
             }
-            Assertion::Not(Not { assertion }) => assertion.needs_judge(),
+            Kind::Not(Not { assertion }) => assertion.needs_judge(),
             _ => false,
         }
     }
 
     /// `signal.contains` with a name glob.
     pub fn signal_contains(pattern: &str) -> Assertion {
-        Assertion::SignalContains(SignalContains {
+        Assertion(Kind::SignalContains(SignalContains {
             pattern: pattern.into(),
             payload: None,
-        })
+        }))
     }
 
     /// `signal.contains` with a name glob and a partial payload.
     pub fn signal_contains_with(pattern: &str, payload: Value) -> Assertion {
-        Assertion::SignalContains(SignalContains {
+        Assertion(Kind::SignalContains(SignalContains {
             pattern: pattern.into(),
             payload: Some(payload),
-        })
+        }))
     }
 
     /// `signal.not` with a name glob.
     pub fn signal_not(pattern: &str) -> Assertion {
-        Assertion::SignalNot(SignalNot {
+        Assertion(Kind::SignalNot(SignalNot {
             pattern: pattern.into(),
             payload: None,
-        })
+        }))
     }
 
     /// `signal.count` with bounds.
@@ -400,85 +430,85 @@ impl Assertion {
         max: Option<u64>,
         exact: Option<u64>,
     ) -> Assertion {
-        Assertion::SignalCount(SignalCount {
+        Assertion(Kind::SignalCount(SignalCount {
             pattern: pattern.into(),
             payload: None,
             min,
             max,
             exact,
-        })
+        }))
     }
 
     /// `signal.trajectory` (not strict).
     pub fn trajectory(steps: impl IntoIterator<Item = SignalPattern>) -> Assertion {
-        Assertion::SignalTrajectory(SignalTrajectory {
+        Assertion(Kind::SignalTrajectory(SignalTrajectory {
             patterns: steps.into_iter().collect(),
             strict: false,
             ignore: Vec::new(),
-        })
+        }))
     }
 
     /// `signal.trajectory` with `strict: true`.
     pub fn strict_trajectory(steps: impl IntoIterator<Item = SignalPattern>) -> Assertion {
-        Assertion::SignalTrajectory(SignalTrajectory {
+        Assertion(Kind::SignalTrajectory(SignalTrajectory {
             patterns: steps.into_iter().collect(),
             strict: true,
             ignore: Vec::new(),
-        })
+        }))
     }
 
     /// `snapshot.at` with an expected value or matcher.
     pub fn snapshot_at(after_signal: &str, path: &str, value: Value) -> Assertion {
-        Assertion::SnapshotAt(SnapshotAt {
+        Assertion(Kind::SnapshotAt(SnapshotAt {
             after_signal: after_signal.into(),
             occurrence: Occurrence::First,
             path: path.into(),
             value: Some(value),
             exists: None,
-        })
+        }))
     }
 
     /// `snapshot.final` with an expected value or matcher.
     pub fn snapshot_final(path: &str, value: Value) -> Assertion {
-        Assertion::SnapshotFinal(SnapshotFinal {
+        Assertion(Kind::SnapshotFinal(SnapshotFinal {
             path: path.into(),
             value: Some(value),
             exists: None,
-        })
+        }))
     }
 
     /// `agent.activated` at least once.
     pub fn agent_activated(agent_id: &str) -> Assertion {
-        Assertion::AgentActivated(AgentActivated {
+        Assertion(Kind::AgentActivated(AgentActivated {
             agent_id: agent_id.into(),
             ..AgentActivated::default()
-        })
+        }))
     }
 
     /// `tool.called` at least once.
     pub fn tool_called(name: &str) -> Assertion {
-        Assertion::ToolCalled(ToolCalled {
+        Assertion(Kind::ToolCalled(ToolCalled {
             name: name.into(),
             ..ToolCalled::default()
-        })
+        }))
     }
 
     /// `output.contains` (case-sensitive).
     pub fn output_contains(text: &str) -> Assertion {
-        Assertion::OutputContains(OutputContains {
+        Assertion(Kind::OutputContains(OutputContains {
             text: text.into(),
             path: None,
             case_sensitive: None,
-        })
+        }))
     }
 
     /// `output.matches` without flags.
     pub fn output_matches(regex: &str) -> Assertion {
-        Assertion::OutputMatches(OutputMatches {
+        Assertion(Kind::OutputMatches(OutputMatches {
             regex: regex.into(),
             flags: None,
             path: None,
-        })
+        }))
     }
 
     /// `llm.judge` with criteria and a minimum score.
@@ -487,7 +517,7 @@ impl Assertion {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        Assertion::LlmJudge(LlmJudge {
+        Assertion(Kind::LlmJudge(LlmJudge {
             criteria: criteria.into_iter().map(Into::into).collect(),
             rubric: None,
             min_score,
@@ -496,24 +526,24 @@ impl Assertion {
             path: None,
             borderline_margin: None,
             reask: None,
-        })
+        }))
     }
 
     /// `all` of these.
     pub fn all(assertions: Vec<Assertion>) -> Assertion {
-        Assertion::All(All { assertions })
+        Assertion(Kind::All(All { assertions }))
     }
 
     /// `any` of these.
     pub fn any(assertions: Vec<Assertion>) -> Assertion {
-        Assertion::Any(Any { assertions })
+        Assertion(Kind::Any(Any { assertions }))
     }
 
     /// `not` this.
     pub fn negate(assertion: Assertion) -> Assertion {
-        Assertion::Not(Not {
+        Assertion(Kind::Not(Not {
             assertion: Box::new(assertion),
-        })
+        }))
     }
 }
 
@@ -525,66 +555,66 @@ struct Evaluator {
 
 impl Evaluator {
     fn eval(&mut self, a: &Assertion, ctx: &EvalContext<'_>) -> AssertionResult {
-        let outcome = match a {
-            Assertion::SignalContains(x) => signal::contains(x, ctx),
-            Assertion::SignalNot(x) => signal::not(x, ctx),
-            Assertion::SignalCount(x) => signal::count(x, ctx),
-            Assertion::SignalTrajectory(x) => signal::trajectory(x, ctx),
-            Assertion::SignalFirst(x) => signal::first(x, ctx),
-            Assertion::SignalLast(x) => signal::last(x, ctx),
-            Assertion::SnapshotAt(x) => snapshot::at(x, ctx),
-            Assertion::SnapshotFinal(x) => snapshot::final_(x, ctx),
-            Assertion::AgentActivated(x) => agent::activated(x, ctx),
-            Assertion::AgentCompleted(x) => agent::completed(x, ctx),
-            Assertion::AgentCausedBy(x) => agent::caused_by(x, ctx),
-            Assertion::AgentEmitted(x) => agent::emitted(x, ctx),
-            Assertion::AgentSkipped(x) => agent::skipped(x, ctx),
-            Assertion::LatencyMax(x) => metric::latency(x, Side::Max, ctx),
-            Assertion::LatencyMin(x) => metric::latency(x, Side::Min, ctx),
-            Assertion::CostMax(x) => metric::cost(x, Side::Max, ctx),
-            Assertion::CostMin(x) => metric::cost(x, Side::Min, ctx),
-            Assertion::TokensMax(x) => metric::tokens(x, Side::Max, ctx),
-            Assertion::TokensMin(x) => metric::tokens(x, Side::Min, ctx),
-            Assertion::Activations(x) => metric::activations(x, ctx),
-            Assertion::OutputContains(x) => output::contains(x, ctx),
-            Assertion::OutputNotContains(x) => output::not_contains(x, ctx),
-            Assertion::OutputMatches(x) => output::matches(x, ctx),
-            Assertion::OutputJson(x) => output::json(x, ctx),
-            Assertion::OutputLength(x) => output::length(x, ctx),
-            Assertion::OutputEquals(x) => output::equals(x, ctx),
-            Assertion::ToolCalled(x) => tool::called(x, ctx),
-            Assertion::ToolNotCalled(x) => tool::not_called(x, ctx),
-            Assertion::ToolCalledWith(x) => tool::called_with(x, ctx),
-            Assertion::ToolSequence(x) => tool::sequence(x, ctx),
-            Assertion::LlmJudge(_) => match self.judged.as_mut().and_then(Iterator::next) {
+        let outcome = match &a.0 {
+            Kind::SignalContains(x) => signal::contains(x, ctx),
+            Kind::SignalNot(x) => signal::not(x, ctx),
+            Kind::SignalCount(x) => signal::count(x, ctx),
+            Kind::SignalTrajectory(x) => signal::trajectory(x, ctx),
+            Kind::SignalFirst(x) => signal::first(x, ctx),
+            Kind::SignalLast(x) => signal::last(x, ctx),
+            Kind::SnapshotAt(x) => snapshot::at(x, ctx),
+            Kind::SnapshotFinal(x) => snapshot::final_(x, ctx),
+            Kind::AgentActivated(x) => agent::activated(x, ctx),
+            Kind::AgentCompleted(x) => agent::completed(x, ctx),
+            Kind::AgentCausedBy(x) => agent::caused_by(x, ctx),
+            Kind::AgentEmitted(x) => agent::emitted(x, ctx),
+            Kind::AgentSkipped(x) => agent::skipped(x, ctx),
+            Kind::LatencyMax(x) => metric::latency(x, Side::Max, ctx),
+            Kind::LatencyMin(x) => metric::latency(x, Side::Min, ctx),
+            Kind::CostMax(x) => metric::cost(x, Side::Max, ctx),
+            Kind::CostMin(x) => metric::cost(x, Side::Min, ctx),
+            Kind::TokensMax(x) => metric::tokens(x, Side::Max, ctx),
+            Kind::TokensMin(x) => metric::tokens(x, Side::Min, ctx),
+            Kind::Activations(x) => metric::activations(x, ctx),
+            Kind::OutputContains(x) => output::contains(x, ctx),
+            Kind::OutputNotContains(x) => output::not_contains(x, ctx),
+            Kind::OutputMatches(x) => output::matches(x, ctx),
+            Kind::OutputJson(x) => output::json(x, ctx),
+            Kind::OutputLength(x) => output::length(x, ctx),
+            Kind::OutputEquals(x) => output::equals(x, ctx),
+            Kind::ToolCalled(x) => tool::called(x, ctx),
+            Kind::ToolNotCalled(x) => tool::not_called(x, ctx),
+            Kind::ToolCalledWith(x) => tool::called_with(x, ctx),
+            Kind::ToolSequence(x) => tool::sequence(x, ctx),
+            Kind::LlmJudge(_) => match self.judged.as_mut().and_then(Iterator::next) {
                 Some(o) => o,
                 None => Outcome::fail(
                     "llm.judge calls a model: evaluate it with evaluate_all or evaluate_async (async)",
                 ),
             },
-            Assertion::All(x) => {
+            Kind::All(x) => {
                 let children = x.assertions.iter().map(|c| self.eval(c, ctx)).collect();
                 compose::all(children)
             }
-            Assertion::Any(x) => {
+            Kind::Any(x) => {
                 let children = x.assertions.iter().map(|c| self.eval(c, ctx)).collect();
                 compose::any(children)
             }
-            Assertion::Not(x) => compose::not(self.eval(&x.assertion, ctx)),
+            Kind::Not(x) => compose::not(self.eval(&x.assertion, ctx)),
         };
         outcome.into_result(a)
     }
 }
 
 fn collect_judges<'a>(a: &'a Assertion, out: &mut Vec<&'a LlmJudge>) {
-    match a {
-        Assertion::LlmJudge(j) => out.push(j),
-        Assertion::All(All { assertions }) | Assertion::Any(Any { assertions }) => {
+    match &a.0 {
+        Kind::LlmJudge(j) => out.push(j),
+        Kind::All(All { assertions }) | Kind::Any(Any { assertions }) => {
             for c in assertions {
                 collect_judges(c, out);
             }
         }
-        Assertion::Not(Not { assertion }) => collect_judges(assertion, out),
+        Kind::Not(Not { assertion }) => collect_judges(assertion, out),
         _ => {}
     }
 }

@@ -43,17 +43,6 @@ pub struct PathError {
 }
 
 /// A parsed path.
-///
-/// ```
-/// use scaffold::assert::Path;
-/// use serde_json::json;
-/// let state = json!({"files": [{"path": "a.rs"}, {"path": "b.rs"}], "weird key": {"x": 1}});
-/// assert_eq!(Path::parse("files[1].path").unwrap().resolve(&state), Some(&json!("b.rs")));
-/// assert_eq!(Path::parse("files[-1].path").unwrap().resolve(&state), Some(&json!("b.rs")));
-/// assert_eq!(Path::parse(r#"["weird key"].x"#).unwrap().resolve(&state), Some(&json!(1)));
-/// assert_eq!(Path::parse("files.0.path").unwrap().resolve(&state), Some(&json!("a.rs")));
-/// assert_eq!(Path::parse("missing.x").unwrap().resolve(&state), None);
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Path {
     segments: Vec<PathSegment>,
@@ -278,5 +267,34 @@ mod tests {
         assert!(Path::parse("a]").is_err());
         assert!(Path::parse("a[0]b").is_err());
         assert!(Path::parse("a[\"x").is_err());
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn path_path_example_47() {
+        use crate::assert::Path;
+        use serde_json::json;
+        let state = json!({"files": [{"path": "a.rs"}, {"path": "b.rs"}], "weird key": {"x": 1}});
+        assert_eq!(
+            Path::parse("files[1].path").unwrap().resolve(&state),
+            Some(&json!("b.rs"))
+        );
+        assert_eq!(
+            Path::parse("files[-1].path").unwrap().resolve(&state),
+            Some(&json!("b.rs"))
+        );
+        assert_eq!(
+            Path::parse(r#"["weird key"].x"#).unwrap().resolve(&state),
+            Some(&json!(1))
+        );
+        assert_eq!(
+            Path::parse("files.0.path").unwrap().resolve(&state),
+            Some(&json!("a.rs"))
+        );
+        assert_eq!(Path::parse("missing.x").unwrap().resolve(&state), None);
     }
 }

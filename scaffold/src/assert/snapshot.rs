@@ -40,16 +40,6 @@ pub struct SnapshotAt {
 
 /// Which of the signals a pattern matches: `first`, `last` or the `n`th
 /// (from 1).
-///
-/// ```
-/// use scaffold::assert::Occurrence;
-/// let o: Occurrence = serde_json::from_value(serde_json::json!(2)).unwrap();
-/// assert_eq!(o, Occurrence::Nth(2));
-/// let o: Occurrence = serde_json::from_value(serde_json::json!("last")).unwrap();
-/// assert_eq!(o, Occurrence::Last);
-/// assert!(serde_json::from_value::<Occurrence>(serde_json::json!(0)).is_err());
-/// assert_eq!(serde_json::to_value(Occurrence::First).unwrap(), "first");
-/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Occurrence {
     /// The first match (the default).
@@ -250,4 +240,20 @@ pub(crate) fn final_(a: &SnapshotFinal, ctx: &EvalContext<'_>) -> Outcome {
         a.exists,
         "in the final state",
     )
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn snapshot_occurrence_example_44() {
+        use crate::assert::Occurrence;
+        let o: Occurrence = serde_json::from_value(serde_json::json!(2)).unwrap();
+        assert_eq!(o, Occurrence::Nth(2));
+        let o: Occurrence = serde_json::from_value(serde_json::json!("last")).unwrap();
+        assert_eq!(o, Occurrence::Last);
+        assert!(serde_json::from_value::<Occurrence>(serde_json::json!(0)).is_err());
+        assert_eq!(serde_json::to_value(Occurrence::First).unwrap(), "first");
+    }
 }

@@ -54,17 +54,6 @@ impl CellId {
     /// A folder per case keeps its variants side by side, and keeps every
     /// folder small: insta lists the folder of each snapshot it writes, so a
     /// folder of all the cells made a run that changed them quadratic.
-    ///
-    /// ```
-    /// use scaffold::eval::CellId;
-    /// let id = CellId {
-    ///     eval: "code-review".into(),
-    ///     variant: "gpt-4o".into(),
-    ///     case: "sql injection".into(),
-    ///     trial: Some(2),
-    /// };
-    /// assert_eq!(id.snapshot_path(), "code-review/sql-injection/gpt-4o__t2");
-    /// ```
     pub fn snapshot_path(&self) -> String {
         let trial = self.trial.map(|t| format!("__t{t}")).unwrap_or_default();
         format!(
@@ -195,6 +184,7 @@ impl<S: State> Eval<S> {
     /// instead of running from the start; a fork that cannot be made (the
     /// parent is missing, the point does not resolve, the case's input is
     /// not the parent's) fails the cell with that error.
+    #[doc(hidden)]
     pub async fn run_cell(&self, cell: &Cell<'_, S>, env: &CellEnv) -> (CellResult, RunResult<S>) {
         let Cell {
             id,
@@ -400,4 +390,21 @@ fn unrunnable<S: State>(
         RunError::Workflow(message),
     );
     (result, run)
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn cell_cellid_snapshot_path_example_58() {
+        use crate::eval::CellId;
+        let id = CellId {
+            eval: "code-review".into(),
+            variant: "gpt-4o".into(),
+            case: "sql injection".into(),
+            trial: Some(2),
+        };
+        assert_eq!(id.snapshot_path(), "code-review/sql-injection/gpt-4o__t2");
+    }
 }

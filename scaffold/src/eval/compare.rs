@@ -7,10 +7,10 @@ mod baseline;
 mod variants;
 
 pub use baseline::{
-    CompareOptions, ComparedRun, Comparison, ComparisonSummary, Improvement, ImprovementKind,
-    Regression, RegressionKind, Severity, Side, Verdict, compare,
+    CompareOptions, Comparison, ImprovementKind, Regression, RegressionKind, Severity, Verdict,
+    compare,
 };
 pub use variants::{
-    Confidence, PairwiseTest, Recommendation, VariantCompareOptions, VariantComparison,
-    WinnerVerdict, compare_variants, deciding_scorer, quality,
+    Confidence, PairwiseTest, VariantCompareOptions, VariantComparison, WinnerVerdict,
+    compare_variants, deciding_scorer, quality,
 };

@@ -59,7 +59,7 @@ pub struct GateOptions {
     pub min_trials_for_winner: u32,
     /// The scorer whose mean is quality when variants are compared (the
     /// frontier, the recommendation, `Best:`, significance); default none:
-    /// the pass rate (see [`deciding_scorer`](super::compare::deciding_scorer)).
+    /// the pass rate (see `deciding_scorer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary_scorer: Option<String>,
 }
@@ -233,18 +233,6 @@ impl Gate {
     /// [`EvalResults::notable_trials`](crate::eval::EvalResults::notable_trials)),
     /// the ones that could be released, and patterns that matched nothing in
     /// eval `eval`.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
-    /// let mut cells = vec![CellRecord::new("v", "ok"), CellRecord::new("v", "flaky")];
-    /// cells[0].passed = true;
-    /// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let options = GateOptions { quarantine: vec!["flaky".into(), "gone".into()], ..GateOptions::default() };
-    /// let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells).with_gate_options(options);
-    /// let notes = r.gate_verdict().notes(&r.eval, &r.notable_trials());
-    /// assert_eq!(notes[0], "warning: 1 quarantined cell did not count towards the gate: v::flaky (0/1 passed)");
-    /// assert_eq!(notes[1], "warning: quarantine pattern `gone` matches no cell of eval `qa`");
-    /// ```
     pub fn notes(&self, eval: &str, trials: &[CaseTrials]) -> Vec<String> {
         let trials = |label: &str| {
             trials
@@ -289,15 +277,6 @@ impl Gate {
 
 /// Whether `pattern` (`case`, `variant::case`, `*` segments) names the cell
 /// of `variant` and `case`.
-///
-/// ```
-/// use scaffold::eval::gate::quarantine_matches;
-/// assert!(quarantine_matches("sqli", "gpt-4o", "sqli"));
-/// assert!(quarantine_matches("gpt-4o::sqli", "gpt-4o", "sqli"));
-/// assert!(quarantine_matches("*::sqli", "claude", "sqli"));
-/// assert!(!quarantine_matches("claude::sqli", "gpt-4o", "sqli"));
-/// assert!(!quarantine_matches("a::b::c", "b", "c"));
-/// ```
 pub fn quarantine_matches(pattern: &str, variant: &str, case: &str) -> bool {
     let seg = |p: &str, v: &str| p == "*" || p == v;
     let parts: Vec<&str> = pattern.trim().split("::").collect();
@@ -334,17 +313,6 @@ pub enum QuarantineError {
 
 /// The quarantine file: eval name → patterns. A missing file is an empty
 /// quarantine; an empty file too.
-///
-/// ```
-/// let dir = std::env::temp_dir().join(format!("quarantine-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir).unwrap();
-/// let path = dir.join("quarantine.yaml");
-/// std::fs::write(&path, "code-review:\n  - gpt-4o::sqli  # flaky\n  - xss\n").unwrap();
-/// let q = scaffold::eval::gate::load_quarantine(&path).unwrap();
-/// assert_eq!(q["code-review"], ["gpt-4o::sqli", "xss"]);
-/// assert!(scaffold::eval::gate::load_quarantine(dir.join("none.yaml")).unwrap().is_empty());
-/// # std::fs::remove_dir_all(&dir).unwrap();
-/// ```
 pub fn load_quarantine(
     path: impl AsRef<Path>,
 ) -> Result<BTreeMap<String, Vec<String>>, QuarantineError> {
@@ -438,5 +406,65 @@ pub(crate) fn judge<'a>(
             .filter(|(_, m)| !m)
             .map(|(p, _)| p.clone())
             .collect(),
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn gate_gate_notes_example_237() {
+        use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+        let mut cells = vec![CellRecord::new("v", "ok"), CellRecord::new("v", "flaky")];
+        cells[0].passed = true;
+        let config = RunConfig {
+            trials: 1,
+            inputs: 2,
+            variants: vec!["v".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let options = GateOptions {
+            quarantine: vec!["flaky".into(), "gone".into()],
+            ..GateOptions::default()
+        };
+        let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells)
+            .with_gate_options(options);
+        let notes = r.gate_verdict().notes(&r.eval, &r.notable_trials());
+        assert_eq!(
+            notes[0],
+            "warning: 1 quarantined cell did not count towards the gate: v::flaky (0/1 passed)"
+        );
+        assert_eq!(
+            notes[1],
+            "warning: quarantine pattern `gone` matches no cell of eval `qa`"
+        );
+    }
+
+    #[test]
+    fn gate_quarantine_matches_example_293() {
+        use crate::eval::gate::quarantine_matches;
+        assert!(quarantine_matches("sqli", "gpt-4o", "sqli"));
+        assert!(quarantine_matches("gpt-4o::sqli", "gpt-4o", "sqli"));
+        assert!(quarantine_matches("*::sqli", "claude", "sqli"));
+        assert!(!quarantine_matches("claude::sqli", "gpt-4o", "sqli"));
+        assert!(!quarantine_matches("a::b::c", "b", "c"));
+    }
+
+    #[test]
+    fn gate_load_quarantine_example_338() {
+        let dir = std::env::temp_dir().join(format!("quarantine-doc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("quarantine.yaml");
+        std::fs::write(&path, "code-review:\n  - gpt-4o::sqli  # flaky\n  - xss\n").unwrap();
+        let q = crate::eval::gate::load_quarantine(&path).unwrap();
+        assert_eq!(q["code-review"], ["gpt-4o::sqli", "xss"]);
+        assert!(
+            crate::eval::gate::load_quarantine(dir.join("none.yaml"))
+                .unwrap()
+                .is_empty()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

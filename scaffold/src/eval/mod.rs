@@ -5,27 +5,22 @@
 //! With [`Eval::fork_from`] every cell forks from one point of one parent
 //! session instead of running from the start.
 
-mod cell;
-pub mod compare;
-pub mod gate;
-pub mod results;
-mod runs;
+pub(crate) mod cell;
+pub(crate) mod compare;
+pub(crate) mod gate;
+pub(crate) mod results;
+pub(crate) mod runs;
 pub(crate) mod small_map;
-pub mod stats;
+pub(crate) mod stats;
 
-/// The harness's view of a cell; not public API.
-#[doc(hidden)]
-pub use cell::{CellEnv, CellId, CellResult};
-pub use compare::{
-    CompareOptions, Comparison, Recommendation, VariantCompareOptions, VariantComparison, Verdict,
-    WinnerVerdict, compare, compare_variants,
-};
-pub use gate::{Gate, GateOptions, GateStatistic};
-pub use results::{CellRecord, EvalResults, RunConfig};
-pub use runs::{EvalPlan, EvalRunMeta, RecordedCell};
-#[doc(hidden)]
-pub use small_map::SmallMap;
-pub use stats::{CaseTrials, Interval, LatencyStats, ScoreStats, VariantSummary, summarize};
+pub(crate) use cell::{CellEnv, CellId, CellResult};
+pub(crate) use compare::{CompareOptions, Comparison, compare};
+pub(crate) use gate::Gate;
+pub use gate::{GateOptions, GateStatistic};
+pub(crate) use results::{CellRecord, EvalResults, RunConfig};
+pub(crate) use runs::{EvalPlan, EvalRunMeta, RecordedCell};
+pub(crate) use small_map::SmallMap;
+pub(crate) use stats::{CaseTrials, Interval, VariantSummary};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -197,7 +192,7 @@ impl<S: State> Eval<S> {
     /// `variant::case`, `*` matching a whole segment. Quarantined cells run
     /// and are reported (marked QUARANTINED), but the gate and baseline
     /// blocking do not count them; the summary lists them. The package's
-    /// `evals/quarantine.yaml` adds more (see [`gate`]).
+    /// `evals/quarantine.yaml` adds more (see `gate`).
     pub fn quarantine<I, T>(mut self, patterns: I) -> Self
     where
         I: IntoIterator<Item = T>,
@@ -431,6 +426,7 @@ impl<S: State> Eval<S> {
     }
 
     /// Cell `index` of the stable order (dataset, case, variant, trial), in O(datasets).
+    #[doc(hidden)]
     pub fn cell_at(&self, index: usize) -> Option<Cell<'_, S>> {
         let per_case = self.variants.len() * self.trials as usize;
         if per_case == 0 {
@@ -463,12 +459,15 @@ impl<S: State> Eval<S> {
     }
 
     /// Every cell, in the stable order of [`Eval::cell_at`].
+    #[doc(hidden)]
     pub fn cells(&self) -> impl Iterator<Item = Cell<'_, S>> {
         (0..self.cell_count()).filter_map(|i| self.cell_at(i))
     }
 }
 
-/// One cell of an eval: which it is and what it runs.
+/// One cell of an eval: which it is and what it runs. The harness's view;
+/// not public API.
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct Cell<'a, S> {
     /// Which cell.

@@ -127,7 +127,7 @@ pub const REPORTED_OUTPUT_CHARS: usize = 4000;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EvalResults {
-    /// [`SCHEMA_VERSION`] when written.
+    /// `SCHEMA_VERSION` when written.
     pub schema_version: u32,
     /// The eval's name.
     pub eval: String,
@@ -477,18 +477,6 @@ impl CellRecord {
     /// the JSON, JUnit and HTML reports read the rest from the store
     /// ([`report::stream`](crate::report::stream)), and
     /// [`CellRecord::with_details`] puts it back.
-    ///
-    /// ```
-    /// use scaffold::eval::CellRecord;
-    /// let mut cell = CellRecord::new("v", "c");
-    /// cell.input = serde_json::json!({"question": "why?"});
-    /// cell.output = Some(serde_json::json!("x".repeat(10_000)));
-    /// cell.session_id = "0199a3e0-5f2b-7c41-9d3e-8a1b2c3d4e5f".into();
-    /// let summary = cell.clone().into_summary();
-    /// assert!(summary.input.is_null() && summary.output.is_none());
-    /// assert!(summary.session_id.is_empty());
-    /// assert_eq!(summary.with_details(cell.clone()), cell);
-    /// ```
     pub fn into_summary(mut self) -> CellRecord {
         fn borderline(a: &AssertionRecord) -> bool {
             a.borderline || a.children.iter().any(borderline)
@@ -630,18 +618,6 @@ impl EvalResults {
     ///
     /// `config.variants` gives the variant order; variants that ran but are
     /// missing there are appended.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-    /// let mut cell = CellRecord::new("baseline", "case-1");
-    /// cell.passed = true;
-    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["baseline".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
-    /// assert_eq!(results.summary["baseline"].pass_rate, 1.0);
-    /// assert!(results.comparison.is_none());
-    /// let back = EvalResults::from_json(&results.to_json()).unwrap();
-    /// assert_eq!(back, results);
-    /// ```
     pub fn new(
         eval: impl Into<String>,
         timestamp: impl Into<String>,
@@ -672,24 +648,6 @@ impl EvalResults {
     /// pass@k, lower-bound gate, trials for a winner, primary scorer):
     /// quarantine flags, trial statistics, intervals, the comparison and the
     /// gate recomputed.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
-    /// let cells = (0..4).map(|t| {
-    ///     let mut c = CellRecord::new("v", "flaky-case");
-    ///     c.trial = t;
-    ///     c.passed = t % 2 == 0;
-    ///     c
-    /// }).collect();
-    /// let config = RunConfig { trials: 4, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
-    /// assert!(results.trial_stats().next().unwrap().flaky);
-    /// assert!(!results.gate_passed());
-    /// let options = GateOptions { quarantine: vec!["flaky-case".into()], ..GateOptions::default() };
-    /// let results = results.with_gate_options(options);
-    /// assert!(results.gate_passed());
-    /// assert_eq!(results.gate.unwrap().quarantined, ["v::flaky-case"]);
-    /// ```
     pub fn with_gate_options(self, options: GateOptions) -> EvalResults {
         let (complete, counts) = (self.complete, self.cell_counts);
         let mut judged = EvalResults::build(
@@ -706,16 +664,6 @@ impl EvalResults {
 
     /// The same results marked as those of a run that planned `planned`
     /// cells: complete when every one of them is among the cells.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![CellRecord::new("v", "a")]);
-    /// let r = r.with_planned_cells(4);
-    /// assert!(!r.complete);
-    /// assert_eq!(r.partial().as_deref(), Some("run not finished: 3 of 4 planned cells missing (1 recorded)"));
-    /// assert!(r.with_planned_cells(1).complete);
-    /// ```
     pub fn with_planned_cells(mut self, planned: usize) -> EvalResults {
         let counts = CellCounts::new(planned, self.results.len());
         self.complete = counts.missing == 0;
@@ -841,21 +789,6 @@ impl EvalResults {
     /// whole is complete when its cells are all the parts planned: every
     /// shard of a run planned the run's cells, so the merge of all its
     /// shards is complete and the merge of some of them is not.
-    ///
-    /// ```
-    /// use scaffold::eval::results::MergeError;
-    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let part = |case: &str| {
-    ///     let mut cell = CellRecord::new("v", case);
-    ///     cell.passed = true;
-    ///     EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell])
-    /// };
-    /// let whole = EvalResults::merge(vec![part("a"), part("b")]).unwrap();
-    /// assert_eq!((whole.cell_count(), whole.config.inputs), (2, 2));
-    /// let twice = EvalResults::merge(vec![part("a"), part("a")]).unwrap_err();
-    /// assert_eq!(twice, MergeError::DuplicateCell { cell: "qa::v::a".into() });
-    /// ```
     pub fn merge(parts: Vec<EvalResults>) -> Result<EvalResults, MergeError> {
         let planned = planned_by(&parts);
         let mut parts = parts.into_iter();
@@ -948,16 +881,6 @@ impl EvalResults {
     /// The warning for variants whose cost is unknown (a model they called
     /// has no price), with the way to add one; `None` when every call was
     /// priced.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-    /// let mut cell = CellRecord::new("proxy-alias", "c1");
-    /// cell.metrics.unpriced_calls = 2;
-    /// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["proxy-alias".into()], scorers: vec![], min_pass_rate: 0.0 };
-    /// let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
-    /// assert!(r.cost_warning().unwrap().starts_with(
-    ///     "warning: no price for a model of variant `proxy-alias` (1 of 1 cells): its cost is unknown"));
-    /// ```
     pub fn cost_warning(&self) -> Option<String> {
         let unknown: Vec<String> = self
             .summary
@@ -998,21 +921,6 @@ impl EvalResults {
     /// Per variant × case over its trials, in the order the cases come in
     /// `results`: pass@k, pass^k, interval, flaky (see [`trial_stats`]).
     /// Computed from the cells as the iterator goes, none kept.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-    /// let cells = (0..3).map(|t| {
-    ///     let mut c = CellRecord::new("v", "c");
-    ///     c.trial = t;
-    ///     c.passed = t > 0;
-    ///     c
-    /// }).collect();
-    /// let config = RunConfig { trials: 3, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
-    /// assert_eq!(results.trial_stats().len(), 1);
-    /// let c = results.trial_stats().next().unwrap();
-    /// assert_eq!((c.trials, c.passes, c.flaky), (3, 2, true));
-    /// ```
     pub fn trial_stats(&self) -> TrialStats<'_> {
         trial_stats(
             &self.results,
@@ -1024,22 +932,6 @@ impl EvalResults {
     /// The cells left out of the statistics because their run errored
     /// ([`OnError::Exclude`](super::OnError::Exclude)), as one line naming
     /// each with its error; `None` when there are none.
-    ///
-    /// ```
-    /// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-    /// let mut errored = CellRecord::new("v", "b");
-    /// (errored.excluded, errored.error) = (true, Some("HTTP 500".into()));
-    /// let mut ok = CellRecord::new("v", "a");
-    /// ok.passed = true;
-    /// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-    /// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, errored]);
-    /// assert_eq!(results.summary["v"].cells, 1);
-    /// assert!(results.gate_passed());
-    /// assert_eq!(
-    ///     results.excluded_line().unwrap(),
-    ///     "Excluded: 1 errored cell left out of the statistics and the gate: v::b (HTTP 500)"
-    /// );
-    /// ```
     pub fn excluded_line(&self) -> Option<String> {
         let trials = self.config.trials;
         let cells: Vec<String> = (self.results.iter())
@@ -1284,6 +1176,189 @@ mod tests {
         assert_eq!(
             record.scores.keys().collect::<Vec<_>>(),
             ["correct", "latency", "quality"]
+        );
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn results_cellrecord_into_summary_example_481() {
+        use crate::eval::CellRecord;
+        let mut cell = CellRecord::new("v", "c");
+        cell.input = serde_json::json!({"question": "why?"});
+        cell.output = Some(serde_json::json!("x".repeat(10_000)));
+        cell.session_id = "0199a3e0-5f2b-7c41-9d3e-8a1b2c3d4e5f".into();
+        let summary = cell.clone().into_summary();
+        assert!(summary.input.is_null() && summary.output.is_none());
+        assert!(summary.session_id.is_empty());
+        assert_eq!(summary.with_details(cell.clone()), cell);
+    }
+
+    #[test]
+    fn results_evalresults_new_example_634() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let mut cell = CellRecord::new("baseline", "case-1");
+        cell.passed = true;
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["baseline".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
+        assert_eq!(results.summary["baseline"].pass_rate, 1.0);
+        assert!(results.comparison.is_none());
+        let back = EvalResults::from_json(&results.to_json()).unwrap();
+        assert_eq!(back, results);
+    }
+
+    #[test]
+    fn results_evalresults_with_gate_options_example_676() {
+        use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+        let cells = (0..4)
+            .map(|t| {
+                let mut c = CellRecord::new("v", "flaky-case");
+                c.trial = t;
+                c.passed = t % 2 == 0;
+                c
+            })
+            .collect();
+        let config = RunConfig {
+            trials: 4,
+            inputs: 1,
+            variants: vec!["v".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
+        assert!(results.trial_stats().next().unwrap().flaky);
+        assert!(!results.gate_passed());
+        let options = GateOptions {
+            quarantine: vec!["flaky-case".into()],
+            ..GateOptions::default()
+        };
+        let results = results.with_gate_options(options);
+        assert!(results.gate_passed());
+        assert_eq!(results.gate.unwrap().quarantined, ["v::flaky-case"]);
+    }
+
+    #[test]
+    fn results_evalresults_with_planned_cells_example_710() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["v".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let r = EvalResults::new(
+            "qa",
+            "2026-01-28T12:00:00Z",
+            config,
+            vec![CellRecord::new("v", "a")],
+        );
+        let r = r.with_planned_cells(4);
+        assert!(!r.complete);
+        assert_eq!(
+            r.partial().as_deref(),
+            Some("run not finished: 3 of 4 planned cells missing (1 recorded)")
+        );
+        assert!(r.with_planned_cells(1).complete);
+    }
+
+    #[test]
+    fn results_evalresults_merge_example_845() {
+        use crate::eval::results::MergeError;
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["v".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let part = |case: &str| {
+            let mut cell = CellRecord::new("v", case);
+            cell.passed = true;
+            EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell])
+        };
+        let whole = EvalResults::merge(vec![part("a"), part("b")]).unwrap();
+        assert_eq!((whole.cell_count(), whole.config.inputs), (2, 2));
+        let twice = EvalResults::merge(vec![part("a"), part("a")]).unwrap_err();
+        assert_eq!(
+            twice,
+            MergeError::DuplicateCell {
+                cell: "qa::v::a".into()
+            }
+        );
+    }
+
+    #[test]
+    fn results_evalresults_cost_warning_example_952() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let mut cell = CellRecord::new("proxy-alias", "c1");
+        cell.metrics.unpriced_calls = 2;
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["proxy-alias".into()],
+            scorers: vec![],
+            min_pass_rate: 0.0,
+        };
+        let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
+        assert!(r.cost_warning().unwrap().starts_with(
+    "warning: no price for a model of variant `proxy-alias` (1 of 1 cells): its cost is unknown"));
+    }
+
+    #[test]
+    fn results_evalresults_trial_stats_example_1002() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let cells = (0..3)
+            .map(|t| {
+                let mut c = CellRecord::new("v", "c");
+                c.trial = t;
+                c.passed = t > 0;
+                c
+            })
+            .collect();
+        let config = RunConfig {
+            trials: 3,
+            inputs: 1,
+            variants: vec!["v".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
+        assert_eq!(results.trial_stats().len(), 1);
+        let c = results.trial_stats().next().unwrap();
+        assert_eq!((c.trials, c.passes, c.flaky), (3, 2, true));
+    }
+
+    #[test]
+    fn results_evalresults_excluded_line_example_1028() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let mut errored = CellRecord::new("v", "b");
+        (errored.excluded, errored.error) = (true, Some("HTTP 500".into()));
+        let mut ok = CellRecord::new("v", "a");
+        ok.passed = true;
+        let config = RunConfig {
+            trials: 1,
+            inputs: 2,
+            variants: vec!["v".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, errored]);
+        assert_eq!(results.summary["v"].cells, 1);
+        assert!(results.gate_passed());
+        assert_eq!(
+            results.excluded_line().unwrap(),
+            "Excluded: 1 errored cell left out of the statistics and the gate: v::b (HTTP 500)"
         );
     }
 }

@@ -6,28 +6,6 @@
 //! same id), each finished cell is recorded durably
 //! ([`Store::record_cell`] returns once the cell is committed) and the run
 //! is marked finished after its summary ([`Store::finish_eval_run`]).
-//!
-//! ```
-//! use scaffold::eval::{CellRecord, EvalRunMeta, RecordedCell, RunConfig};
-//! use scaffold::store::Store;
-//!
-//! # fn main() -> Result<(), scaffold::store::StoreError> {
-//! let store = Store::in_memory()?;
-//! let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-//! store.begin_eval_run(&EvalRunMeta::new("run-1", "harness").eval("qa", config))?;
-//! let mut record = CellRecord::new("v", "case-1");
-//! record.passed = true;
-//! store.record_cell("run-1", &RecordedCell::new("qa", "qa::v::case-1", record, true))?;
-//! assert!(!store.eval_run("run-1")?.unwrap().finished);
-//! store.finish_eval_run("run-1")?;
-//! let run = store.eval_run("run-1")?.unwrap();
-//! assert!(run.finished);
-//! assert_eq!((run.cells, run.passed, run.evals.clone()), (1, 1, vec!["qa".to_string()]));
-//! let results = store.eval_results("run-1")?;
-//! assert_eq!(results[0].pass_rate(), 1.0);
-//! # Ok(())
-//! # }
-//! ```
 
 use std::collections::BTreeMap;
 
@@ -46,7 +24,7 @@ use crate::util::now_ms;
 pub struct EvalRunMeta {
     /// Unique id (a UUID, or nextest's run id).
     pub id: String,
-    /// Who runs it: [`ORIGIN_HARNESS`](crate::store::ORIGIN_HARNESS), [`ORIGIN_NEXTEST`](crate::store::ORIGIN_NEXTEST) or anything else.
+    /// Who runs it: `ORIGIN_HARNESS`, `ORIGIN_NEXTEST` or anything else.
     pub origin: String,
     /// Unix milliseconds.
     pub started_at_ms: u64,
@@ -466,5 +444,46 @@ mod tests {
             .unwrap();
         assert_eq!(store.eval_run_selection("without").unwrap(), None);
         assert_eq!(store.eval_run_selection("not-stored").unwrap(), None);
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn runs_example_10() {
+        use crate::eval::{CellRecord, EvalRunMeta, RecordedCell, RunConfig};
+        use crate::store::Store;
+
+        fn main() -> Result<(), crate::store::StoreError> {
+            let store = Store::in_memory()?;
+            let config = RunConfig {
+                trials: 1,
+                inputs: 1,
+                variants: vec!["v".into()],
+                scorers: vec![],
+                min_pass_rate: 1.0,
+            };
+            store.begin_eval_run(&EvalRunMeta::new("run-1", "harness").eval("qa", config))?;
+            let mut record = CellRecord::new("v", "case-1");
+            record.passed = true;
+            store.record_cell(
+                "run-1",
+                &RecordedCell::new("qa", "qa::v::case-1", record, true),
+            )?;
+            assert!(!store.eval_run("run-1")?.unwrap().finished);
+            store.finish_eval_run("run-1")?;
+            let run = store.eval_run("run-1")?.unwrap();
+            assert!(run.finished);
+            assert_eq!(
+                (run.cells, run.passed, run.evals.clone()),
+                (1, 1, vec!["qa".to_string()])
+            );
+            let results = store.eval_results("run-1")?;
+            assert_eq!(results[0].pass_rate(), 1.0);
+            Ok(())
+        }
+        main().unwrap();
     }
 }

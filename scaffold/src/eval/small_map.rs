@@ -24,23 +24,6 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// same behaviour: iteration in key order, `insert` returning the old value,
 /// `collect`, `extend` and deserialization letting a later duplicate win,
 /// serialization as a map in key order.
-///
-/// ```
-/// use scaffold::eval::SmallMap;
-/// let mut scores: SmallMap<String, f64> = SmallMap::new();
-/// scores.insert("relevance".to_string(), 0.5);
-/// scores.insert("correct".to_string(), 1.0);
-/// assert_eq!(scores.insert("relevance".to_string(), 0.75), Some(0.5));
-/// assert_eq!(scores.get("relevance"), Some(&0.75));
-/// assert_eq!(scores.keys().collect::<Vec<_>>(), ["correct", "relevance"]);
-/// assert_eq!(
-///     serde_json::to_string(&scores).unwrap(),
-///     r#"{"correct":1.0,"relevance":0.75}"#
-/// );
-/// let pass_at_k: SmallMap<u32, f64> = [(3, 0.9), (1, 0.5)].into_iter().collect();
-/// assert_eq!(pass_at_k[&1], 0.5);
-/// assert_eq!(format!("{pass_at_k:?}"), "{1: 0.5, 3: 0.9}");
-/// ```
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SmallMap<K, V> {
     /// Sorted by key, keys unique.
@@ -635,5 +618,28 @@ mod tests {
         assert_eq!(small[&1], 0.15);
         assert!(serde_json::from_str::<SmallMap<u32, f64>>("[1]").is_err());
         assert!(serde_json::from_str::<SmallMap<u32, f64>>(r#"{"x":1}"#).is_err());
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn small_map_smallmap_example_28() {
+        use crate::eval::SmallMap;
+        let mut scores: SmallMap<String, f64> = SmallMap::new();
+        scores.insert("relevance".to_string(), 0.5);
+        scores.insert("correct".to_string(), 1.0);
+        assert_eq!(scores.insert("relevance".to_string(), 0.75), Some(0.5));
+        assert_eq!(scores.get("relevance"), Some(&0.75));
+        assert_eq!(scores.keys().collect::<Vec<_>>(), ["correct", "relevance"]);
+        assert_eq!(
+            serde_json::to_string(&scores).unwrap(),
+            r#"{"correct":1.0,"relevance":0.75}"#
+        );
+        let pass_at_k: SmallMap<u32, f64> = [(3, 0.9), (1, 0.5)].into_iter().collect();
+        assert_eq!(pass_at_k[&1], 0.5);
+        assert_eq!(format!("{pass_at_k:?}"), "{1: 0.5, 3: 0.9}");
     }
 }

@@ -23,15 +23,12 @@ pub mod trials;
 
 use crate::stats::percentile_sorted;
 pub use crate::stats::{
-    ADVICE_EFFECT, ASSUMED_SD, Alternative, DEFAULT_CONFIDENCE, DEFAULT_POWER, Interval, Power,
-    SignFlip, SignFlipMethod, StatsError, TTest, Wilcoxon, WilcoxonMethod, WilcoxonOptions,
-    cases_for_effect, clustered_pass_interval, clustered_standard_error, effective_sample_size,
-    mean, mean_interval, min_cases_for, min_detectable_effect, paired_t_test, pass_at_k,
-    pass_hat_k, percentile, power_of, sample_stddev, sign_flip_test, wilcoxon_signed_rank,
-    wilson_interval,
+    Alternative, DEFAULT_CONFIDENCE, Interval, Power, SignFlip, TTest, Wilcoxon, WilcoxonMethod,
+    WilcoxonOptions, cases_for_effect, clustered_pass_interval, clustered_standard_error, mean,
+    mean_interval, min_cases_for, min_detectable_effect, paired_t_test, pass_at_k, pass_hat_k,
+    percentile, sample_stddev, sign_flip_test, wilcoxon_signed_rank, wilson_interval,
 };
-pub use crate::stats::{cluster, power, significance};
-pub use trials::{CaseTrials, TrialStats, case_trials, reported_ks, trial_stats};
+pub use trials::{CaseTrials, TrialStats, trial_stats};
 
 use std::collections::BTreeMap;
 
@@ -72,11 +69,6 @@ pub struct ScoreStats {
 
 impl ScoreStats {
     /// Statistics of `values` with `passes` of them passing (all zeros for no values).
-    ///
-    /// ```
-    /// let s = scaffold::eval::ScoreStats::of(&[0.5, 1.0], 1);
-    /// assert_eq!((s.mean, s.min, s.max, s.pass_rate, s.count), (0.75, 0.5, 1.0, 0.5, 2));
-    /// ```
     pub fn of(values: &[f64], passes: usize) -> ScoreStats {
         let n = values.len();
         if n == 0 {
@@ -124,11 +116,6 @@ pub struct LatencyStats {
 
 impl LatencyStats {
     /// Statistics of `ms` (all zeros for none).
-    ///
-    /// ```
-    /// let l = scaffold::eval::LatencyStats::of(&[100.0, 200.0, 300.0, 400.0, 500.0]);
-    /// assert_eq!((l.p50, l.p95, l.p99), (300.0, 480.0, 496.0));
-    /// ```
     pub fn of(ms: &[f64]) -> LatencyStats {
         if ms.is_empty() {
             return LatencyStats::default();
@@ -224,17 +211,6 @@ impl VariantSummary {
 }
 
 /// Summaries per variant, in the order the variants first appear in `cells`.
-///
-/// ```
-/// use scaffold::eval::{summarize, CellRecord};
-/// let mut a = CellRecord::new("baseline", "case-1");
-/// a.passed = true;
-/// a.metrics.latency_ms = 100;
-/// let mut b = CellRecord::new("baseline", "case-2");
-/// b.metrics.latency_ms = 300;
-/// let s = &summarize(&[a, b])[0];
-/// assert_eq!((s.cells, s.passed, s.pass_rate, s.avg_latency), (2, 1, 0.5, 200.0));
-/// ```
 pub fn summarize(cells: &[CellRecord]) -> Vec<VariantSummary> {
     let mut order: Vec<&str> = Vec::new();
     for c in cells {
@@ -313,20 +289,6 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
 /// plain Wilson interval with one trial per case, and with several, the
 /// interval at the effective sample size (see [`cluster`]): five agreeing
 /// trials of a case are not five cases of evidence.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, stats::{pass_rate_interval, wilson_interval}};
-/// let cells: Vec<CellRecord> = (0..10)
-///     .map(|i| {
-///         let mut c = CellRecord::new("v", if i < 5 { "a" } else { "b" });
-///         c.passed = i < 5;
-///         c
-///     })
-///     .collect();
-/// let clustered = pass_rate_interval(&cells, 0.95);
-/// assert_eq!(clustered.lower, wilson_interval(1, 2, 0.95).lower);
-/// assert!(clustered.lower < wilson_interval(5, 10, 0.95).lower);
-/// ```
 pub fn pass_rate_interval<'a>(
     cells: impl IntoIterator<Item = &'a CellRecord>,
     confidence: f64,
@@ -358,5 +320,58 @@ mod tests {
         assert_eq!(percentile(&[5.0, 1.0, 3.0], 100.0), Some(5.0));
         assert_eq!(percentile(&[5.0, 1.0, 3.0], 25.0), Some(2.0));
         assert_eq!(percentile(&[1.0], 101.0), None);
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn stats_scorestats_of_example_73() {
+        let s = crate::eval::stats::ScoreStats::of(&[0.5, 1.0], 1);
+        assert_eq!(
+            (s.mean, s.min, s.max, s.pass_rate, s.count),
+            (0.75, 0.5, 1.0, 0.5, 2)
+        );
+    }
+
+    #[test]
+    fn stats_latencystats_of_example_125() {
+        let l = crate::eval::stats::LatencyStats::of(&[100.0, 200.0, 300.0, 400.0, 500.0]);
+        assert_eq!((l.p50, l.p95, l.p99), (300.0, 480.0, 496.0));
+    }
+
+    #[test]
+    fn stats_summarize_example_225() {
+        use crate::eval::{CellRecord, stats::summarize};
+        let mut a = CellRecord::new("baseline", "case-1");
+        a.passed = true;
+        a.metrics.latency_ms = 100;
+        let mut b = CellRecord::new("baseline", "case-2");
+        b.metrics.latency_ms = 300;
+        let s = &summarize(&[a, b])[0];
+        assert_eq!(
+            (s.cells, s.passed, s.pass_rate, s.avg_latency),
+            (2, 1, 0.5, 200.0)
+        );
+    }
+
+    #[test]
+    fn stats_pass_rate_interval_example_314() {
+        use crate::eval::{
+            CellRecord,
+            stats::{pass_rate_interval, wilson_interval},
+        };
+        let cells: Vec<CellRecord> = (0..10)
+            .map(|i| {
+                let mut c = CellRecord::new("v", if i < 5 { "a" } else { "b" });
+                c.passed = i < 5;
+                c
+            })
+            .collect();
+        let clustered = pass_rate_interval(&cells, 0.95);
+        assert_eq!(clustered.lower, wilson_interval(1, 2, 0.95).lower);
+        assert!(clustered.lower < wilson_interval(5, 10, 0.95).lower);
     }
 }

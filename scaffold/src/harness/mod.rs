@@ -79,16 +79,17 @@ mod fork;
 mod memory;
 pub(crate) mod registry;
 mod selection;
-mod settings;
-mod snapshot;
+pub(crate) mod settings;
+pub(crate) mod snapshot;
 mod totals;
 
 pub(crate) use erased::ErasedEval;
 pub(crate) use registry::{
     DatasetRegistration, EvalRegistration, ScorerRegistration, VariantRegistration,
 };
-pub use settings::{OUTPUT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TRIALS_ENV, VARIANTS_ENV};
-pub use snapshot::session_summary;
+pub(crate) use settings::{
+    BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, RESUME_ENV, SNAPSHOTS_ENV, TAGS_ENV,
+};
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -102,10 +103,10 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::eval::{EvalPlan, EvalRunMeta, RecordedCell};
-use crate::provider::http::{ReqwestTransport, SharedRuntimeGuard};
+use crate::provider::http::ReqwestTransport;
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
-use crate::provider::transport::TransportError;
+use crate::provider::transport::{Transport, TransportError};
 use crate::report::html::Transcripts;
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
@@ -119,15 +120,6 @@ use finished::Finished;
 use selection::Selection;
 use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
 use totals::RunTotals;
-
-/// Environment variable: comma-separated tags; only cases with one of them run.
-pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
-/// Environment variable: the session database (`:memory:` or a path).
-pub const DATABASE_ENV: &str = "SCAFFOLD_DATABASE";
-/// Environment variable: the report formats (default `table,json`).
-pub const FORMAT_ENV: &str = "SCAFFOLD_FORMAT";
-/// Environment variable: the baseline results (a file or a directory).
-pub const BASELINE_ENV: &str = "SCAFFOLD_BASELINE";
 
 /// Expands to the `main` of an eval test binary (`tests/evals.rs`).
 ///
@@ -206,8 +198,6 @@ struct Summary<'a> {
 /// The harness's shared state.
 struct Harness {
     evals: Vec<Box<dyn ErasedEval>>,
-    /// Declared before `runtime`, so dropped before it.
-    _http: Option<SharedRuntimeGuard>,
     runtime: tokio::runtime::Runtime,
     envs: Vec<CellEnv>,
     /// The run's playback server and cassette cache, shared by its evals.
@@ -924,7 +914,14 @@ impl Setup {
 
     /// The environment of each eval's cells: its store and a recorder on
     /// its recordings folder, playing back on `playback`.
-    fn cell_envs(&self, manifest_dir: &Path, source: &Path, playback: &Playback) -> Vec<CellEnv> {
+    /// One environment per eval; their recorders play back on `playback`
+    /// and send real calls through `client` (else the shared one).
+    fn cell_envs(
+        &self,
+        (manifest_dir, source): (&Path, &Path),
+        playback: &Playback,
+        client: Option<&Arc<dyn Transport>>,
+    ) -> Vec<CellEnv> {
         // The default re-record command runs this suite's own test target.
         let target = std::env::current_exe()
             .ok()
@@ -937,6 +934,9 @@ impl Setup {
                     .map(|d| manifest_dir.join(d))
                     .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
                 let mut recorder = ProviderRecorder::new(dir, self.mode).playback(playback.clone());
+                if let Some(client) = client {
+                    recorder = recorder.inner(client.clone());
+                }
                 let command = match (eval.rerecord_command(), &target) {
                     (Some(command), _) => Some(command.to_string()),
                     (None, target) => {
@@ -966,7 +966,7 @@ impl Setup {
 /// record.
 fn with_trials(command: String, trials: Option<u32>) -> String {
     match trials {
-        Some(n) => format!("{TRIALS_ENV}={n} {command}"),
+        Some(n) => format!("{}={n} {command}", settings::TRIALS_ENV),
         None => command,
     }
 }
@@ -1201,7 +1201,6 @@ fn insta_workspace(manifest_dir: &Path) -> PathBuf {
 /// What the harness is made of besides the setup and the cells.
 struct Assembly {
     runtime: tokio::runtime::Runtime,
-    http: Option<SharedRuntimeGuard>,
     envs: Vec<CellEnv>,
     playback: Playback,
     run: Option<RunState>,
@@ -1225,7 +1224,6 @@ impl Harness {
         };
         Harness {
             evals: setup.evals,
-            _http: parts.http,
             runtime: parts.runtime,
             envs: parts.envs,
             playback: parts.playback,
@@ -1266,9 +1264,6 @@ fn run_harness(
 ) -> Result<ExitCode, SetupError> {
     let line = SetupError::Line;
     let mut setup = Setup::load(manifest_dir, args)?;
-    // One playback server and cache for the whole run.
-    let playback = Playback::new();
-    let envs = setup.cell_envs(manifest_dir, &source.0, &playback);
     if args.test_threads.is_none() {
         args.test_threads = default_test_threads(&setup.settings, &setup.evals, setup.mode);
     }
@@ -1276,11 +1271,15 @@ fn run_harness(
         .enable_all()
         .build()
         .map_err(|e| line(format!("cannot start the tokio runtime: {e}")))?;
-    let http = setup
+    // Real calls run on this runtime, with a client of the run's own.
+    let client = setup
         .client
         .take()
         .and_then(|built| built.join().ok()?.ok())
-        .map(|transport| transport.serve_as_shared_on(runtime.handle().clone()));
+        .map(|transport| transport.served_on(runtime.handle().clone()));
+    // One playback server and cache for the whole run.
+    let playback = Playback::new();
+    let envs = setup.cell_envs((manifest_dir, &source.0), &playback, client.as_ref());
     let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
     let mut cells = Cells::build(&setup, args, &shared);
     let run = begin(&setup, args, &mut cells)?;
@@ -1294,7 +1293,6 @@ fn run_harness(
     } = cells;
     let parts = Assembly {
         runtime,
-        http,
         envs,
         playback,
         run,

@@ -4,6 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
+/// Environment variable: comma-separated tags; only cases with one of them run.
+pub const TAGS_ENV: &str = "SCAFFOLD_TAGS";
+/// Environment variable: the session database (`:memory:` or a path).
+pub const DATABASE_ENV: &str = "SCAFFOLD_DATABASE";
+/// Environment variable: the report formats (default `table,json`).
+pub const FORMAT_ENV: &str = "SCAFFOLD_FORMAT";
+/// Environment variable: the baseline results (a file or a directory).
+pub const BASELINE_ENV: &str = "SCAFFOLD_BASELINE";
+
 /// Environment variable: run every eval this many trials.
 pub const TRIALS_ENV: &str = "SCAFFOLD_TRIALS";
 /// Environment variable: comma-separated globs on variant names.

@@ -38,11 +38,11 @@ use super::{
 };
 
 /// The default base URL.
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the request sets none.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 const NAME: &str = "anthropic";
 
@@ -105,7 +105,7 @@ impl std::fmt::Debug for Anthropic {
 }
 
 impl Anthropic {
-    /// A provider for `model` at `ANTHROPIC_BASE_URL` if set, else [`DEFAULT_BASE_URL`], with the API key from
+    /// A provider for `model` at `ANTHROPIC_BASE_URL` if set, else `DEFAULT_BASE_URL`, with the API key from
     /// `ANTHROPIC_API_KEY` if set.
     pub fn new(model: impl Into<String>) -> Self {
         Anthropic {
@@ -122,7 +122,7 @@ impl Anthropic {
         header: "Add a header to every request (e.g. `anthropic-beta`).",
     }
 
-    /// `max_tokens` for requests that set none (default [`DEFAULT_MAX_TOKENS`]).
+    /// `max_tokens` for requests that set none (default `DEFAULT_MAX_TOKENS`).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self

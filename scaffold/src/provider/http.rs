@@ -18,7 +18,7 @@
 //! every wait is bounded by the call timeout or the stream idle timeout.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -35,7 +35,7 @@ use super::transport::{
 use super::{CallContext, ProviderError};
 
 /// Default time allowed to establish a TCP (and TLS) connection.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Largest error body read to build an error message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -92,7 +92,7 @@ pub struct ReqwestTransport {
 }
 
 impl ReqwestTransport {
-    /// A transport with the default connect timeout ([`DEFAULT_CONNECT_TIMEOUT`]).
+    /// A transport with the default connect timeout (`DEFAULT_CONNECT_TIMEOUT`).
     pub fn new() -> Result<Self, TransportError> {
         Self::with_connect_timeout(DEFAULT_CONNECT_TIMEOUT)
     }
@@ -130,52 +130,35 @@ impl ReqwestTransport {
 
     /// The default transport of the providers: one process-wide reqwest
     /// client whose connections all live on a small background runtime
-    /// (thread `scaffold-http`), built on first use, or on the runtime
-    /// installed with [`ReqwestTransport::serve_shared_on`] while it is.
+    /// (thread `scaffold-http`), built on first use.
     ///
     /// Callers on any runtime (one per test, one per thread, ...) share its
     /// connection pool safely: requests and streamed bodies are handed over
-    /// through channels, and a call dropped by its caller is cancelled.
+    /// through channels, and a call dropped by its caller is cancelled. The
+    /// eval harness gives its cells a client on its own runtime instead
+    /// (see `ReqwestTransport::served_on`).
     pub fn shared() -> Arc<dyn Transport> {
         // A process-wide static on purpose: set once, never changed, and
         // holding no state of a run (the state of playback lives in a
-        // `Playback`); every caller gets the same stateless router.
+        // `Playback`, the harness's client in its cells' recorders); every
+        // caller gets the same stateless router to the background client.
         static SHARED: OnceLock<Arc<dyn Transport>> = OnceLock::new();
         SHARED
             .get_or_init(|| Arc::new(Background) as Arc<dyn Transport>)
             .clone()
     }
 
-    /// Let [`ReqwestTransport::shared`] send on `runtime` until the guard
-    /// is dropped, with a client of its own whose connections live there.
-    ///
-    /// Calls made from inside `runtime` then run on the caller's task, with
-    /// no hop to the background thread; calls from other runtimes are
-    /// handed to `runtime`, so it should be a multi-thread runtime (a
-    /// current-thread one runs them only inside its `block_on`). For a
-    /// process that runs its calls on one long-lived runtime (the eval
-    /// harness): drop the guard before the runtime. A later installation
-    /// serves instead while it lives.
-    #[doc(hidden)]
-    pub fn serve_shared_on(
-        runtime: tokio::runtime::Handle,
-    ) -> Result<SharedRuntimeGuard, TransportError> {
-        Ok(ReqwestTransport::new()?.serve_as_shared_on(runtime))
-    }
-
-    /// Like [`ReqwestTransport::serve_shared_on`], with this transport (built
-    /// beforehand, e.g. on another thread while the process sets up).
-    #[doc(hidden)]
-    pub fn serve_as_shared_on(self, runtime: tokio::runtime::Handle) -> SharedRuntimeGuard {
-        let served = Arc::new(Served {
+    /// This transport with its connections on `runtime`: calls made from
+    /// inside `runtime` run on the caller's task, with no hop to another
+    /// thread; calls from other runtimes are handed to `runtime` (so it
+    /// should be a multi-thread runtime: a current-thread one runs them
+    /// only inside its `block_on`). The eval harness serves its cells'
+    /// real calls so, on the runtime they run on.
+    pub(crate) fn served_on(self, runtime: tokio::runtime::Handle) -> Arc<dyn Transport> {
+        Arc::new(Served {
             runtime,
-            transport: self,
-        });
-        served_slot()
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(served.clone());
-        SharedRuntimeGuard { served }
+            transport: Arc::new(self),
+        })
     }
 
     fn map_error(&self, e: reqwest::Error) -> TransportError {
@@ -250,15 +233,11 @@ impl Transport for ReqwestTransport {
 /// The transport behind [`ReqwestTransport::shared`].
 struct Background;
 
-struct BackgroundClient {
-    runtime: tokio::runtime::Runtime,
-    transport: ReqwestTransport,
-}
-
-fn background() -> Result<&'static BackgroundClient, TransportError> {
+fn background() -> Result<&'static Served, TransportError> {
     // Immutable once built: one connection pool and its runtime, shared
-    // by every caller that has no runtime installed; a run keeps nothing in it.
-    static CLIENT: OnceLock<Result<BackgroundClient, String>> = OnceLock::new();
+    // by every caller that has no transport of its own; a run keeps
+    // nothing in it.
+    static CLIENT: OnceLock<Result<(tokio::runtime::Runtime, Served), String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -268,10 +247,26 @@ fn background() -> Result<&'static BackgroundClient, TransportError> {
                 .build()
                 .map_err(|e| format!("could not start the HTTP runtime: {e}"))?;
             let transport = ReqwestTransport::new().map_err(|e| e.to_string())?;
-            Ok(BackgroundClient { runtime, transport })
+            let served = Served {
+                runtime: runtime.handle().clone(),
+                transport: Arc::new(transport),
+            };
+            Ok((runtime, served))
         })
         .as_ref()
+        .map(|(_, served)| served)
         .map_err(|e| TransportError::Other(e.clone()))
+}
+
+#[async_trait]
+impl Transport for Background {
+    async fn send(
+        &self,
+        request: HttpRequest,
+        context: &CallContext,
+    ) -> Result<HttpResponse, TransportError> {
+        background()?.send(request, context).await
+    }
 }
 
 /// Aborts the task when the caller stops waiting for it.
@@ -283,69 +278,25 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// A runtime installed by [`ReqwestTransport::serve_shared_on`], with its client.
+/// A transport whose calls run on one runtime, where its connections live
+/// (see [`ReqwestTransport::served_on`]); each value owns its client.
 struct Served {
     runtime: tokio::runtime::Handle,
-    transport: ReqwestTransport,
-}
-
-/// The installed runtimes, the newest (the one serving) last.
-///
-/// Process-wide because [`ReqwestTransport::shared`] is: it is what routes
-/// that one transport to the runtime installed. It does not grow with a
-/// run: each entry lives as long as its [`SharedRuntimeGuard`].
-fn served_slot() -> &'static RwLock<Vec<Arc<Served>>> {
-    static SERVED: RwLock<Vec<Arc<Served>>> = RwLock::new(Vec::new());
-    &SERVED
-}
-
-/// Keeps the runtime given to [`ReqwestTransport::serve_shared_on`]
-/// serving the shared transport; dropping it uninstalls that runtime.
-#[must_use = "the runtime serves the shared transport only while the guard lives"]
-#[doc(hidden)]
-pub struct SharedRuntimeGuard {
-    served: Arc<Served>,
-}
-
-impl std::fmt::Debug for SharedRuntimeGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedRuntimeGuard")
-            .field("runtime", &self.served.runtime.id())
-            .finish()
-    }
-}
-
-impl Drop for SharedRuntimeGuard {
-    fn drop(&mut self) {
-        served_slot()
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|s| !Arc::ptr_eq(s, &self.served));
-    }
+    transport: Arc<dyn Transport>,
 }
 
 #[async_trait]
-impl Transport for Background {
+impl Transport for Served {
     async fn send(
         &self,
         request: HttpRequest,
         context: &CallContext,
     ) -> Result<HttpResponse, TransportError> {
-        let served = served_slot()
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .last()
-            .cloned();
-        if let Some(served) = served {
-            let here =
-                tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == served.runtime.id());
-            if here {
-                return served.transport.send(request, context).await;
-            }
-            return send_on(&served.runtime, &served.transport, request, context).await;
+        let here = tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == self.runtime.id());
+        if here {
+            return self.transport.send(request, context).await;
         }
-        let client = background()?;
-        send_on(client.runtime.handle(), &client.transport, request, context).await
+        send_on(&self.runtime, &self.transport, request, context).await
     }
 }
 
@@ -353,7 +304,7 @@ impl Transport for Background {
 /// the caller is on; streamed bodies are read there and handed over.
 async fn send_on(
     runtime: &tokio::runtime::Handle,
-    transport: &ReqwestTransport,
+    transport: &Arc<dyn Transport>,
     request: HttpRequest,
     context: &CallContext,
 ) -> Result<HttpResponse, TransportError> {
@@ -1949,5 +1900,152 @@ mod tests {
         assert_eq!(api_name("my schema.v1"), "my_schema_v1");
         assert_eq!(api_name(""), "output");
         assert_eq!(api_name(&"x".repeat(100)).len(), 64);
+    }
+
+    /// Answers with the name of the runtime it ran on, and counts calls.
+    struct Probe(std::sync::Mutex<Vec<tokio::runtime::Id>>);
+
+    #[async_trait]
+    impl Transport for Probe {
+        async fn send(
+            &self,
+            _request: HttpRequest,
+            _context: &CallContext,
+        ) -> Result<HttpResponse, TransportError> {
+            let id = tokio::runtime::Handle::current().id();
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+            Ok(HttpResponse {
+                status: 200,
+                headers: Vec::new(),
+                body: HttpBody::Full(Bytes::new()),
+            })
+        }
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    fn get() -> HttpRequest {
+        HttpRequest {
+            method: "GET".into(),
+            url: "http://127.0.0.1:9/".into(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    #[test]
+    fn two_served_transports_share_nothing() {
+        let (a, b) = (runtime(), runtime());
+        let (probe_a, probe_b) = (
+            Arc::new(Probe(Default::default())),
+            Arc::new(Probe(Default::default())),
+        );
+        let served = |rt: &tokio::runtime::Runtime, probe: &Arc<Probe>| Served {
+            runtime: rt.handle().clone(),
+            transport: probe.clone(),
+        };
+        let (served_a, served_b) = (served(&a, &probe_a), served(&b, &probe_b));
+        let caller = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let context = CallContext::default();
+        // From another runtime, each call runs on its own value's runtime,
+        // whichever was made last.
+        caller.block_on(async {
+            assert!(served_b.send(get(), &context).await.is_ok());
+            assert!(served_a.send(get(), &context).await.is_ok());
+        });
+        // From inside its runtime, on the caller's task.
+        a.block_on(async { assert!(served_a.send(get(), &context).await.is_ok()) });
+        let ran_on = |probe: &Probe| probe.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert_eq!(ran_on(&probe_a), vec![a.handle().id(); 2]);
+        assert_eq!(ran_on(&probe_b), vec![b.handle().id()]);
+        // Dropping one leaves the other serving.
+        drop((served_a, a));
+        caller.block_on(async { assert!(served_b.send(get(), &context).await.is_ok()) });
+        assert_eq!(ran_on(&probe_a).len(), 2);
+        assert_eq!(ran_on(&probe_b), vec![b.handle().id(); 2]);
+    }
+
+    /// A real client served on a runtime, called from it, from other
+    /// runtimes and from threads blocking on it, whole and streamed.
+    #[test]
+    fn a_served_client_answers_from_any_runtime() {
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+
+        let server_runtime = runtime();
+        let server = server_runtime.block_on(async {
+            let server = MockServer::start().await;
+            let whole = ResponseTemplate::new(200).set_body_raw("whole", "application/json");
+            let sse = "data: one\n\ndata: two\n\n";
+            let stream = ResponseTemplate::new(200).set_body_raw(sse, "text/event-stream");
+            Mock::given(path("/whole"))
+                .respond_with(whole)
+                .mount(&server)
+                .await;
+            Mock::given(path("/stream"))
+                .respond_with(stream)
+                .mount(&server)
+                .await;
+            server
+        });
+        let served = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let transport = ReqwestTransport::new()
+            .expect("client")
+            .served_on(served.handle().clone());
+        let ask = |stream: bool| {
+            let (transport, uri) = (transport.clone(), server.uri());
+            async move {
+                let route = if stream { "stream" } else { "whole" };
+                let request = HttpRequest {
+                    url: format!("{uri}/{route}"),
+                    ..get()
+                };
+                let response = transport.send(request, &CallContext::default()).await;
+                let mut body = Vec::new();
+                match response.expect("an answer").body {
+                    HttpBody::Full(bytes) => body.extend_from_slice(&bytes),
+                    HttpBody::Stream(mut chunks) => {
+                        assert!(stream, "only the event stream is streamed");
+                        while let Some(chunk) = chunks.next().await {
+                            body.extend_from_slice(&chunk.expect("a chunk"));
+                        }
+                    }
+                }
+                let expected = if stream {
+                    "data: one\n\ndata: two\n\n"
+                } else {
+                    "whole"
+                };
+                assert_eq!(String::from_utf8_lossy(&body), expected);
+            }
+        };
+        served.block_on(ask(false));
+        served.block_on(ask(true));
+        for i in 0..2 {
+            let other = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            other.block_on(ask(i == 1));
+        }
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let (served, ask) = (&served, &ask);
+                scope.spawn(move || served.block_on(ask(i % 2 == 0)));
+            }
+        });
     }
 }

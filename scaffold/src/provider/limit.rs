@@ -46,18 +46,6 @@ use super::CallContext;
 use super::transport::HttpRequest;
 
 /// How much one provider may be asked, per window of time.
-///
-/// ```
-/// use std::time::Duration;
-/// use scaffold::provider::limit::RateLimit;
-///
-/// let limit = RateLimit::per_minute(500).tokens_per_minute(30_000).concurrent(8);
-/// assert_eq!(limit.requests(), Some(500));
-/// assert_eq!(limit.to_string(), "500 requests, 30000 tokens per 60 s, 8 at once");
-/// // A short window, for tests: 5 requests per half second.
-/// let fast = RateLimit::per(Duration::from_millis(500), 5);
-/// assert_eq!(fast.window(), Duration::from_millis(500));
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimit {
     window: Duration,
@@ -895,5 +883,28 @@ mod tests {
             summary_line("k", &RateLimit::none(), &LimiterStats::default()),
             None
         );
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn limit_ratelimit_example_50() {
+        use crate::provider::limit::RateLimit;
+        use std::time::Duration;
+
+        let limit = RateLimit::per_minute(500)
+            .tokens_per_minute(30_000)
+            .concurrent(8);
+        assert_eq!(limit.requests(), Some(500));
+        assert_eq!(
+            limit.to_string(),
+            "500 requests, 30000 tokens per 60 s, 8 at once"
+        );
+        // A short window, for tests: 5 requests per half second.
+        let fast = RateLimit::per(Duration::from_millis(500), 5);
+        assert_eq!(fast.window(), Duration::from_millis(500));
     }
 }

@@ -9,19 +9,21 @@
 pub mod anthropic;
 mod error;
 pub mod http;
-pub mod limit;
+pub(crate) mod limit;
 pub mod openai;
-pub mod pricing;
+pub(crate) mod pricing;
 pub mod recorder;
-pub mod recording_id;
-pub mod schema;
+pub(crate) mod recording_id;
+pub(crate) mod schema;
 mod scripted;
 pub mod transport;
 
 pub use error::ProviderError;
-pub use limit::{RateLimit, RateLimits};
-pub use pricing::{ModelPrice, Pricing};
-pub use recording_id::{RecordingId, RecordingIdError};
+pub use limit::RateLimit;
+pub use pricing::ModelPrice;
+pub use pricing::Pricing;
+pub use recording_id::RecordingId;
+pub use recording_id::RecordingIdError;
 pub use scripted::{ScriptedProvider, ScriptedReply};
 
 use crate::clock::Clock;

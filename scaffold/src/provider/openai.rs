@@ -39,7 +39,7 @@ use super::{
 };
 
 /// The default base URL.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 const NAME: &str = "openai";
 
@@ -105,7 +105,7 @@ impl std::fmt::Debug for OpenAi {
 }
 
 impl OpenAi {
-    /// A provider for `model` at `OPENAI_BASE_URL` if set, else [`DEFAULT_BASE_URL`], with the API key from
+    /// A provider for `model` at `OPENAI_BASE_URL` if set, else `DEFAULT_BASE_URL`, with the API key from
     /// `OPENAI_API_KEY` if set (no key is fine for local servers).
     pub fn new(model: impl Into<String>) -> Self {
         OpenAi {

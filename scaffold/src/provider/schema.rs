@@ -97,20 +97,7 @@ pub enum SchemaError {
 
 /// The form of `schema` OpenAI's strict structured outputs accept, or
 /// `None` when strict mode cannot express it (then send the schema as it is
-/// with `strict: false`); see the [module docs](self).
-///
-/// ```
-/// use scaffold::provider::schema::openai_strict;
-/// use serde_json::json;
-/// let derived = json!({"type": "object", "properties": {
-///     "title": {"type": "string"}, "note": {"type": ["string", "null"]}},
-///     "required": ["title"]});
-/// let strict = openai_strict(&derived).unwrap();
-/// assert_eq!(strict["additionalProperties"], json!(false));
-/// assert_eq!(strict["required"], json!(["title", "note"]));
-/// let map = json!({"type": "object", "additionalProperties": {"type": "integer"}});
-/// assert_eq!(openai_strict(&map), None);
-/// ```
+/// with `strict: false`); see the module docs.
 pub fn openai_strict(schema: &Value) -> Option<Value> {
     if !is_object_schema(schema.as_object()?) {
         return None;
@@ -119,19 +106,7 @@ pub fn openai_strict(schema: &Value) -> Option<Value> {
 }
 
 /// The form of `schema` Anthropic's structured outputs accept; see the
-/// [module docs](self).
-///
-/// ```
-/// use scaffold::provider::schema::anthropic_subset;
-/// use serde_json::json;
-/// let derived = json!({"type": "object", "properties": {
-///     "stars": {"type": "integer", "format": "uint8", "minimum": 1, "maximum": 5}},
-///     "required": ["stars"]});
-/// let subset = anthropic_subset(&derived);
-/// assert_eq!(subset["additionalProperties"], json!(false));
-/// assert_eq!(subset["properties"]["stars"], json!({"type": "integer",
-///     "description": "{format: \"uint8\", maximum: 5, minimum: 1}"}));
-/// ```
+/// module docs.
 pub fn anthropic_subset(schema: &Value) -> Value {
     subset(schema.clone(), 0)
 }
@@ -143,16 +118,6 @@ pub fn anthropic_subset(schema: &Value) -> Value {
 /// SDKs' parsers read such a `null` as absent; then the answer must follow
 /// the schema, constraints the provider form left to the description
 /// included.
-///
-/// ```
-/// use scaffold::provider::schema::AnswerCheck;
-/// use serde_json::json;
-/// let check = AnswerCheck::new(&json!({"type": "object", "properties": {
-///     "count": {"type": "integer", "minimum": 0}}})).unwrap();
-/// assert_eq!(check.check(json!({"count": null})), Ok(json!({})));
-/// let err = check.check(json!({"count": -1})).unwrap_err();
-/// assert_eq!(err.to_string(), "/count (minimum): -1 is less than the minimum of 0");
-/// ```
 pub struct AnswerCheck {
     schema: Value,
     validator: jsonschema::Validator,
@@ -1193,5 +1158,55 @@ mod tests {
     fn an_invalid_schema_is_an_error() {
         let err = AnswerCheck::new(&json!({"type": 12})).unwrap_err();
         assert!(matches!(err, SchemaError::Invalid(_)), "{err:?}");
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn schema_openai_strict_example_102() {
+        use crate::provider::schema::openai_strict;
+        use serde_json::json;
+        let derived = json!({"type": "object", "properties": {
+    "title": {"type": "string"}, "note": {"type": ["string", "null"]}},
+    "required": ["title"]});
+        let strict = openai_strict(&derived).unwrap();
+        assert_eq!(strict["additionalProperties"], json!(false));
+        assert_eq!(strict["required"], json!(["title", "note"]));
+        let map = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+        assert_eq!(openai_strict(&map), None);
+    }
+
+    #[test]
+    fn schema_anthropic_subset_example_124() {
+        use crate::provider::schema::anthropic_subset;
+        use serde_json::json;
+        let derived = json!({"type": "object", "properties": {
+    "stars": {"type": "integer", "format": "uint8", "minimum": 1, "maximum": 5}},
+    "required": ["stars"]});
+        let subset = anthropic_subset(&derived);
+        assert_eq!(subset["additionalProperties"], json!(false));
+        assert_eq!(
+            subset["properties"]["stars"],
+            json!({"type": "integer",
+    "description": "{format: \"uint8\", maximum: 5, minimum: 1}"})
+        );
+    }
+
+    #[test]
+    fn schema_answercheck_example_147() {
+        use crate::provider::schema::AnswerCheck;
+        use serde_json::json;
+        let check = AnswerCheck::new(&json!({"type": "object", "properties": {
+    "count": {"type": "integer", "minimum": 0}}}))
+        .unwrap();
+        assert_eq!(check.check(json!({"count": null})), Ok(json!({})));
+        let err = check.check(json!({"count": -1})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "/count (minimum): -1 is less than the minimum of 0"
+        );
     }
 }

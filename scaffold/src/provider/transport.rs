@@ -126,6 +126,6 @@ pub async fn with_transport<F: std::future::Future>(
 }
 
 /// The ambient transport of the current task, if [`with_transport`] set one.
-pub fn ambient_transport() -> Option<std::sync::Arc<dyn Transport>> {
+pub(crate) fn ambient_transport() -> Option<std::sync::Arc<dyn Transport>> {
     AMBIENT.try_with(|t| t.clone()).ok()
 }

@@ -69,17 +69,6 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 "#;
 
 /// Render `results` (and the comparison with a baseline) as an HTML page.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// let mut c = CellRecord::new("gpt-4o", "case-1");
-/// c.passed = true;
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let html = scaffold::report::html::render(&EvalResults::new("qa <1>", "2026-01-28T12:00:00Z", config, vec![c]), None);
-/// assert!(html.starts_with("<!DOCTYPE html>"));
-/// assert!(html.contains("<title>Eval qa &lt;1&gt; · scaffold</title>"));
-/// assert!(html.contains(r#"<svg id="plot-cost-quality""#));
-/// ```
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     let mut out = Vec::new();
     // Writing into memory with the cells as they are cannot fail.
@@ -772,4 +761,30 @@ fn row(
         out.push_str("</ul></td>");
     }
     out.push_str("</tr>\n");
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn html_render_example_64() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let mut c = CellRecord::new("gpt-4o", "case-1");
+        c.passed = true;
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["gpt-4o".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let html = crate::report::html::render(
+            &EvalResults::new("qa <1>", "2026-01-28T12:00:00Z", config, vec![c]),
+            None,
+        );
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(html.contains("<title>Eval qa &lt;1&gt; · scaffold</title>"));
+        assert!(html.contains(r#"<svg id="plot-cost-quality""#));
+    }
 }

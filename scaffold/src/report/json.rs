@@ -25,21 +25,7 @@ pub fn render(results: &EvalResults) -> String {
 /// ([`CellRecord::into_summary`](crate::eval::CellRecord::into_summary)) whose
 /// whole records are elsewhere (the store): `details` gets up to
 /// [`STREAM_CHUNK`] cells at a time and returns their whole records (see
-/// [`Details`]), so memory holds one chunk of whole records, not the run's.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// use scaffold::report::json;
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let mut cell = CellRecord::new("a", "c1");
-/// cell.input = serde_json::json!("the question");
-/// let full = EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell.clone()]);
-/// let mut summaries = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell.clone().into_summary()]);
-/// let mut out = Vec::new();
-/// json::write_streamed(&mut summaries, &mut out, |chunk| Ok(chunk.iter().map(|_| Some(cell.clone())).collect()))?;
-/// assert_eq!(String::from_utf8(out).unwrap(), json::render(&full));
-/// # Ok::<(), std::io::Error>(())
-/// ```
+/// `Details`), so memory holds one chunk of whole records, not the run's.
 pub fn write_streamed<W: Write>(
     results: &mut EvalResults,
     out: W,
@@ -90,15 +76,6 @@ pub fn render_comparison(comparison: &Comparison) -> String {
 
 /// Check `document` against the results schema: `Err` lists the first
 /// violations as `/path: what is wrong`.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// use scaffold::report::json::validate;
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![CellRecord::new("a", "c1")]);
-/// validate(&serde_json::to_value(&results).unwrap()).unwrap();
-/// assert!(validate(&serde_json::json!({"eval": "qa"})).is_err());
-/// ```
 pub fn validate(document: &Value) -> Result<(), Vec<String>> {
     let schema: Value = serde_json::from_str(RESULTS_SCHEMA)
         .map_err(|e| vec![format!("the bundled results schema is not JSON: {e}")])?;
@@ -113,5 +90,67 @@ pub fn validate(document: &Value) -> Result<(), Vec<String>> {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn json_write_streamed_example_30() {
+        (|| {
+            use crate::eval::{CellRecord, EvalResults, RunConfig};
+            use crate::report::json;
+            let config = RunConfig {
+                trials: 1,
+                inputs: 1,
+                variants: vec!["a".into()],
+                scorers: vec![],
+                min_pass_rate: 1.0,
+            };
+            let mut cell = CellRecord::new("a", "c1");
+            cell.input = serde_json::json!("the question");
+            let full = EvalResults::new(
+                "qa",
+                "2026-01-28T12:00:00Z",
+                config.clone(),
+                vec![cell.clone()],
+            );
+            let mut summaries = EvalResults::new(
+                "qa",
+                "2026-01-28T12:00:00Z",
+                config,
+                vec![cell.clone().into_summary()],
+            );
+            let mut out = Vec::new();
+            json::write_streamed(&mut summaries, &mut out, |chunk| {
+                Ok(chunk.iter().map(|_| Some(cell.clone())).collect())
+            })?;
+            assert_eq!(String::from_utf8(out).unwrap(), json::render(&full));
+            Ok::<(), std::io::Error>(())
+        })()
+        .unwrap();
+    }
+
+    #[test]
+    fn json_validate_example_94() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        use crate::report::json::validate;
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["a".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new(
+            "qa",
+            "2026-01-28T12:00:00Z",
+            config,
+            vec![CellRecord::new("a", "c1")],
+        );
+        validate(&serde_json::to_value(&results).unwrap()).unwrap();
+        assert!(validate(&serde_json::json!({"eval": "qa"})).is_err());
     }
 }

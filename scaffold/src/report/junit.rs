@@ -30,19 +30,6 @@ fn seconds(ms: u64) -> String {
 }
 
 /// Render `results` as a JUnit XML document.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// let mut ok = CellRecord::new("gpt-4o", "clean");
-/// ok.passed = true;
-/// let mut bad = CellRecord::new("gpt-4o", "xss");
-/// bad.error = Some("provider <timeout>".into());
-/// let config = RunConfig { trials: 1, inputs: 2, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let xml = scaffold::report::junit::render(&EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, bad]), None);
-/// assert!(xml.contains(r#"<testsuite name="qa" tests="3" failures="1" errors="1" skipped="0""#));
-/// assert!(xml.contains(r#"<failure message="FAILED: pass rate 50.0%"#));
-/// assert!(xml.contains(r#"<error message="run failed: provider &lt;timeout&gt;" type="run">"#));
-/// ```
 pub fn render(results: &EvalResults, comparison: Option<&Comparison>) -> String {
     let mut out = Vec::new();
     // Writing into memory with the cells as they are cannot fail.
@@ -53,21 +40,6 @@ pub fn render(results: &EvalResults, comparison: Option<&Comparison>) -> String 
 /// Write the document [`render`] gives, one `<testcase>` at a time, when the
 /// cells of `results` are summaries whose whole records (the output) come
 /// from `details` (see [`json::write_streamed`](super::json::write_streamed)).
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// use scaffold::report::junit;
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let mut cell = CellRecord::new("a", "c1");
-/// cell.output = Some(serde_json::json!("the answer"));
-/// let whole = EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell.clone()]);
-/// let summaries = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell.clone().into_summary()]);
-/// let mut out = Vec::new();
-/// junit::write_streamed(&summaries, None, &mut out, |chunk| Ok(chunk.iter().map(|_| Some(cell.clone())).collect()))?;
-/// assert_eq!(String::from_utf8(out).unwrap(), junit::render(&whole, None));
-/// assert!(!junit::render(&summaries, None).contains("the answer"));
-/// # Ok::<(), std::io::Error>(())
-/// ```
 pub fn write_streamed<W: Write>(
     results: &EvalResults,
     comparison: Option<&Comparison>,
@@ -291,4 +263,73 @@ fn testcase(
     }
     let _ = writeln!(out, "      <system-out>{}</system-out>", xml(&system_out));
     out.push_str("    </testcase>\n");
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn junit_render_example_34() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let mut ok = CellRecord::new("gpt-4o", "clean");
+        ok.passed = true;
+        let mut bad = CellRecord::new("gpt-4o", "xss");
+        bad.error = Some("provider <timeout>".into());
+        let config = RunConfig {
+            trials: 1,
+            inputs: 2,
+            variants: vec!["gpt-4o".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let xml = crate::report::junit::render(
+            &EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, bad]),
+            None,
+        );
+        assert!(
+            xml.contains(r#"<testsuite name="qa" tests="3" failures="1" errors="1" skipped="0""#)
+        );
+        assert!(xml.contains(r#"<failure message="FAILED: pass rate 50.0%"#));
+        assert!(
+            xml.contains(r#"<error message="run failed: provider &lt;timeout&gt;" type="run">"#)
+        );
+    }
+
+    #[test]
+    fn junit_write_streamed_example_57() {
+        (|| {
+            use crate::eval::{CellRecord, EvalResults, RunConfig};
+            use crate::report::junit;
+            let config = RunConfig {
+                trials: 1,
+                inputs: 1,
+                variants: vec!["a".into()],
+                scorers: vec![],
+                min_pass_rate: 1.0,
+            };
+            let mut cell = CellRecord::new("a", "c1");
+            cell.output = Some(serde_json::json!("the answer"));
+            let whole = EvalResults::new(
+                "qa",
+                "2026-01-28T12:00:00Z",
+                config.clone(),
+                vec![cell.clone()],
+            );
+            let summaries = EvalResults::new(
+                "qa",
+                "2026-01-28T12:00:00Z",
+                config,
+                vec![cell.clone().into_summary()],
+            );
+            let mut out = Vec::new();
+            junit::write_streamed(&summaries, None, &mut out, |chunk| {
+                Ok(chunk.iter().map(|_| Some(cell.clone())).collect())
+            })?;
+            assert_eq!(String::from_utf8(out).unwrap(), junit::render(&whole, None));
+            assert!(!junit::render(&summaries, None).contains("the answer"));
+            Ok::<(), std::io::Error>(())
+        })()
+        .unwrap();
+    }
 }

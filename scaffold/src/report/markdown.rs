@@ -21,16 +21,6 @@ const MAX_FAILURES: usize = 20;
 const MAX_CHANGES: usize = 20;
 
 /// Render `results` (and the comparison with a baseline, if any).
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// let mut c = CellRecord::new("gpt-4o", "sql-injection");
-/// c.error = Some("timeout | retry".into());
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let md = scaffold::report::markdown::render(&EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]), None);
-/// assert!(md.starts_with("## ❌ Eval `qa`: 0/1 cells passed (0%)"));
-/// assert!(md.contains("| `gpt-4o::sql-injection` | run failed: timeout \\| retry |"));
-/// ```
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
     render_page(results, baseline, None)
 }
@@ -338,18 +328,6 @@ fn failures(out: &mut String, results: &EvalResults, html: Option<&str>) {
 }
 
 /// The comparison with a baseline, as a section of its own.
-///
-/// ```
-/// use scaffold::eval::{compare, CellRecord, CompareOptions, EvalResults, RunConfig};
-/// let run = |pass: bool| {
-///     let mut c = CellRecord::new("v", "case");
-///     c.passed = pass;
-///     let config = RunConfig { trials: 1, inputs: 1, variants: vec!["v".into()], scorers: vec![], min_pass_rate: 1.0 };
-///     EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c])
-/// };
-/// let md = scaffold::report::markdown::render_comparison(&compare(&run(true), &run(false), &CompareOptions::default()));
-/// assert!(md.contains("**Verdict: worse** · ⛔ blocks"));
-/// ```
 pub fn render_comparison(cmp: &Comparison) -> String {
     let mut out = String::new();
     comparison(&mut out, cmp);
@@ -461,4 +439,52 @@ fn regression_row(out: &mut String, r: &Regression) {
         md_cell(&kind),
         md_cell(&r.description)
     );
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn markdown_render_example_25() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let mut c = CellRecord::new("gpt-4o", "sql-injection");
+        c.error = Some("timeout | retry".into());
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["gpt-4o".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let md = crate::report::markdown::render(
+            &EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]),
+            None,
+        );
+        assert!(md.starts_with("## ❌ Eval `qa`: 0/1 cells passed (0%)"));
+        assert!(md.contains("| `gpt-4o::sql-injection` | run failed: timeout \\| retry |"));
+    }
+
+    #[test]
+    fn markdown_render_comparison_example_304() {
+        use crate::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+        let run = |pass: bool| {
+            let mut c = CellRecord::new("v", "case");
+            c.passed = pass;
+            let config = RunConfig {
+                trials: 1,
+                inputs: 1,
+                variants: vec!["v".into()],
+                scorers: vec![],
+                min_pass_rate: 1.0,
+            };
+            EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c])
+        };
+        let md = crate::report::markdown::render_comparison(&compare(
+            &run(true),
+            &run(false),
+            &CompareOptions::default(),
+        ));
+        assert!(md.contains("**Verdict: worse** · ⛔ blocks"));
+    }
 }

@@ -85,12 +85,6 @@ impl Format {
 
     /// A comma-separated list (`table,json,markdown`), without duplicates,
     /// in the order given; empty entries are ignored.
-    ///
-    /// ```
-    /// use scaffold::report::Format;
-    /// assert_eq!(Format::parse_list("json, md,json").unwrap(), [Format::Json, Format::Markdown]);
-    /// assert!(Format::parse_list("pdf").is_err());
-    /// ```
     pub fn parse_list(list: &str) -> Result<Vec<Format>, UnknownFormat> {
         let mut out = Vec::new();
         for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -129,15 +123,6 @@ impl std::fmt::Display for Format {
 /// Render `results` in `format`, with the comparison against a baseline
 /// when there is one (the JSON document does not include it; see
 /// [`json::render_comparison`]).
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// use scaffold::report::{render, Format};
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["a".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![CellRecord::new("a", "c1")]);
-/// assert!(render(Format::Junit, &results, None).starts_with("<?xml"));
-/// assert!(render(Format::Markdown, &results, None).starts_with("## "));
-/// ```
 pub fn render(format: Format, results: &EvalResults, baseline: Option<&Comparison>) -> String {
     match format {
         Format::Table => table::render_results(results),
@@ -145,5 +130,41 @@ pub fn render(format: Format, results: &EvalResults, baseline: Option<&Compariso
         Format::Markdown => markdown::render(results, baseline),
         Format::Junit => junit::render(results, baseline),
         Format::Html => html::render(results, baseline),
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn format_parse_list_example_87() {
+        use crate::report::Format;
+        assert_eq!(
+            Format::parse_list("json, md,json").unwrap(),
+            [Format::Json, Format::Markdown]
+        );
+        assert!(Format::parse_list("pdf").is_err());
+    }
+
+    #[test]
+    fn render_example_131() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        use crate::report::{Format, render};
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["a".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new(
+            "qa",
+            "2026-01-28T12:00:00Z",
+            config,
+            vec![CellRecord::new("a", "c1")],
+        );
+        assert!(render(Format::Junit, &results, None).starts_with("<?xml"));
+        assert!(render(Format::Markdown, &results, None).starts_with("## "));
     }
 }

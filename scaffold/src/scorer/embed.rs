@@ -45,14 +45,6 @@ impl Embedder for OpenAi {
 
 /// Cosine similarity of two vectors, in -1..=1; 0 when either is all zeros
 /// or their lengths differ.
-///
-/// ```
-/// use scaffold::scorer::cosine_similarity;
-/// assert_eq!(cosine_similarity(&[1.0, 0.0], &[2.0, 0.0]), 1.0);
-/// assert_eq!(cosine_similarity(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
-/// assert_eq!(cosine_similarity(&[1.0, 0.0], &[-2.0, 0.0]), -1.0);
-/// assert_eq!(cosine_similarity(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-/// ```
 pub fn cosine_similarity(a: &[f32], b: &[f32]) -> f64 {
     if a.len() != b.len() || a.is_empty() {
         return 0.0;
@@ -84,16 +76,6 @@ pub struct ScriptedEmbedCall {
 /// hashed bag of words (lowercased alphanumeric words into
 /// [`dimensions`](Self::dimensions) buckets), so texts sharing words are
 /// similar and texts sharing none are orthogonal (up to hash collisions).
-///
-/// ```
-/// use scaffold::provider::CallContext;
-/// use scaffold::scorer::{cosine_similarity, Embedder, ScriptedEmbedder};
-/// let e = ScriptedEmbedder::new("test-embed").vector("cat", vec![1.0, 0.0]).vector("kitten", vec![0.9, 0.1]);
-/// let rt = tokio::runtime::Runtime::new().unwrap();
-/// let v = rt.block_on(e.embed(&["cat".into(), "kitten".into()], &CallContext::default())).unwrap();
-/// assert!(cosine_similarity(&v[0], &v[1]) > 0.9);
-/// assert_eq!(e.calls().len(), 1);
-/// ```
 #[derive(Debug)]
 pub struct ScriptedEmbedder {
     model: String,
@@ -189,5 +171,34 @@ impl Embedder for ScriptedEmbedder {
                     .unwrap_or_else(|| self.hashed(t))
             })
             .collect())
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn embed_cosine_similarity_example_49() {
+        use crate::scorer::embed::cosine_similarity;
+        assert_eq!(cosine_similarity(&[1.0, 0.0], &[2.0, 0.0]), 1.0);
+        assert_eq!(cosine_similarity(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
+        assert_eq!(cosine_similarity(&[1.0, 0.0], &[-2.0, 0.0]), -1.0);
+        assert_eq!(cosine_similarity(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
+    }
+
+    #[test]
+    fn embed_scriptedembedder_example_88() {
+        use crate::provider::CallContext;
+        use crate::scorer::{Embedder, ScriptedEmbedder, embed::cosine_similarity};
+        let e = ScriptedEmbedder::new("test-embed")
+            .vector("cat", vec![1.0, 0.0])
+            .vector("kitten", vec![0.9, 0.1]);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let v = rt
+            .block_on(e.embed(&["cat".into(), "kitten".into()], &CallContext::default()))
+            .unwrap();
+        assert!(cosine_similarity(&v[0], &v[1]) > 0.9);
+        assert_eq!(e.calls().len(), 1);
     }
 }

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::judge_cache::{LayeredJudgeCache, SqliteJudgeCache};
 use super::{Score, Scorer, ScorerContext};
+use crate::assert::Kind;
 use crate::assert::{
     Assertion, EvalContext, InMemoryJudgeCache, Judge, JudgeCache, LlmJudge, evaluate_async,
 };
@@ -227,7 +228,7 @@ impl<S: Sync> Scorer<S> for LlmJudgeScorer {
         let ectx = EvalContext::new(ctx.signals)
             .output_ref(output)
             .judge(&judge);
-        let result = evaluate_async(&Assertion::LlmJudge(self.spec.clone()), &ectx).await;
+        let result = evaluate_async(&Assertion(Kind::LlmJudge(self.spec.clone())), &ectx).await;
         let value = result
             .actual
             .as_ref()

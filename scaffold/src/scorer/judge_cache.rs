@@ -168,20 +168,6 @@ impl JudgeCache for SqliteJudgeCache {
 /// scorer does that when recording (`SCAFFOLD_MODE=record`), so every judge
 /// call is made and recorded, and playback finds a recording for every cell
 /// whatever order (or process) the cells run in.
-///
-/// ```
-/// use std::sync::Arc;
-/// use scaffold::assert::{InMemoryJudgeCache, JudgeCache, JudgeCacheKey, JudgeVerdict};
-/// use scaffold::scorer::LayeredJudgeCache;
-/// let persistent = Arc::new(InMemoryJudgeCache::new());
-/// let key = JudgeCacheKey::new("m", None, &[], "out");
-/// let v = JudgeVerdict { score: 1.0, reasoning: "ok".into(), model: "m".into() };
-/// persistent.set(&key, &v);
-/// let layered = LayeredJudgeCache::new(Arc::new(InMemoryJudgeCache::new()), Some(persistent.clone()), true);
-/// assert_eq!(layered.get(&key), Some(v.clone()));
-/// let recording = LayeredJudgeCache::new(Arc::new(InMemoryJudgeCache::new()), Some(persistent), false);
-/// assert_eq!(recording.get(&key), None);
-/// ```
 #[derive(Clone)]
 pub struct LayeredJudgeCache {
     memory: Arc<InMemoryJudgeCache>,
@@ -232,5 +218,34 @@ impl JudgeCache for LayeredJudgeCache {
         if let Some(p) = &self.persistent {
             p.set(key, verdict);
         }
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn judge_cache_layeredjudgecache_example_172() {
+        use crate::assert::{InMemoryJudgeCache, JudgeCache, JudgeCacheKey, JudgeVerdict};
+        use crate::scorer::judge_cache::LayeredJudgeCache;
+        use std::sync::Arc;
+        let persistent = Arc::new(InMemoryJudgeCache::new());
+        let key = JudgeCacheKey::new("m", None, &[], "out");
+        let v = JudgeVerdict {
+            score: 1.0,
+            reasoning: "ok".into(),
+            model: "m".into(),
+        };
+        persistent.set(&key, &v);
+        let layered = LayeredJudgeCache::new(
+            Arc::new(InMemoryJudgeCache::new()),
+            Some(persistent.clone()),
+            true,
+        );
+        assert_eq!(layered.get(&key), Some(v.clone()));
+        let recording =
+            LayeredJudgeCache::new(Arc::new(InMemoryJudgeCache::new()), Some(persistent), false);
+        assert_eq!(recording.get(&key), None);
     }
 }

@@ -24,15 +24,13 @@ mod similarity;
 mod valid;
 
 pub use custom::{Custom, CustomScore, custom};
-pub use embed::{Embedder, ScriptedEmbedCall, ScriptedEmbedder, cosine_similarity};
+pub use embed::Embedder;
+pub use embed::{ScriptedEmbedCall, ScriptedEmbedder};
 pub use error::ScorerError;
 pub use judge::{LlmJudgeScorer, llm_judge};
-pub use judge_cache::{LayeredJudgeCache, SqliteJudgeCache};
+pub use judge_cache::SqliteJudgeCache;
 pub use metric::{MetricScorer, TokensScorer, cost, latency, tokens};
-pub use similarity::{
-    Algorithm, Expected, Similarity, levenshtein_distance, normalized_levenshtein, similarity,
-    token_cosine,
-};
+pub use similarity::{Algorithm, Expected, Similarity, similarity};
 pub use valid::{OutputValid, output_valid};
 
 use async_trait::async_trait;

@@ -194,11 +194,6 @@ fn resolve<'v>(value: &'v Value, path: &str) -> Result<Option<&'v Value>, String
 }
 
 /// The Levenshtein distance between `a` and `b`, over characters.
-///
-/// ```
-/// assert_eq!(scaffold::scorer::levenshtein_distance("kitten", "sitting"), 3);
-/// assert_eq!(scaffold::scorer::levenshtein_distance("", "abc"), 3);
-/// ```
 pub fn levenshtein_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
@@ -219,13 +214,6 @@ pub fn levenshtein_distance(a: &str, b: &str) -> usize {
 }
 
 /// `1 - distance / max(len)` in characters; 1 for two empty texts.
-///
-/// ```
-/// use scaffold::scorer::normalized_levenshtein;
-/// assert_eq!(normalized_levenshtein("", ""), 1.0);
-/// assert_eq!(normalized_levenshtein("abc", ""), 0.0);
-/// assert!((normalized_levenshtein("kitten", "sitting") - (1.0 - 3.0 / 7.0)).abs() < 1e-12);
-/// ```
 pub fn normalized_levenshtein(a: &str, b: &str) -> f64 {
     let longest = a.chars().count().max(b.chars().count());
     if longest == 0 {
@@ -236,13 +224,6 @@ pub fn normalized_levenshtein(a: &str, b: &str) -> f64 {
 
 /// Cosine of the word-count vectors of `a` and `b` (lowercased alphanumeric
 /// words); 1 for two texts without words, 0 when only one has words.
-///
-/// ```
-/// use scaffold::scorer::token_cosine;
-/// assert!((token_cosine("the cat sat", "The cat sat.") - 1.0).abs() < 1e-12);
-/// assert_eq!(token_cosine("red apple", "blue sky"), 0.0);
-/// assert!((token_cosine("a b", "a c") - 0.5).abs() < 1e-12);
-/// ```
 pub fn token_cosine(a: &str, b: &str) -> f64 {
     let count = |t: &str| {
         let mut m: HashMap<String, f64> = HashMap::new();
@@ -344,5 +325,38 @@ fn cut(s: &str, n: usize) -> String {
         let mut out: String = s.chars().take(n).collect();
         out.push('…');
         out
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn similarity_levenshtein_distance_example_198() {
+        assert_eq!(
+            crate::scorer::similarity::levenshtein_distance("kitten", "sitting"),
+            3
+        );
+        assert_eq!(
+            crate::scorer::similarity::levenshtein_distance("", "abc"),
+            3
+        );
+    }
+
+    #[test]
+    fn similarity_normalized_levenshtein_example_223() {
+        use crate::scorer::similarity::normalized_levenshtein;
+        assert_eq!(normalized_levenshtein("", ""), 1.0);
+        assert_eq!(normalized_levenshtein("abc", ""), 0.0);
+        assert!((normalized_levenshtein("kitten", "sitting") - (1.0 - 3.0 / 7.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn similarity_token_cosine_example_240() {
+        use crate::scorer::similarity::token_cosine;
+        assert!((token_cosine("the cat sat", "The cat sat.") - 1.0).abs() < 1e-12);
+        assert_eq!(token_cosine("red apple", "blue sky"), 0.0);
+        assert!((token_cosine("a b", "a c") - 0.5).abs() < 1e-12);
     }
 }

@@ -38,9 +38,9 @@ pub const EXPORT_VERSION: u32 = 1;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionExport {
-    /// Always [`EXPORT_FORMAT`].
+    /// Always `EXPORT_FORMAT`.
     pub format: String,
-    /// The format version ([`EXPORT_VERSION`] when written by this crate).
+    /// The format version (`EXPORT_VERSION` when written by this crate).
     pub version: u32,
     /// The session.
     pub session: SessionRecord,

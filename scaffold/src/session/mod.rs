@@ -71,22 +71,18 @@
 
 mod error;
 mod export;
-mod fork;
+pub(crate) mod fork;
 mod point;
 mod replay;
 mod score;
 
 pub use error::SessionError;
-pub use export::{EXPORT_FORMAT, EXPORT_VERSION, SessionExport};
-pub use fork::{
-    FORK_AT_ENV, FORK_FROM_ENV, ForkFrom, ForkOptions, ForkOrigin, ForkSource, ParentPoint, fork,
-    fork_at, lineage,
-};
+pub use export::SessionExport;
+pub(crate) use fork::fork_at;
+pub(crate) use fork::{FORK_AT_ENV, FORK_FROM_ENV};
+pub use fork::{ForkFrom, ForkOptions, ForkOrigin, ForkSource, ParentPoint, fork, lineage};
 pub use point::{ForkPoint, Occurrence, PhasePoint, ResolvedFork};
-pub use replay::{
-    MAX_DIFFERENCES, ReplayOptions, ReplayReport, SignalDifference, VOLATILE_FIELDS,
-    compare_signals, replay,
-};
+pub use replay::{ReplayOptions, ReplayReport, SignalDifference, replay};
 pub use score::{ScoreOptions, ScoreReport, score};
 
 pub(crate) use score::Grader;
@@ -119,7 +115,10 @@ pub(crate) fn scope_tags(scope: &RecordingScope) -> Vec<String> {
 /// The recording scope a stored session ran with: from its `dataset:`,
 /// `case:` and `trial:` tags and its variant (eval cells have them), else
 /// from the id of its first `recording:linked` signal; `None` if neither.
-pub fn recording_scope(record: &SessionRecord, signals: &[Signal]) -> Option<RecordingScope> {
+pub(crate) fn recording_scope(
+    record: &SessionRecord,
+    signals: &[Signal],
+) -> Option<RecordingScope> {
     let tag = |prefix: &str| {
         record
             .meta

@@ -135,7 +135,7 @@ pub struct ReplayReport<S> {
     pub replayed: RunResult<S>,
     /// Whether the signal streams match (volatile fields aside).
     pub identical: bool,
-    /// The first [`MAX_DIFFERENCES`] differences, in index order.
+    /// The first `MAX_DIFFERENCES` differences, in index order.
     pub differences: Vec<SignalDifference>,
     /// How many more differences there are.
     pub more_differences: usize,
@@ -150,7 +150,7 @@ pub struct ReplayReport<S> {
 /// the session's recording scope: [`ReplayOptions::scope`], else the
 /// `dataset:`, `case:`, `trial:` tags eval cells carry with the session's
 /// variant, else the ids of its `recording:linked` signals. Payload fields in
-/// [`VOLATILE_FIELDS`] and signal times are not compared.
+/// `VOLATILE_FIELDS` and signal times are not compared.
 pub async fn replay<S: State>(
     store: &Store,
     id: &str,

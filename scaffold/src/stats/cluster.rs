@@ -38,17 +38,6 @@ fn cluster_sums<K: Ord>(values: &[f64], clusters: &[K]) -> Option<(Vec<f64>, f64
 /// The cluster-robust (CR1) standard error of the mean of `values`, where
 /// `clusters[i]` names the cluster of `values[i]`; `None` with fewer than
 /// two clusters, mismatched lengths or a value that is not finite.
-///
-/// ```
-/// use scaffold::stats::clustered_standard_error;
-/// // One value per cluster: the usual s/√n.
-/// let se = clustered_standard_error(&[1.0, 0.0, 1.0, 1.0], &[1, 2, 3, 4]).unwrap();
-/// assert!((se - 0.25).abs() < 1e-12);
-/// // Two cases whose five trials agree: the evidence of two values, not ten.
-/// let x = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
-/// let case = [1, 1, 1, 1, 1, 2, 2, 2, 2, 2];
-/// assert!((clustered_standard_error(&x, &case).unwrap() - 0.5).abs() < 1e-12);
-/// ```
 pub fn clustered_standard_error<K: Ord>(values: &[f64], clusters: &[K]) -> Option<f64> {
     let (sums, _) = cluster_sums(values, clusters)?;
     let g = sums.len() as f64;
@@ -61,16 +50,6 @@ pub fn clustered_standard_error<K: Ord>(values: &[f64], clusters: &[K]) -> Optio
 
 /// `N` over the design effect, between the number of clusters and `N`
 /// (see the module docs); `None` when [`clustered_standard_error`] is.
-///
-/// ```
-/// use scaffold::stats::effective_sample_size;
-/// // Trials of a case that always agree count as one.
-/// let x = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0];
-/// assert_eq!(effective_sample_size(&x, &[1, 1, 2, 2, 3, 3]), Some(3.0));
-/// // Independent-looking trials count fully.
-/// let x = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0];
-/// assert_eq!(effective_sample_size(&x, &[1, 1, 2, 2, 3, 3]), Some(6.0));
-/// ```
 pub fn effective_sample_size<K: Ord>(values: &[f64], clusters: &[K]) -> Option<f64> {
     let (sums, mean) = cluster_sums(values, clusters)?;
     let n = values.len() as f64;
@@ -88,20 +67,6 @@ pub fn effective_sample_size<K: Ord>(values: &[f64], clusters: &[K]) -> Option<f
 /// The Wilson interval of a pass rate over cells clustered by case: the
 /// interval of `passes / cells` at the [`effective_sample_size`] (each
 /// case counts once when the outcomes do not vary, or with one cluster).
-///
-/// ```
-/// use scaffold::stats::{clustered_pass_interval, wilson_interval};
-/// // One trial per case: the plain Wilson interval.
-/// let one = [("a", true), ("b", true), ("c", false), ("d", true)];
-/// assert_eq!(clustered_pass_interval(&one, 0.95), wilson_interval(3, 4, 0.95));
-/// // Two cases × five agreeing trials: as wide as two cells, not ten.
-/// let ten: Vec<_> = (0..10).map(|i| (i < 5, i < 5)).collect();
-/// let i = clustered_pass_interval(&ten, 0.95);
-/// assert_eq!((i.lower, i.upper), {
-///     let w = wilson_interval(1, 2, 0.95);
-///     (w.lower, w.upper)
-/// });
-/// ```
 pub fn clustered_pass_interval<K: Ord>(cells: &[(K, bool)], confidence: f64) -> Interval {
     let n = cells.len();
     let passes = cells.iter().filter(|(_, p)| *p).count();
@@ -112,4 +77,50 @@ pub fn clustered_pass_interval<K: Ord>(cells: &[(K, bool)], confidence: f64) -> 
         return wilson_interval_of(0.0, 0.0, confidence);
     }
     wilson_interval_of(passes as f64 / n as f64, effective, confidence)
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn cluster_clustered_standard_error_example_42() {
+        use crate::stats::clustered_standard_error;
+        // One value per cluster: the usual s/√n.
+        let se = clustered_standard_error(&[1.0, 0.0, 1.0, 1.0], &[1, 2, 3, 4]).unwrap();
+        assert!((se - 0.25).abs() < 1e-12);
+        // Two cases whose five trials agree: the evidence of two values, not ten.
+        let x = [1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let case = [1, 1, 1, 1, 1, 2, 2, 2, 2, 2];
+        assert!((clustered_standard_error(&x, &case).unwrap() - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cluster_effective_sample_size_example_65() {
+        use crate::stats::cluster::effective_sample_size;
+        // Trials of a case that always agree count as one.
+        let x = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0];
+        assert_eq!(effective_sample_size(&x, &[1, 1, 2, 2, 3, 3]), Some(3.0));
+        // Independent-looking trials count fully.
+        let x = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0];
+        assert_eq!(effective_sample_size(&x, &[1, 1, 2, 2, 3, 3]), Some(6.0));
+    }
+
+    #[test]
+    fn cluster_clustered_pass_interval_example_92() {
+        use crate::stats::{clustered_pass_interval, wilson_interval};
+        // One trial per case: the plain Wilson interval.
+        let one = [("a", true), ("b", true), ("c", false), ("d", true)];
+        assert_eq!(
+            clustered_pass_interval(&one, 0.95),
+            wilson_interval(3, 4, 0.95)
+        );
+        // Two cases × five agreeing trials: as wide as two cells, not ten.
+        let ten: Vec<_> = (0..10).map(|i| (i < 5, i < 5)).collect();
+        let i = clustered_pass_interval(&ten, 0.95);
+        assert_eq!((i.lower, i.upper), {
+            let w = wilson_interval(1, 2, 0.95);
+            (w.lower, w.upper)
+        });
+    }
 }

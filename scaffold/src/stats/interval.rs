@@ -52,19 +52,6 @@ fn z_two_sided(confidence: f64) -> f64 {
 }
 
 /// The Wilson score interval of `successes` out of `trials`.
-///
-/// ```
-/// use scaffold::stats::wilson_interval;
-/// let i = wilson_interval(8, 10, 0.95);
-/// assert!((i.lower - 0.490).abs() < 5e-4 && (i.upper - 0.943).abs() < 5e-4);
-/// assert_eq!(wilson_interval(10, 10, 0.95).upper, 1.0);
-/// assert_eq!(wilson_interval(0, 0, 0.95).lower, 0.0);
-/// // A confidence that is no probability claims nothing, and never panics.
-/// for bad in [f64::NAN, 95.0, 0.0, -1.0] {
-///     let i = wilson_interval(5, 10, bad);
-///     assert_eq!((i.lower, i.upper), (0.0, 1.0));
-/// }
-/// ```
 pub fn wilson_interval(successes: usize, trials: usize, confidence: f64) -> Interval {
     let p = if trials == 0 {
         0.0
@@ -112,14 +99,6 @@ fn choose_ratio(a: usize, n: usize, k: usize) -> f64 {
 
 /// pass@k: the chance that at least one of `k` of the `n` trials (drawn
 /// without replacement) passes, given `c` passed; `None` unless `1 ≤ k ≤ n`.
-///
-/// ```
-/// use scaffold::stats::pass_at_k;
-/// assert!((pass_at_k(10, 3, 1).unwrap() - 0.3).abs() < 1e-12);
-/// assert!((pass_at_k(10, 3, 5).unwrap() - (1.0 - 21.0 / 252.0)).abs() < 1e-12);
-/// assert_eq!(pass_at_k(3, 0, 3), Some(0.0));
-/// assert_eq!(pass_at_k(3, 1, 4), None);
-/// ```
 pub fn pass_at_k(n: usize, c: usize, k: usize) -> Option<f64> {
     if k == 0 || k > n {
         return None;
@@ -129,13 +108,6 @@ pub fn pass_at_k(n: usize, c: usize, k: usize) -> Option<f64> {
 
 /// pass^k: the chance that all of `k` of the `n` trials (drawn without
 /// replacement) pass, given `c` passed; `None` unless `1 ≤ k ≤ n`.
-///
-/// ```
-/// use scaffold::stats::pass_hat_k;
-/// assert!((pass_hat_k(10, 3, 2).unwrap() - 3.0 / 45.0).abs() < 1e-12);
-/// assert_eq!(pass_hat_k(3, 3, 3), Some(1.0));
-/// assert_eq!(pass_hat_k(3, 2, 3), Some(0.0));
-/// ```
 pub fn pass_hat_k(n: usize, c: usize, k: usize) -> Option<f64> {
     if k == 0 || k > n {
         return None;
@@ -144,13 +116,6 @@ pub fn pass_hat_k(n: usize, c: usize, k: usize) -> Option<f64> {
 }
 
 /// Student's t interval of the mean of `values`; `None` with fewer than two.
-///
-/// ```
-/// use scaffold::stats::mean_interval;
-/// let i = mean_interval(&[0.6, 0.7, 0.8], 0.95).unwrap();
-/// assert!((i.lower - 0.451586).abs() < 1e-6 && (i.upper - 0.948414).abs() < 1e-6);
-/// assert!(mean_interval(&[0.5], 0.95).is_none());
-/// ```
 pub fn mean_interval(values: &[f64], confidence: f64) -> Option<Interval> {
     let m = values.len();
     let sd = sample_stddev(values)?;
@@ -165,4 +130,48 @@ pub fn mean_interval(values: &[f64], confidence: f64) -> Option<Interval> {
         upper: x + half,
         confidence,
     })
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn interval_wilson_interval_example_56() {
+        use crate::stats::wilson_interval;
+        let i = wilson_interval(8, 10, 0.95);
+        assert!((i.lower - 0.490).abs() < 5e-4 && (i.upper - 0.943).abs() < 5e-4);
+        assert_eq!(wilson_interval(10, 10, 0.95).upper, 1.0);
+        assert_eq!(wilson_interval(0, 0, 0.95).lower, 0.0);
+        // A confidence that is no probability claims nothing, and never panics.
+        for bad in [f64::NAN, 95.0, 0.0, -1.0] {
+            let i = wilson_interval(5, 10, bad);
+            assert_eq!((i.lower, i.upper), (0.0, 1.0));
+        }
+    }
+
+    #[test]
+    fn interval_pass_at_k_example_116() {
+        use crate::stats::pass_at_k;
+        assert!((pass_at_k(10, 3, 1).unwrap() - 0.3).abs() < 1e-12);
+        assert!((pass_at_k(10, 3, 5).unwrap() - (1.0 - 21.0 / 252.0)).abs() < 1e-12);
+        assert_eq!(pass_at_k(3, 0, 3), Some(0.0));
+        assert_eq!(pass_at_k(3, 1, 4), None);
+    }
+
+    #[test]
+    fn interval_pass_hat_k_example_133() {
+        use crate::stats::pass_hat_k;
+        assert!((pass_hat_k(10, 3, 2).unwrap() - 3.0 / 45.0).abs() < 1e-12);
+        assert_eq!(pass_hat_k(3, 3, 3), Some(1.0));
+        assert_eq!(pass_hat_k(3, 2, 3), Some(0.0));
+    }
+
+    #[test]
+    fn interval_mean_interval_example_148() {
+        use crate::stats::mean_interval;
+        let i = mean_interval(&[0.6, 0.7, 0.8], 0.95).unwrap();
+        assert!((i.lower - 0.451586).abs() < 1e-6 && (i.upper - 0.948414).abs() < 1e-6);
+        assert!(mean_interval(&[0.5], 0.95).is_none());
+    }
 }

@@ -57,17 +57,6 @@ pub struct Power {
 
 impl Power {
     /// The power of comparing `cases` per-case `differences` at `alpha`.
-    ///
-    /// ```
-    /// use scaffold::stats::Power;
-    /// // Five cases can never reach p < 0.05 with an exact test.
-    /// let p = Power::of(&[1.0; 5], 0.05);
-    /// assert_eq!((p.min_detectable_effect, p.sd_assumed), (None, true));
-    /// // Twelve varied differences: an MDE, from their own spread.
-    /// let d = [0.2, -0.1, 0.4, 0.0, 0.3, 0.1, -0.2, 0.5, 0.2, 0.0, 0.1, 0.3];
-    /// let p = Power::of(&d, 0.05);
-    /// assert!(!p.sd_assumed && p.min_detectable_effect.unwrap() < 0.3);
-    /// ```
     pub fn of(differences: &[f64], alpha: f64) -> Power {
         let estimated = sample_stddev(differences).filter(|s| *s > 0.0 && s.is_finite());
         let sd = estimated.unwrap_or(ASSUMED_SD);
@@ -117,11 +106,6 @@ impl Power {
 
 /// The fewest cases that differ with which an exact two-sided sign-flip
 /// test can reach `p ≤ alpha` (`2 / 2ᵏ ≤ α`; 6 at α = 0.05).
-///
-/// ```
-/// assert_eq!(scaffold::stats::min_cases_for(0.05), 6);
-/// assert_eq!(scaffold::stats::min_cases_for(0.01), 8);
-/// ```
 pub fn min_cases_for(alpha: f64) -> usize {
     (1..=64usize)
         .find(|k| 2.0 / 2f64.powi(*k as i32) <= alpha)
@@ -142,15 +126,7 @@ fn usable(sd: f64, alpha: f64, power: f64) -> bool {
 }
 
 /// The smallest difference detectable with `power` over `cases` cases
-/// (`None` below [`min_cases_for`]`(alpha)` or for unusable settings).
-///
-/// ```
-/// use scaffold::stats::min_detectable_effect;
-/// // (z₀.₉₇₅ + z₀.₈) · 0.5 / √100 ≈ 0.14.
-/// let mde = min_detectable_effect(100, 0.5, 0.05, 0.8).unwrap();
-/// assert!((mde - 0.1401).abs() < 1e-3);
-/// assert_eq!(min_detectable_effect(5, 0.5, 0.05, 0.8), None);
-/// ```
+/// (`None` below `min_cases_for(alpha)` or for unusable settings).
 pub fn min_detectable_effect(cases: usize, sd: f64, alpha: f64, power: f64) -> Option<f64> {
     if cases < min_cases_for(alpha) || !usable(sd, alpha, power) {
         return None;
@@ -173,15 +149,8 @@ pub fn min_detectable_effect(cases: usize, sd: f64, alpha: f64, power: f64) -> O
 }
 
 /// The fewest cases that detect `effect` with `power` at `alpha` (at least
-/// [`min_cases_for`]`(alpha)`; `usize::MAX` for a zero effect or unusable
+/// `min_cases_for(alpha)`; `usize::MAX` for a zero effect or unusable
 /// settings).
-///
-/// ```
-/// use scaffold::stats::cases_for_effect;
-/// // ((z₀.₉₇₅ + z₀.₈) · 0.5 / 0.1)² ≈ 196.2, so 197.
-/// assert_eq!(cases_for_effect(0.1, 0.5, 0.05, 0.8), 197);
-/// assert_eq!(cases_for_effect(0.9, 0.1, 0.05, 0.8), 6);
-/// ```
 pub fn cases_for_effect(effect: f64, sd: f64, alpha: f64, power: f64) -> usize {
     if effect == 0.0 || !effect.is_finite() || !usable(sd, alpha, power) {
         return usize::MAX;
@@ -201,4 +170,44 @@ pub fn cases_for_effect(effect: f64, sd: f64, alpha: f64, power: f64) -> usize {
         n += 1;
     }
     n.max(min_cases_for(alpha))
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn power_power_of_example_61() {
+        use crate::stats::Power;
+        // Five cases can never reach p < 0.05 with an exact test.
+        let p = Power::of(&[1.0; 5], 0.05);
+        assert_eq!((p.min_detectable_effect, p.sd_assumed), (None, true));
+        // Twelve varied differences: an MDE, from their own spread.
+        let d = [0.2, -0.1, 0.4, 0.0, 0.3, 0.1, -0.2, 0.5, 0.2, 0.0, 0.1, 0.3];
+        let p = Power::of(&d, 0.05);
+        assert!(!p.sd_assumed && p.min_detectable_effect.unwrap() < 0.3);
+    }
+
+    #[test]
+    fn power_min_cases_for_example_121() {
+        assert_eq!(crate::stats::min_cases_for(0.05), 6);
+        assert_eq!(crate::stats::min_cases_for(0.01), 8);
+    }
+
+    #[test]
+    fn power_min_detectable_effect_example_147() {
+        use crate::stats::min_detectable_effect;
+        // (z₀.₉₇₅ + z₀.₈) · 0.5 / √100 ≈ 0.14.
+        let mde = min_detectable_effect(100, 0.5, 0.05, 0.8).unwrap();
+        assert!((mde - 0.1401).abs() < 1e-3);
+        assert_eq!(min_detectable_effect(5, 0.5, 0.05, 0.8), None);
+    }
+
+    #[test]
+    fn power_cases_for_effect_example_179() {
+        use crate::stats::cases_for_effect;
+        // ((z₀.₉₇₅ + z₀.₈) · 0.5 / 0.1)² ≈ 196.2, so 197.
+        assert_eq!(cases_for_effect(0.1, 0.5, 0.05, 0.8), 197);
+        assert_eq!(cases_for_effect(0.9, 0.1, 0.05, 0.8), 6);
+    }
 }

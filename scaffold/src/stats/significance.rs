@@ -92,7 +92,7 @@ pub struct TTest {
     pub n: usize,
 }
 
-/// How a [`Wilcoxon`] p-value was computed.
+/// How a `Wilcoxon` p-value was computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WilcoxonMethod {
@@ -194,15 +194,6 @@ fn differences(a: &[f64], b: &[f64]) -> Result<Vec<f64>, StatsError> {
 }
 
 /// The paired t-test of `a` against `b` (SciPy's `ttest_rel`).
-///
-/// ```
-/// use scaffold::stats::{paired_t_test, Alternative};
-/// let a = [0.9, 0.8, 0.95, 0.7, 0.85];
-/// let b = [0.6, 0.7, 0.8, 0.65, 0.5];
-/// let t = paired_t_test(&a, &b, Alternative::TwoSided).unwrap();
-/// assert!((t.mean_difference - 0.19).abs() < 1e-12);
-/// assert!(t.p_value < 0.05);
-/// ```
 pub fn paired_t_test(a: &[f64], b: &[f64], alternative: Alternative) -> Result<TTest, StatsError> {
     let d = differences(a, b)?;
     let n = d.len();
@@ -295,15 +286,6 @@ fn signed_rank_counts(n: usize) -> Vec<f64> {
 
 /// The Wilcoxon signed-rank test of `a` against `b` (SciPy's `wilcoxon`
 /// with `zero_method="wilcox"`); see the module docs for the method.
-///
-/// ```
-/// use scaffold::stats::{wilcoxon_signed_rank, WilcoxonMethod, WilcoxonOptions};
-/// let a = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
-/// let b = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
-/// let w = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).unwrap();
-/// assert_eq!((w.statistic, w.method), (5.0, WilcoxonMethod::Exact));
-/// assert!((w.p_value - 0.0390625).abs() < 1e-12); // 2 × 10 / 2⁹
-/// ```
 pub fn wilcoxon_signed_rank(
     a: &[f64],
     b: &[f64],
@@ -532,23 +514,12 @@ const SIGN_FLIP_SAMPLES: u64 = 100_000;
 /// paired difference is as likely positive as negative, so the two-sided
 /// p-value is the share of the 2ⁿ sign assignments whose sum is at least
 /// as far from 0 as the observed one. Exact by enumeration up to
-/// [`SIGN_FLIP_EXACT_MAX_N`] non-zero differences (zeros stay zero; ties
+/// `SIGN_FLIP_EXACT_MAX_N` non-zero differences (zeros stay zero; ties
 /// need no correction), then sampled with a fixed seed (the same p every
 /// run), `p = (hits + 1) / (samples + 1)`, up to
-/// [`SIGN_FLIP_SAMPLED_MAX_N`]; beyond, the sum is normal with variance
+/// `SIGN_FLIP_SAMPLED_MAX_N`; beyond, the sum is normal with variance
 /// `Σ d²` (its exact variance under the null). On pass/fail differences
 /// (±1 and 0) it is the exact McNemar test on the discordant pairs.
-///
-/// ```
-/// use scaffold::stats::sign_flip_test;
-/// // 5 cases, A passes all, B none: 2 of 32 assignments are as extreme.
-/// let t = sign_flip_test(&[1.0; 5]);
-/// assert_eq!((t.n, t.method), (5, scaffold::stats::SignFlipMethod::Exact));
-/// assert!((t.p_value - 0.0625).abs() < 1e-12);
-/// // Zeros carry no evidence either way; no difference at all: p = 1.
-/// assert_eq!(sign_flip_test(&[0.0, 1.0, 0.0]).p_value, 1.0);
-/// assert_eq!(sign_flip_test(&[]).p_value, 1.0);
-/// ```
 pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
     let d: Vec<f64> = differences
         .iter()
@@ -656,5 +627,46 @@ impl SignFlipMethod {
             SignFlipMethod::Sampled => "sampled",
             SignFlipMethod::Normal => "normal",
         }
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn significance_paired_t_test_example_198() {
+        use crate::stats::{Alternative, paired_t_test};
+        let a = [0.9, 0.8, 0.95, 0.7, 0.85];
+        let b = [0.6, 0.7, 0.8, 0.65, 0.5];
+        let t = paired_t_test(&a, &b, Alternative::TwoSided).unwrap();
+        assert!((t.mean_difference - 0.19).abs() < 1e-12);
+        assert!(t.p_value < 0.05);
+    }
+
+    #[test]
+    #[allow(clippy::approx_constant)] // 3.14 is a measurement, not π
+    fn significance_wilcoxon_signed_rank_example_299() {
+        use crate::stats::{WilcoxonMethod, WilcoxonOptions, wilcoxon_signed_rank};
+        let a = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
+        let b = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
+        let w = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).unwrap();
+        assert_eq!((w.statistic, w.method), (5.0, WilcoxonMethod::Exact));
+        assert!((w.p_value - 0.0390625).abs() < 1e-12); // 2 × 10 / 2⁹
+    }
+
+    #[test]
+    fn significance_sign_flip_test_example_542() {
+        use crate::stats::sign_flip_test;
+        // 5 cases, A passes all, B none: 2 of 32 assignments are as extreme.
+        let t = sign_flip_test(&[1.0; 5]);
+        assert_eq!(
+            (t.n, t.method),
+            (5, crate::stats::significance::SignFlipMethod::Exact)
+        );
+        assert!((t.p_value - 0.0625).abs() < 1e-12);
+        // Zeros carry no evidence either way; no difference at all: p = 1.
+        assert_eq!(sign_flip_test(&[0.0, 1.0, 0.0]).p_value, 1.0);
+        assert_eq!(sign_flip_test(&[]).p_value, 1.0);
     }
 }

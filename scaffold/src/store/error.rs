@@ -125,7 +125,7 @@ pub enum StoreError {
         path: String,
     },
     /// Another live process is running the eval run (see
-    /// [`Store::claim_eval_run`](super::Store::claim_eval_run)).
+    /// `Store::claim_eval_run`).
     #[error("session store {path}: eval run {id} is being run by {holder}")]
     RunClaimed {
         /// The database.

@@ -28,7 +28,7 @@
 //!
 //! The state of a session can be read at any index with [`Store::state_at`]:
 //! the writer folds `state:<key>:changed` signals as it stores them (see
-//! [`apply_state_change`]) and writes a checkpoint every
+//! `apply_state_change`) and writes a checkpoint every
 //! [`StoreOptions::checkpoint_interval`] signals, so a read folds at most one
 //! interval's worth of state changes (a session's end adds one only after
 //! half an interval: a short session's state is folded from its start).
@@ -70,9 +70,9 @@ mod claim;
 mod error;
 mod location;
 mod queue;
-mod runs;
-mod schema;
-mod state;
+pub(crate) mod runs;
+pub(crate) mod schema;
+pub(crate) mod state;
 mod writer;
 
 use std::fmt;
@@ -88,15 +88,14 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::workflow::{SessionEnd, SessionMeta, SessionStatus, new_session_id};
+pub use crate::workflow::{SessionEnd, SessionMeta, SessionStatus};
 use crate::workflow::{SessionSink, SinkError};
-pub use claim::{ClaimKind, RunClaim};
+pub(crate) use claim::{ClaimKind, RunClaim};
 pub(crate) use error::{Context, to_i64, to_u64};
 pub use error::{StoreError, UnknownStatus};
 pub(crate) use runs::{CELLS_SQL, RECORD_SQL, RunOp, runs as eval_runs_in};
-pub use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
-pub use schema::SCHEMA_VERSION;
-pub use state::{apply_state_change, fold_state};
+pub(crate) use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
+pub(crate) use state::{apply_state_change, fold_state};
 
 use queue::Queue;
 use writer::{Command, Rows, Shared, Writer, WriterConfig};
@@ -104,7 +103,7 @@ use writer::{Command, Rows, Shared, Writer, WriterConfig};
 use crate::signal::Signal;
 
 /// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -448,7 +447,7 @@ impl Store {
     ///
     /// Creates missing parent directories, switches the file to WAL with
     /// `synchronous = NORMAL`, a 5 s busy timeout and foreign keys, and
-    /// migrates it to [`SCHEMA_VERSION`]. A file written by a newer schema is
+    /// migrates it to `SCHEMA_VERSION`. A file written by a newer schema is
     /// refused with [`StoreError::NewerSchema`].
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         Store::open_file(path.as_ref(), StoreOptions::default())
@@ -775,7 +774,7 @@ impl Store {
     }
 
     /// Up to `limit` session ids that end with `suffix`, sorted. Session ids
-    /// are time-ordered ([`new_session_id`]): sessions made together share
+    /// are time-ordered (`new_session_id`): sessions made together share
     /// their first characters and differ in their last, which is what
     /// `cargo scaffold sessions list` shows.
     ///
@@ -962,7 +961,7 @@ impl Store {
     /// the process ends. [`StoreError::RunClaimed`] names the holder of a
     /// claim that keeps this one out. An in-memory store, which no other
     /// process sees, grants every claim.
-    pub fn claim_eval_run(&self, id: &str, kind: ClaimKind) -> Result<RunClaim, StoreError> {
+    pub(crate) fn claim_eval_run(&self, id: &str, kind: ClaimKind) -> Result<RunClaim, StoreError> {
         match &self.inner.readers {
             Readers::Pool { path, .. } => claim::claim(path, self.path(), id, kind),
             Readers::Writer => Ok(claim::in_memory(kind)),

@@ -20,7 +20,7 @@ pub const ORIGIN_NEXTEST: &str = "nextest";
 pub struct EvalRunRecord {
     /// The run id.
     pub id: String,
-    /// Who ran it ([`ORIGIN_HARNESS`], [`ORIGIN_NEXTEST`], …).
+    /// Who ran it (`ORIGIN_HARNESS`, `ORIGIN_NEXTEST`, …).
     pub origin: String,
     /// Unix milliseconds.
     pub started_at_ms: u64,

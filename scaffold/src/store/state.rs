@@ -31,16 +31,6 @@ const CHECKPOINT_SQL: &str = "SELECT idx, state FROM checkpoints \
 const INITIAL_SQL: &str = "SELECT initial_state FROM sessions WHERE id = ?1";
 
 /// Apply one `state:<key>:changed` payload to `state`.
-///
-/// ```
-/// use scaffold::store::apply_state_change;
-/// use serde_json::json;
-/// let mut state = json!({"plan": null});
-/// apply_state_change(&mut state, "plan", &json!({"key": "plan", "oldValue": null, "newValue": ["a"]}));
-/// apply_state_change(&mut state, "draft", &json!({"key": "draft", "newValue": 1}));
-/// apply_state_change(&mut state, "draft", &json!({"key": "draft", "removed": true}));
-/// assert_eq!(state, json!({"plan": ["a"]}));
-/// ```
 pub fn apply_state_change(state: &mut Value, key: &str, payload: &Value) {
     set_key(state, key, change_of(payload));
 }
@@ -56,13 +46,6 @@ pub(crate) fn change_of(payload: &Value) -> Option<Value> {
 }
 
 /// Fold the state changes among `signals` (in the order given) over `initial`.
-///
-/// ```
-/// use scaffold::{signal::Signal, store::fold_state};
-/// use serde_json::json;
-/// let s = Signal { index: 0, name: "state:n:changed".into(), payload: json!({"newValue": 2}), at_ms: 0, agent: None };
-/// assert_eq!(fold_state(json!({"n": 1}), [&s]), json!({"n": 2}));
-/// ```
 pub fn fold_state<'a>(initial: Value, signals: impl IntoIterator<Item = &'a Signal>) -> Value {
     let mut state = initial;
     for s in signals {
@@ -252,5 +235,43 @@ mod tests {
         let mut s = Value::Null;
         apply_state_change(&mut s, "a", &json!({"newValue": 1}));
         assert_eq!(s, json!({"a": 1}));
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn state_apply_state_change_example_35() {
+        use crate::store::apply_state_change;
+        use serde_json::json;
+        let mut state = json!({"plan": null});
+        apply_state_change(
+            &mut state,
+            "plan",
+            &json!({"key": "plan", "oldValue": null, "newValue": ["a"]}),
+        );
+        apply_state_change(&mut state, "draft", &json!({"key": "draft", "newValue": 1}));
+        apply_state_change(
+            &mut state,
+            "draft",
+            &json!({"key": "draft", "removed": true}),
+        );
+        assert_eq!(state, json!({"plan": ["a"]}));
+    }
+
+    #[test]
+    fn state_fold_state_example_60() {
+        use crate::{signal::Signal, store::fold_state};
+        use serde_json::json;
+        let s = Signal {
+            index: 0,
+            name: "state:n:changed".into(),
+            payload: json!({"newValue": 2}),
+            at_ms: 0,
+            agent: None,
+        };
+        assert_eq!(fold_state(json!({"n": 1}), [&s]), json!({"n": 2}));
     }
 }

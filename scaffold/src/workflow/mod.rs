@@ -31,10 +31,10 @@ mod run;
 mod sink;
 mod tool;
 
-pub use agent::{Agent, DEFAULT_MAX_TOOL_ROUNDS};
+pub use agent::Agent;
 pub use run::{RecordingScope, RunError, RunOptions, RunResult, RunStatus, run, run_with};
 pub(crate) use run::{Resume, run_from};
-pub use sink::{SessionEnd, SessionMeta, SessionSink, SessionStatus, SinkError, new_session_id};
+pub use sink::{SessionEnd, SessionMeta, SessionSink, SessionStatus, SinkError};
 pub use tool::{Tool, ToolContext};
 
 use std::fmt;
@@ -140,7 +140,7 @@ impl<S: 'static> Phase<S> {
 }
 
 /// Default bound on agent activations in one run.
-pub const DEFAULT_MAX_ACTIVATIONS: u32 = 50;
+pub(crate) const DEFAULT_MAX_ACTIVATIONS: u32 = 50;
 
 /// A workflow definition. Cheap to clone; [`Workflow::with_agent`] makes variants.
 pub struct Workflow<S> {

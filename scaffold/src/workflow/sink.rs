@@ -114,7 +114,7 @@ impl SessionMeta {
         }
     }
 
-    /// Like [`SessionMeta::new`] with a fresh id from [`new_session_id`].
+    /// Like [`SessionMeta::new`] with a fresh id from `new_session_id`.
     pub fn generate(workflow: impl Into<String>) -> Self {
         SessionMeta::new(new_session_id(), workflow)
     }

@@ -4,9 +4,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use proptest::prelude::*;
+use scaffold::_cargo_scaffold_support::assert::{Glob, Path, PathSegment};
 use scaffold::assert::{
-    Assertion, EvalContext, Glob, InMemoryJudgeCache, Judge, JudgeCache, JudgeCacheKey, Path,
-    PathSegment, SignalPattern, evaluate, evaluate_all, evaluate_all_sync, evaluate_async,
+    Assertion, EvalContext, InMemoryJudgeCache, Judge, JudgeCache, JudgeCacheKey, SignalPattern,
+    evaluate, evaluate_all, evaluate_all_sync, evaluate_async,
 };
 use scaffold::metrics::Metrics;
 use scaffold::provider::{

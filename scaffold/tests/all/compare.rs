@@ -2,13 +2,16 @@
 //! significance, recommendation) and a candidate against a baseline
 //! (regressions, improvements, verdict, blocking).
 
-use scaffold::eval::compare::{Confidence, ImprovementKind, RegressionKind, Severity};
-use scaffold::eval::results::{AssertionRecord, ScoreRecord};
-use scaffold::eval::{
-    CellRecord, CompareOptions, EvalResults, GateOptions, RunConfig, VariantCompareOptions,
-    Verdict, WinnerVerdict, compare, compare_variants, summarize,
+use scaffold::_cargo_scaffold_support::eval::compare::{
+    Confidence, ImprovementKind, RegressionKind, Severity,
 };
-use scaffold::report::{self, Format};
+use scaffold::_cargo_scaffold_support::eval::results::{AssertionRecord, ScoreRecord};
+use scaffold::_cargo_scaffold_support::eval::{
+    CellRecord, CompareOptions, EvalResults, RunConfig, VariantCompareOptions, Verdict,
+    WinnerVerdict, compare, compare_variants, summarize,
+};
+use scaffold::_cargo_scaffold_support::report::{self, Format};
+use scaffold::eval::GateOptions;
 use serde_json::json;
 
 fn config(variants: &[&str], scorers: &[&str]) -> RunConfig {

@@ -1,7 +1,8 @@
 //! Evals expand into cells; cells run, are graded and explain failures.
 
+use scaffold::_cargo_scaffold_support::eval::CellEnv;
 use scaffold::dataset::{Format, load_str};
-use scaffold::eval::{CellEnv, Eval};
+use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -172,7 +173,7 @@ fn flaky_eval(errors: usize, policy: scaffold::eval::OnError) -> Eval<Qa> {
         .on_error(policy)
 }
 
-async fn only_cell(eval: &Eval<Qa>) -> scaffold::eval::CellResult {
+async fn only_cell(eval: &Eval<Qa>) -> scaffold::_cargo_scaffold_support::eval::CellResult {
     let cell = eval.cells().next().unwrap();
     eval.run_cell(&cell, &CellEnv::default()).await.0
 }
@@ -197,7 +198,7 @@ async fn an_errored_cell_is_retried_up_to_n_times() {
     let recovered = only_cell(&flaky_eval(2, OnError::Retry(2))).await;
     assert!(recovered.passed, "{:?}", recovered.failures());
     assert_eq!((recovered.retries, recovered.error.as_deref()), (2, None));
-    let record = scaffold::eval::CellRecord::from(&recovered);
+    let record = scaffold::_cargo_scaffold_support::eval::CellRecord::from(&recovered);
     assert_eq!(record.retries, 2);
 
     let exhausted = only_cell(&flaky_eval(2, OnError::Retry(1))).await;
@@ -211,7 +212,8 @@ async fn an_errored_cell_is_retried_up_to_n_times() {
 /// gate, and lists it with its error.
 #[tokio::test]
 async fn an_errored_cell_can_be_excluded_from_the_statistics() {
-    use scaffold::eval::{CellRecord, EvalResults, OnError, RunConfig};
+    use scaffold::_cargo_scaffold_support::eval::{CellRecord, EvalResults, RunConfig};
+    use scaffold::eval::OnError;
     let excluded = only_cell(&flaky_eval(1, OnError::Exclude)).await;
     assert!(excluded.excluded && !excluded.passed);
     let ok = only_cell(&flaky_eval(0, OnError::Exclude)).await;
@@ -238,7 +240,7 @@ async fn an_errored_cell_can_be_excluded_from_the_statistics() {
         "{line}"
     );
     let document: serde_json::Value = serde_json::from_str(&results.to_json()).unwrap();
-    scaffold::report::json::validate(&document).unwrap();
+    scaffold::_cargo_scaffold_support::report::json::validate(&document).unwrap();
     let back = EvalResults::from_json(&results.to_json()).unwrap();
     assert!(back.results[1].excluded);
     assert_eq!(back.summary["flaky"].cells, 1);
@@ -249,14 +251,21 @@ async fn an_errored_cell_can_be_excluded_from_the_statistics() {
     baseline.results[1].excluded = false;
     baseline.results[1].passed = true;
     baseline.results[1].error = None;
-    let strict = scaffold::eval::CompareOptions {
+    let strict = scaffold::_cargo_scaffold_support::eval::CompareOptions {
         block_on_metric_regressions: true,
         ..Default::default()
     };
-    let cmp = scaffold::eval::compare(&baseline, &results, &strict);
+    let cmp = scaffold::_cargo_scaffold_support::eval::compare(&baseline, &results, &strict);
     assert!(!cmp.summary.should_block, "{cmp:?}");
-    assert_ne!(cmp.summary.verdict, scaffold::eval::Verdict::Worse);
-    let junit = scaffold::report::render(scaffold::report::Format::Junit, &results, None);
+    assert_ne!(
+        cmp.summary.verdict,
+        scaffold::_cargo_scaffold_support::eval::Verdict::Worse
+    );
+    let junit = scaffold::_cargo_scaffold_support::report::render(
+        scaffold::_cargo_scaffold_support::report::Format::Junit,
+        &results,
+        None,
+    );
     assert!(
         junit.contains("<skipped message=\"excluded: run failed:"),
         "{junit}"

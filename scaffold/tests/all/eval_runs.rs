@@ -4,12 +4,14 @@
 
 use std::path::PathBuf;
 
-use scaffold::eval::results::CellCounts;
-use scaffold::eval::results::{MergeError, ScoreRecord};
-use scaffold::eval::{CellRecord, EvalResults, GateOptions, GateStatistic, RunConfig};
-use scaffold::eval::{EvalPlan, EvalRunMeta, RecordedCell};
+use scaffold::_cargo_scaffold_support::eval::results::CellCounts;
+use scaffold::_cargo_scaffold_support::eval::results::{MergeError, ScoreRecord};
+use scaffold::_cargo_scaffold_support::eval::{CellRecord, EvalResults, RunConfig};
+use scaffold::_cargo_scaffold_support::eval::{EvalPlan, EvalRunMeta, RecordedCell};
+use scaffold::_cargo_scaffold_support::store::SCHEMA_VERSION;
+use scaffold::eval::{GateOptions, GateStatistic};
 use scaffold::signal::Signal;
-use scaffold::store::{SCHEMA_VERSION, SessionFilter, SessionMeta, Store, StoreError};
+use scaffold::store::{SessionFilter, SessionMeta, Store, StoreError};
 use serde_json::json;
 
 /// A directory under the system temp dir, removed when dropped.

@@ -5,8 +5,8 @@
 //! Their own binaries, next to this directory: the `harness = false` suites
 //! (`baseline_gate`, `flaky_gate`, `insta_cargo`), `macros` (trybuild and
 //! `inventory` registrations), and the tests that change process-wide state
-//! while they run: environment variables (`providers`, `scorers`), the
-//! providers' shared runtime (`shared_runtime`), or that re-run their own
+//! while they run: environment variables (`providers`, `scorers`), or
+//! that re-run their own
 //! binary with a test's exact name (`recorder`), and `session`, whose
 //! messages name its types by path (`session::Build`, not
 //! `all::session::Build`).

@@ -7,11 +7,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use scaffold::eval::results::{AssertionRecord, ScoreRecord};
-use scaffold::eval::{
-    CellRecord, CompareOptions, Comparison, EvalResults, GateOptions, RunConfig, compare,
+use scaffold::_cargo_scaffold_support::eval::results::{AssertionRecord, ScoreRecord};
+use scaffold::_cargo_scaffold_support::eval::{
+    CellRecord, CompareOptions, Comparison, EvalResults, RunConfig, compare,
 };
-use scaffold::report::{self, Format};
+use scaffold::_cargo_scaffold_support::report::{self, Format};
+use scaffold::eval::GateOptions;
 use scaffold::workflow::RunStatus;
 use serde_json::json;
 
@@ -252,7 +253,10 @@ fn trial_statistics_flag_flaky_cells_and_quarantine_keeps_them_out_of_the_gate()
     // Clustered by case (4 variant × case cells of 3 trials each), the
     // bound is lower than 12 independent cells would give (0.552).
     assert!((g.value - 0.4192).abs() < 1e-4, "{}", g.value);
-    assert!(g.value < scaffold::eval::stats::wilson_interval(10, 12, 0.95).lower);
+    assert!(
+        g.value
+            < scaffold::_cargo_scaffold_support::eval::stats::wilson_interval(10, 12, 0.95).lower
+    );
     assert!(
         g.describe()
             .starts_with("FAILED: Wilson lower bound 41.9% of pass rate 83.3% (95% CI 41.9%–"),
@@ -837,7 +841,8 @@ fn html_renders_in_chromium_with_its_plots() {
 fn the_schema_doc_describes_every_field() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let schema: serde_json::Value =
-        serde_json::from_str(scaffold::eval::results::RESULTS_SCHEMA).unwrap();
+        serde_json::from_str(scaffold::_cargo_scaffold_support::eval::results::RESULTS_SCHEMA)
+            .unwrap();
     let doc = std::fs::read_to_string(root.join("docs/results-schema.md")).unwrap();
     fn properties(v: &serde_json::Value, out: &mut Vec<String>) {
         if let Some(obj) = v.as_object() {

@@ -2,8 +2,9 @@
 //! nothing scaffold writes or prints: not the error, the signals, the
 //! snapshot, a report, the database or the failure text.
 
+use scaffold::_cargo_scaffold_support::eval::{CellEnv, EvalResults, RunConfig};
 use scaffold::dataset::{Format, load_str};
-use scaffold::eval::{CellEnv, Eval, EvalResults, RunConfig};
+use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use scaffold::provider::anthropic::Anthropic;
 use scaffold::provider::http::RetryPolicy;
@@ -84,7 +85,7 @@ async fn a_key_echoed_by_the_api_is_nowhere_in_what_scaffold_writes() {
         written.push(error);
         written.push(result.failures().join("\n"));
         written.push(serde_json::to_string(&run.signals).unwrap());
-        let snapshot = scaffold::harness::session_summary(
+        let snapshot = scaffold::_cargo_scaffold_support::harness::session_summary(
             &result,
             &run.signals,
             &serde_json::to_value(&run.state).unwrap(),
@@ -101,17 +102,21 @@ async fn a_key_echoed_by_the_api_is_nowhere_in_what_scaffold_writes() {
     };
     let results = EvalResults::from_cells("qa", "2026-11-26T00:00:00Z", config, &cells);
     for format in [
-        scaffold::report::Format::Table,
-        scaffold::report::Format::Json,
-        scaffold::report::Format::Markdown,
-        scaffold::report::Format::Junit,
-        scaffold::report::Format::Html,
+        scaffold::_cargo_scaffold_support::report::Format::Table,
+        scaffold::_cargo_scaffold_support::report::Format::Json,
+        scaffold::_cargo_scaffold_support::report::Format::Markdown,
+        scaffold::_cargo_scaffold_support::report::Format::Junit,
+        scaffold::_cargo_scaffold_support::report::Format::Html,
     ] {
-        written.push(scaffold::report::render(format, &results, None));
+        written.push(scaffold::_cargo_scaffold_support::report::render(
+            format, &results, None,
+        ));
     }
     store.flush().unwrap();
     // The HTML report's transcripts, read from the store, hold none either.
-    use scaffold::report::html::{TranscriptSelection, Transcripts, render_with_transcripts};
+    use scaffold::_cargo_scaffold_support::report::html::{
+        TranscriptSelection, Transcripts, render_with_transcripts,
+    };
     let transcripts = Transcripts::new(&store, TranscriptSelection::All);
     let html = render_with_transcripts(&results, None, &transcripts);
     assert_eq!(html.matches("type=\"application/json\"").count(), 2);

@@ -2,12 +2,12 @@
 //! (`tests/vectors/gen.py` → `tests/vectors/stats.json`), plus the
 //! per-variant summaries built on them.
 
-use scaffold::eval::results::ScoreRecord;
-use scaffold::eval::stats::{
+use scaffold::_cargo_scaffold_support::eval::results::ScoreRecord;
+use scaffold::_cargo_scaffold_support::eval::stats::{
     Alternative, LatencyStats, WilcoxonMethod, WilcoxonOptions, mean, paired_t_test, percentile,
     sample_stddev, wilcoxon_signed_rank,
 };
-use scaffold::eval::{CellRecord, summarize};
+use scaffold::_cargo_scaffold_support::eval::{CellRecord, summarize};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -309,7 +309,7 @@ fn summaries_use_the_same_definitions() {
 /// samples with a fixed seed, so its p is the same every run.
 #[test]
 fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
-    use scaffold::eval::stats::sign_flip_test;
+    use scaffold::_cargo_scaffold_support::eval::stats::sign_flip_test;
     fn binomial_two_sided(wins: u64, n: u64) -> f64 {
         let choose = |k: u64| (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64);
         let tail = (0..=wins.min(n - wins)).map(choose).sum::<f64>() / 2f64.powi(n as i32);
@@ -356,7 +356,7 @@ fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
 /// differences: wins +1, losses -1, agreements 0.
 #[test]
 fn sign_flip_matches_statsmodels_exact_mcnemar() {
-    use scaffold::eval::stats::sign_flip_test;
+    use scaffold::_cargo_scaffold_support::eval::stats::sign_flip_test;
     for c in vectors().mcnemar {
         let d: Vec<f64> = std::iter::repeat_n(1.0, c.wins)
             .chain(std::iter::repeat_n(-1.0, c.losses))
@@ -376,7 +376,7 @@ fn sign_flip_matches_statsmodels_exact_mcnemar() {
 /// ties, zeros and trial means.
 #[test]
 fn sign_flip_matches_scipy_permutation_test() {
-    use scaffold::eval::stats::sign_flip_test;
+    use scaffold::_cargo_scaffold_support::eval::stats::sign_flip_test;
     let cases = vectors().sign_flip;
     assert!(cases.len() >= 5);
     for c in cases {
@@ -387,7 +387,7 @@ fn sign_flip_matches_scipy_permutation_test() {
 
 #[test]
 fn clustered_standard_error_matches_statsmodels() {
-    use scaffold::eval::stats::clustered_standard_error;
+    use scaffold::_cargo_scaffold_support::eval::stats::clustered_standard_error;
     for c in vectors().clustered_se {
         let se = clustered_standard_error(&c.values, &c.clusters)
             .unwrap_or_else(|| panic!("{}: no standard error", c.name));
@@ -400,7 +400,7 @@ fn clustered_standard_error_matches_statsmodels() {
 
 #[test]
 fn power_matches_statsmodels_normal_power() {
-    use scaffold::eval::stats::{cases_for_effect, min_detectable_effect};
+    use scaffold::_cargo_scaffold_support::eval::stats::{cases_for_effect, min_detectable_effect};
     for c in vectors().power {
         match c {
             PowerCase::Mde {

@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
+use scaffold::_cargo_scaffold_support::store::SCHEMA_VERSION;
 use scaffold::signal::Signal;
 use scaffold::store::{
-    SCHEMA_VERSION, SessionEnd, SessionFilter, SessionMeta, SessionStatus, Store, StoreError,
-    StoreOptions,
+    SessionEnd, SessionFilter, SessionMeta, SessionStatus, Store, StoreError, StoreOptions,
 };
 use serde_json::{Map, Value, json};
 

@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use scaffold::assert::{Assertion, EvalContext, evaluate};
-use scaffold::eval::results::AssertionRecord;
-use scaffold::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
-use scaffold::report::html::{
+use scaffold::_cargo_scaffold_support::eval::results::AssertionRecord;
+use scaffold::_cargo_scaffold_support::eval::{
+    CellRecord, CompareOptions, EvalResults, RunConfig, compare,
+};
+use scaffold::_cargo_scaffold_support::report::html::{
     TranscriptSelection, Transcripts, cell_anchor, render_with_transcripts, session_page,
 };
-use scaffold::report::{self, Format};
+use scaffold::_cargo_scaffold_support::report::{self, Format};
+use scaffold::assert::{Assertion, EvalContext, evaluate};
 use scaffold::signal::Signal;
 use scaffold::store::{SessionEnd, SessionMeta, SessionStatus, Store};
 use scaffold::workflow::RunStatus;

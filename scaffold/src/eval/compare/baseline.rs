@@ -337,26 +337,6 @@ fn rel_text(base: f64, cand: f64) -> String {
 }
 
 /// Compare `candidate` with `baseline`.
-///
-/// ```
-/// use scaffold::eval::{compare, CellRecord, CompareOptions, EvalResults, RunConfig, Verdict};
-/// let run = |passes: [bool; 2]| {
-///     let cells = passes.iter().enumerate().map(|(i, p)| {
-///         let mut c = CellRecord::new("gpt-4o", format!("case-{i}"));
-///         c.passed = *p;
-///         c
-///     }).collect();
-///     let config = RunConfig { trials: 1, inputs: 2, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
-///     EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells)
-/// };
-/// let c = compare(&run([true, true]), &run([true, false]), &CompareOptions::default());
-/// assert_eq!(c.regressions[0].case_id, "gpt-4o::case-1");
-/// assert_eq!(c.summary.verdict, Verdict::Worse);
-/// assert!(c.summary.should_block);
-/// let same = compare(&run([true, false]), &run([true, false]), &CompareOptions::default());
-/// assert!(!same.summary.should_block);
-/// assert_eq!(same.summary.verdict, Verdict::Equivalent);
-/// ```
 pub fn compare(
     baseline: &EvalResults,
     candidate: &EvalResults,
@@ -761,5 +741,50 @@ fn num(v: f64) -> String {
     } else {
         let s = format!("{v:.6}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn compare_baseline_compare_example_341() {
+        use crate::eval::compare::Verdict;
+        use crate::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+        let run = |passes: [bool; 2]| {
+            let cells = passes
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let mut c = CellRecord::new("gpt-4o", format!("case-{i}"));
+                    c.passed = *p;
+                    c
+                })
+                .collect();
+            let config = RunConfig {
+                trials: 1,
+                inputs: 2,
+                variants: vec!["gpt-4o".into()],
+                scorers: vec![],
+                min_pass_rate: 1.0,
+            };
+            EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells)
+        };
+        let c = compare(
+            &run([true, true]),
+            &run([true, false]),
+            &CompareOptions::default(),
+        );
+        assert_eq!(c.regressions[0].case_id, "gpt-4o::case-1");
+        assert_eq!(c.summary.verdict, Verdict::Worse);
+        assert!(c.summary.should_block);
+        let same = compare(
+            &run([true, false]),
+            &run([true, false]),
+            &CompareOptions::default(),
+        );
+        assert!(!same.summary.should_block);
+        assert_eq!(same.summary.verdict, Verdict::Equivalent);
     }
 }

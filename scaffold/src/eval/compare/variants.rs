@@ -59,7 +59,7 @@ pub struct VariantCompareOptions {
     /// Significance level (default 0.05).
     pub alpha: f64,
     /// The primary scorer, whose mean is quality (default none: quality
-    /// is the pass rate; see [`deciding_scorer`]).
+    /// is the pass rate; see `deciding_scorer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<String>,
     /// Pairs per test at which a clear winner earns high confidence (default 10).
@@ -318,16 +318,6 @@ fn cmp_f(a: f64, b: f64) -> Ordering {
 
 /// A variant's quality: the mean of the primary scorer when one is named
 /// (0 for a variant without its scores), else the pass rate.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, summarize};
-/// use scaffold::eval::compare::quality;
-/// let mut c = CellRecord::new("v", "case");
-/// c.passed = true;
-/// let s = &summarize(&[c])[0];
-/// assert_eq!(quality(s, None), 1.0);
-/// assert_eq!(quality(s, Some("findings")), 0.0);
-/// ```
 pub fn quality(summary: &VariantSummary, primary: Option<&str>) -> f64 {
     match primary {
         Some(p) => summary.scores.get(p).map_or(0.0, |st| st.mean),
@@ -338,23 +328,6 @@ pub fn quality(summary: &VariantSummary, primary: Option<&str>) -> f64 {
 /// The scorer that decides: `primary`, unless it gave every cell of every
 /// variant one value (or none has its scores): it can tell no variant from
 /// another, so the pass rate decides, as it does without a primary scorer.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, summarize};
-/// use scaffold::eval::compare::deciding_scorer;
-/// use scaffold::eval::results::ScoreRecord;
-/// let cell = |variant: &str, value: f64| {
-///     let mut c = CellRecord::new(variant, "case");
-///     let score = ScoreRecord { pass: true, value, unit: None, detail: None, borderline: false };
-///     c.scores.insert("findings".into(), score);
-///     c
-/// };
-/// let varies = summarize(&[cell("a", 1.0), cell("b", 0.5)]);
-/// assert_eq!(deciding_scorer(&varies, Some("findings")), Some("findings"));
-/// let constant = summarize(&[cell("a", 1.0), cell("b", 1.0)]);
-/// assert_eq!(deciding_scorer(&constant, Some("findings")), None);
-/// assert_eq!(deciding_scorer(&varies, None), None);
-/// ```
 pub fn deciding_scorer<'s, 'p>(
     summaries: impl IntoIterator<Item = &'s VariantSummary>,
     primary: Option<&'p str>,
@@ -374,27 +347,6 @@ pub fn deciding_scorer<'s, 'p>(
 /// Compare the variants of one run.
 ///
 /// `summaries` in the eval's variant order; `cells` of all variants.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, compare_variants, summarize, VariantCompareOptions, WinnerVerdict};
-/// let mut cells = Vec::new();
-/// for (variant, passes, cost) in [("big", 3, 0.05), ("small", 1, 0.01)] {
-///     for case in 0..3 {
-///         let mut c = CellRecord::new(variant, format!("case-{case}"));
-///         c.passed = case < passes;
-///         c.metrics.cost_usd = cost;
-///         cells.push(c);
-///     }
-/// }
-/// let cmp = compare_variants(&summarize(&cells), &cells, &VariantCompareOptions::default());
-/// assert_eq!(cmp.by_pass_rate, ["big", "small"]);
-/// assert_eq!(cmp.by_cost, ["small", "big"]);
-/// assert_eq!(cmp.pareto_frontier, ["big", "small"]);
-/// let rec = cmp.recommendation.unwrap();
-/// assert_eq!(rec.variant, "big");
-/// // Three cases cannot show significance.
-/// assert_eq!(cmp.verdict, WinnerVerdict::NoClearWinner);
-/// ```
 pub fn compare_variants(
     summaries: &[VariantSummary],
     cells: &[CellRecord],
@@ -844,5 +796,73 @@ fn join_and(items: &[String]) -> String {
         [] => String::new(),
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn compare_variants_quality_example_322() {
+        use crate::eval::compare::quality;
+        use crate::eval::{CellRecord, stats::summarize};
+        let mut c = CellRecord::new("v", "case");
+        c.passed = true;
+        let s = &summarize(&[c])[0];
+        assert_eq!(quality(s, None), 1.0);
+        assert_eq!(quality(s, Some("findings")), 0.0);
+    }
+
+    #[test]
+    fn compare_variants_deciding_scorer_example_342() {
+        use crate::eval::compare::deciding_scorer;
+        use crate::eval::results::ScoreRecord;
+        use crate::eval::{CellRecord, stats::summarize};
+        let cell = |variant: &str, value: f64| {
+            let mut c = CellRecord::new(variant, "case");
+            let score = ScoreRecord {
+                pass: true,
+                value,
+                unit: None,
+                detail: None,
+                borderline: false,
+            };
+            c.scores.insert("findings".into(), score);
+            c
+        };
+        let varies = summarize(&[cell("a", 1.0), cell("b", 0.5)]);
+        assert_eq!(deciding_scorer(&varies, Some("findings")), Some("findings"));
+        let constant = summarize(&[cell("a", 1.0), cell("b", 1.0)]);
+        assert_eq!(deciding_scorer(&constant, Some("findings")), None);
+        assert_eq!(deciding_scorer(&varies, None), None);
+    }
+
+    #[test]
+    fn compare_variants_compare_variants_example_378() {
+        use crate::eval::CellRecord;
+        use crate::eval::compare::{VariantCompareOptions, WinnerVerdict, compare_variants};
+        use crate::eval::stats::summarize;
+        let mut cells = Vec::new();
+        for (variant, passes, cost) in [("big", 3, 0.05), ("small", 1, 0.01)] {
+            for case in 0..3 {
+                let mut c = CellRecord::new(variant, format!("case-{case}"));
+                c.passed = case < passes;
+                c.metrics.cost_usd = cost;
+                cells.push(c);
+            }
+        }
+        let cmp = compare_variants(
+            &summarize(&cells),
+            &cells,
+            &VariantCompareOptions::default(),
+        );
+        assert_eq!(cmp.by_pass_rate, ["big", "small"]);
+        assert_eq!(cmp.by_cost, ["small", "big"]);
+        assert_eq!(cmp.pareto_frontier, ["big", "small"]);
+        let rec = cmp.recommendation.unwrap();
+        assert_eq!(rec.variant, "big");
+        // Three cases cannot show significance.
+        assert_eq!(cmp.verdict, WinnerVerdict::NoClearWinner);
     }
 }

@@ -23,9 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::eval::SmallMap;
 use crate::eval::results::CellRecord;
-pub use crate::stats::interval::{
-    DEFAULT_CONFIDENCE, Interval, mean_interval, pass_at_k, pass_hat_k, wilson_interval,
-};
+pub use crate::stats::interval::{Interval, pass_at_k, pass_hat_k, wilson_interval};
 
 /// One variant × case over its trials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,45 +88,14 @@ pub fn reported_ks(ks: &[u32], n: usize) -> Vec<u32> {
 /// passes, the Wilson interval at `confidence`, pass@k and pass^k for the
 /// k of [`reported_ks`], and whether the trials disagree. A case is
 /// quarantined when any of its trials is. (All of [`trial_stats`], collected.)
-///
-/// ```
-/// use scaffold::eval::CellRecord;
-/// use scaffold::eval::stats::case_trials;
-/// let cells: Vec<CellRecord> = (0..3).map(|t| {
-///     let mut c = CellRecord::new("gpt-4o", "sqli");
-///     c.trial = t;
-///     c.passed = t != 1;
-///     c
-/// }).collect();
-/// let s = &case_trials(&cells, &[], 0.95)[0];
-/// assert_eq!((s.trials, s.passes, s.flaky), (3, 2, true));
-/// assert_eq!(s.pass_at_k[&3], 1.0);
-/// assert_eq!(s.pass_hat_k[&3], 0.0);
-/// ```
-pub fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<CaseTrials> {
+#[cfg(test)]
+pub(crate) fn case_trials(cells: &[CellRecord], ks: &[u32], confidence: f64) -> Vec<CaseTrials> {
     trial_stats(cells, ks, confidence).collect()
 }
 
 /// [`case_trials`] one variant × case at a time: the cases are counted up
 /// front (a few words each), each [`CaseTrials`] is built when the iterator
 /// reaches it. A run of 10,000 cells holds no 10,000 of them at once.
-///
-/// ```
-/// use scaffold::eval::CellRecord;
-/// use scaffold::eval::stats::trial_stats;
-/// let cells: Vec<CellRecord> = ["a", "b", "a"].iter().zip([true, true, false]).enumerate()
-///     .map(|(t, (case, passed))| {
-///         let mut c = CellRecord::new("v", *case);
-///         c.trial = t as u32;
-///         c.passed = passed;
-///         c
-///     })
-///     .collect();
-/// let stats = trial_stats(&cells, &[], 0.95);
-/// assert_eq!(stats.len(), 2);
-/// let flaky: Vec<String> = stats.filter(|t| t.flaky).map(|t| t.label()).collect();
-/// assert_eq!(flaky, ["v::a"]);
-/// ```
 pub fn trial_stats<'a>(cells: &'a [CellRecord], ks: &'a [u32], confidence: f64) -> TrialStats<'a> {
     // A case's trials are next to each other in results (they are sorted),
     // so each run of one case's cells is counted as it goes by; a case met
@@ -292,6 +259,22 @@ mod tests {
     use std::collections::BTreeMap;
 
     #[test]
+    fn a_case_with_disagreeing_trials_is_flaky() {
+        let cells: Vec<CellRecord> = (0..3)
+            .map(|t| {
+                let mut c = CellRecord::new("gpt-4o", "sqli");
+                c.trial = t;
+                c.passed = t != 1;
+                c
+            })
+            .collect();
+        let s = &case_trials(&cells, &[], 0.95)[0];
+        assert_eq!((s.trials, s.passes, s.flaky), (3, 2, true));
+        assert_eq!(s.pass_at_k[&3], 1.0);
+        assert_eq!(s.pass_hat_k[&3], 0.0);
+    }
+
+    #[test]
     fn wilson_edges() {
         let i = wilson_interval(0, 10, 0.95);
         assert_eq!(i.lower, 0.0);
@@ -401,5 +384,31 @@ mod tests {
         assert_eq!(reported_ks(&[], 5), [1, 5]);
         assert_eq!(reported_ks(&[], 1), [1]);
         assert_eq!(reported_ks(&[10, 3, 0, 3], 5), [3]);
+    }
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal now, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn stats_trials_trial_stats_example_100() {
+        use crate::eval::CellRecord;
+        use crate::eval::stats::trial_stats;
+        let cells: Vec<CellRecord> = ["a", "b", "a"]
+            .iter()
+            .zip([true, true, false])
+            .enumerate()
+            .map(|(t, (case, passed))| {
+                let mut c = CellRecord::new("v", *case);
+                c.trial = t as u32;
+                c.passed = passed;
+                c
+            })
+            .collect();
+        let stats = trial_stats(&cells, &[], 0.95);
+        assert_eq!(stats.len(), 2);
+        let flaky: Vec<String> = stats.filter(|t| t.flaky).map(|t| t.label()).collect();
+        assert_eq!(flaky, ["v::a"]);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! - **live**: requests go straight to the inner transport;
 //! - **record**: requests go to the inner transport and each exchange is
-//!   written to `{recordings_dir}/{recording_id}.json` (a [`Cassette`]),
+//!   written to `{recordings_dir}/{recording_id}.json` (a `Cassette`),
 //!   atomically; streamed (SSE) bodies are passed to the caller as they
 //!   arrive and written when the stream ends;
 //! - **playback** (the default): requests are rewritten to a process-wide
@@ -33,17 +33,15 @@ mod cassette;
 mod diff;
 mod playback;
 mod record;
-mod redact;
+pub(crate) mod redact;
 mod tool;
 
-pub use cassette::{
-    CASSETTE_VERSION, Cassette, RecordedAttempt, RecordedRequest, RecordedResponse, Timing,
-};
+pub(crate) use cassette::CASSETTE_VERSION;
 pub(crate) use playback::PLAYED_BACK_HEADER;
-pub use playback::{Playback, RECORDING_ID_HEADER};
-pub use redact::{REDACTED, RedactPattern};
+pub use playback::Playback;
+pub use redact::RedactPattern;
 pub(crate) use redact::{Scrubber, builtin_scrubber, secrets_of};
-pub use tool::{TOOL_RECORDING_VERSION, ToolAnswer, ToolRecorder, ToolRecording};
+pub use tool::ToolRecorder;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -88,7 +88,7 @@ impl ToolRecorder {
     /// The recorded answer to `tool` called with `arguments` as call `id`;
     /// an error (missing, unreadable or stale recording) says how to
     /// re-record.
-    pub fn play(&self, id: &RecordingId, arguments: &Value) -> Result<ToolAnswer, String> {
+    pub(crate) fn play(&self, id: &RecordingId, arguments: &Value) -> Result<ToolAnswer, String> {
         let path = self.path(id);
         let rerecord = self.rerecord.as_deref();
         let bytes = match std::fs::read(&path) {
@@ -146,7 +146,7 @@ impl ToolRecorder {
 
     /// Keep call `id` of `tool`: its arguments, result and duration,
     /// scrubbed of secrets, written atomically.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         id: &RecordingId,
         tool: &str,
