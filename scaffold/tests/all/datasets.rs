@@ -729,10 +729,10 @@ fn a_billion_laughs_is_refused_at_once_and_in_words() {
     let started = std::time::Instant::now();
     let err = load(&path).unwrap_err();
     let elapsed = started.elapsed();
-    assert!(
-        elapsed < std::time::Duration::from_millis(500),
-        "{elapsed:?}"
-    );
+    // Refused before expanding: 10^9 values would take minutes and
+    // gigabytes. A bound far above the milliseconds it takes, so a loaded
+    // machine cannot fail it; the error below says the guard fired.
+    assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
     let f = path.display().to_string();
     let bytes = BILLION_LAUGHS.len();
     assert_eq!(
