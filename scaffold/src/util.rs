@@ -172,6 +172,15 @@ pub(crate) fn sort_stable_by<T>(items: &mut [T], compare: impl Fn(&T, &T) -> std
 
 /// Numbers as reports and comparisons show them.
 pub(crate) mod fmt {
+    /// `n thing` / `n things`.
+    pub(crate) fn plural(n: usize, thing: &str) -> String {
+        if n == 1 {
+            format!("1 {thing}")
+        } else {
+            format!("{n} {thing}s")
+        }
+    }
+
     /// `$0`, `$0.0042`, `$0.01`, `$1.25`: two decimals, four under a cent.
     pub(crate) fn usd(x: f64) -> String {
         if x == 0.0 {

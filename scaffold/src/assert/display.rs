@@ -138,14 +138,7 @@ pub(crate) fn pattern(pattern: &str, payload: Option<&Value>) -> String {
     }
 }
 
-/// `n thing` / `n things`.
-pub(crate) fn plural(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
-}
+pub(crate) use crate::util::fmt::plural;
 
 /// A number without a trailing `.0`.
 pub(crate) fn num(x: f64) -> String {

@@ -34,6 +34,7 @@ pub use super::viewer::{
 };
 use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};
+use crate::util::fmt::plural;
 
 pub(crate) const BASE_STYLE: &str = r#"
 :root { color-scheme: light; --fg: #111827; --muted: #6b7280; --line: #e5e7eb; --ok: #15803d; --bad: #b91c1c; --warn: #b45309; }
@@ -256,10 +257,10 @@ fn header(out: &mut String, results: &EvalResults, notable: &[CaseTrials]) {
     let c = &results.config;
     let _ = writeln!(
         out,
-        r#"<p class="meta">{} inputs × {} variants × {} trials · scorers: {} · {}</p>"#,
-        c.inputs,
-        c.variants.len(),
-        c.trials,
+        r#"<p class="meta">{} × {} × {} · scorers: {} · {}</p>"#,
+        plural(c.inputs, "input"),
+        plural(c.variants.len(), "variant"),
+        plural(c.trials as usize, "trial"),
         if c.scorers.is_empty() {
             "none".to_string()
         } else {

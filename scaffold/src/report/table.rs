@@ -6,6 +6,7 @@
 use super::fmt::{ci_heading, interval, markers, pass_k};
 use crate::eval::compare::{deciding_scorer, quality};
 use crate::eval::{EvalResults, VariantSummary};
+use crate::util::fmt::plural;
 
 /// Flaky or quarantined cells, and borderline judgements, listed before "and N more".
 const MAX_LISTED: usize = 10;
@@ -92,8 +93,10 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
     }
     let title_left = format!(" Eval: {}", header.eval);
     let title_right = format!(
-        "{} inputs × {} variants × {}t ",
-        header.inputs, header.variants, header.trials
+        "{} × {} × {}t ",
+        plural(header.inputs, "input"),
+        plural(header.variants, "variant"),
+        header.trials
     );
     let inner: usize = widths.iter().map(|w| w + 1).sum::<usize>() - 1;
     let min_inner = title_left.chars().count() + title_right.chars().count() + 4;

@@ -80,12 +80,15 @@ impl Power {
         let floor = min_cases_for(self.alpha);
         let first = match self.min_detectable_effect {
             None => format!(
-                "with {} cases no difference can reach α = {} (an exact test needs {floor} that differ)",
-                self.cases, self.alpha
+                "with {} {} no difference can reach α = {} (an exact test needs {floor} that differ)",
+                self.cases,
+                cases_word(self.cases),
+                self.alpha
             ),
             Some(mde) => format!(
-                "with {} cases only differences above ~{:.0} points are detectable ({:.0}% power, α = {})",
+                "with {} {} only differences above ~{:.0} points are detectable ({:.0}% power, α = {})",
                 self.cases,
+                cases_word(self.cases),
                 mde * 100.0,
                 self.power * 100.0,
                 self.alpha
@@ -174,6 +177,11 @@ pub fn cases_for_effect(effect: f64, sd: f64, alpha: f64, power: f64) -> usize {
 
 /// The examples that were this module's doctests (its items are
 /// internal now, out of doctests' reach).
+/// `case` for one, `cases` otherwise.
+fn cases_word(n: usize) -> &'static str {
+    if n == 1 { "case" } else { "cases" }
+}
+
 #[cfg(test)]
 mod examples {
     #[test]
