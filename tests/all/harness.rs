@@ -52,6 +52,56 @@ fn without_run_ids(value: &Value) -> Value {
     }
 }
 
+/// The printed tables of a run, from the first to the `Total:` line, its
+/// results directory `out_dir` written as the default `target/scaffold`
+/// and without the run's id.
+fn printed_tables(text: &str, out_dir: &str) -> String {
+    let start = text.find('┌').expect("a table");
+    let end = text.find("Total: ").expect("the whole run's line");
+    let end = end + text[end..].find('\n').unwrap_or(text.len() - end);
+    text[start..end]
+        .replace(out_dir, "target/scaffold")
+        .lines()
+        .filter(|l| !l.starts_with("Run: "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first fenced block of `page` that holds a table, without `Run:`.
+fn shown_block(page: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(page);
+    let doc = std::fs::read_to_string(&path).expect("page");
+    let block = doc
+        .split("```")
+        .find(|b| b.contains("┌"))
+        .unwrap_or_else(|| panic!("{page} shows no table"));
+    block
+        .trim()
+        .lines()
+        .filter(|l| !l.starts_with("Run: "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// docs/example-suite.md shows the whole output of the example suite's
+/// tables as printed, and the README the code review eval's part of it.
+fn shown_output_is_printed(text: &str, out_dir: &str) {
+    let printed = printed_tables(text, out_dir);
+    let page = shown_block("docs/example-suite.md");
+    assert!(
+        page == printed,
+        "docs/example-suite.md's output is not what the suite prints:\n{printed}"
+    );
+    // The README shows parts of it, a line `…` between two.
+    let readme = shown_block("README.md");
+    for part in readme.split("\n…\n") {
+        assert!(
+            printed.contains(part),
+            "README.md's output is not part of what the suite prints:\n{part}"
+        );
+    }
+}
+
 #[test]
 fn playback_is_identical_at_any_thread_count_and_flags_work() {
     // Every figure of a playback run, latency included, comes from the
@@ -73,6 +123,7 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
     assert!(out.contains("Eval: code-review"), "{out}");
     assert!(out.contains("Eval: code-generation"), "{out}");
     assert!(out.contains("Cheapest: "), "{out}");
+    shown_output_is_printed(&out, &output(&one_out));
     let many = evals(&[], &[("SCAFFOLD_OUTPUT", &output(&many_out))]);
     assert!(many.status.success(), "{}", text(&many));
     for eval in EVALS {
