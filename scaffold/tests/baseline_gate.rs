@@ -217,6 +217,14 @@ fn run_scenario(dir: &Path) -> Result<(), Failed> {
         "the Markdown links the failed cell to its transcript",
         &o,
     )?;
+    // And the failed test's message, which CI logs show, points at it.
+    let page = reports.join("arithmetic.html");
+    check(
+        String::from_utf8_lossy(&o.stdout)
+            .contains(&format!("transcript: {}#{anchor}", page.display())),
+        "the failed cell's message links its transcript",
+        &o,
+    )?;
     let suite = junit_suite(&reports.join("arithmetic.junit.xml"))?;
     let blocked = junit_failure(junit_case(&suite, "baseline"));
     check(

@@ -1512,6 +1512,7 @@ impl Harness {
         let excluded =
             (recorded.record.excluded && excusable).then(|| recorded.record.error.clone());
         failures.extend(store_failure);
+        let link = self.transcript_link(&recorded.eval, &recorded.record);
         let record = if stored && !self.keep_whole() {
             // Nothing more of this cell stays in memory than its summary:
             // the store has the whole record, the reports that show more
@@ -1533,8 +1534,24 @@ impl Harness {
         } else if failures.is_empty() {
             Ok(())
         } else {
+            failures.extend(link);
             Err(failures.join("\n").into())
         }
+    }
+
+    /// Where the HTML report shows the cell's transcript, for its failure
+    /// message (so a CI log points at it); none unless HTML is written.
+    fn transcript_link(&self, eval: &str, record: &CellRecord) -> Option<String> {
+        if !self.formats.contains(&Format::Html) {
+            return None;
+        }
+        let dir = self
+            .output
+            .clone()
+            .unwrap_or_else(|| results_dir(&self.manifest_dir));
+        let page = dir.join(format!("{eval}.{}", Format::Html.extension()));
+        let anchor = reports::html::cell_anchor(eval, &record.variant, &record.case, record.trial);
+        Some(format!("transcript: {}#{anchor}", page.display()))
     }
 
     /// Record the cell in the run, durable before the test reports (a run

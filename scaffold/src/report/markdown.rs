@@ -28,15 +28,6 @@ pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
 /// [`render`], with each failed cell linked to its transcript in the HTML
 /// report at `html` (a path or URL, `code-review.html` beside the Markdown
 /// file): `[`cell`](code-review.html#cell-…)`.
-///
-/// ```
-/// use scaffold::eval::{CellRecord, EvalResults, RunConfig};
-/// let c = CellRecord::new("gpt-4o", "sql-injection");
-/// let config = RunConfig { trials: 1, inputs: 1, variants: vec!["gpt-4o".into()], scorers: vec![], min_pass_rate: 1.0 };
-/// let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]);
-/// let md = scaffold::report::markdown::render_linked(&results, None, "qa.html");
-/// assert!(md.contains("| [`gpt-4o::sql-injection`](qa.html#cell-qa-gpt-4o-sql-injection-t0) |"));
-/// ```
 pub fn render_linked(results: &EvalResults, baseline: Option<&Comparison>, html: &str) -> String {
     render_page(results, baseline, Some(html))
 }
@@ -445,6 +436,24 @@ fn regression_row(out: &mut String, r: &Regression) {
 /// internal now, out of doctests' reach).
 #[cfg(test)]
 mod examples {
+    #[test]
+    fn render_linked_links_a_failed_cell_to_its_anchor() {
+        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        let c = CellRecord::new("gpt-4o", "sql-injection");
+        let config = RunConfig {
+            trials: 1,
+            inputs: 1,
+            variants: vec!["gpt-4o".into()],
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        };
+        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]);
+        let md = super::render_linked(&results, None, "qa.html");
+        assert!(
+            md.contains("| [`gpt-4o::sql-injection`](qa.html#cell-qa-gpt-4o-sql-injection-t0) |")
+        );
+    }
+
     #[test]
     fn markdown_render_example_25() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};

@@ -104,15 +104,6 @@ impl FromStr for TranscriptSelection {
 
 impl TranscriptSelection {
     /// From [`TRANSCRIPTS_VAR`]; [`TranscriptSelection::Failing`] when unset.
-    ///
-    /// ```
-    /// use scaffold::report::html::TranscriptSelection;
-    /// assert_eq!("all".parse::<TranscriptSelection>().unwrap(), TranscriptSelection::All);
-    /// assert_eq!(
-    ///     "some".parse::<TranscriptSelection>().unwrap_err().to_string(),
-    ///     "SCAFFOLD_REPORT_TRANSCRIPTS=`some` is not one of: all, failing, none"
-    /// );
-    /// ```
     pub fn from_env() -> Result<TranscriptSelection, BadTranscriptSelection> {
         match std::env::var(TRANSCRIPTS_VAR) {
             Ok(v) => v.parse(),
@@ -155,12 +146,6 @@ impl<'s> Transcripts<'s> {
 /// `cell-{eval}-{variant}-{case}-t{trial}`, each part slugged
 /// (`[a-z0-9-]`); a part the slug changed gets a short hash of its text,
 /// so that different names never share an anchor.
-///
-/// ```
-/// # use scaffold::report::html::cell_anchor;
-/// assert_eq!(cell_anchor("qa", "gpt-4o", "case-1", 0), "cell-qa-gpt-4o-case-1-t0");
-/// assert_ne!(cell_anchor("qa", "a b", "c", 0), cell_anchor("qa", "a-b", "c", 0));
-/// ```
 pub fn cell_anchor(eval: &str, variant: &str, case: &str, trial: u32) -> String {
     format!(
         "cell-{}-{}-{}-t{trial}",
@@ -431,4 +416,38 @@ pub fn session_page(session_id: &str, signals: &[Signal]) -> String {
         "<script>{SCRIPT}</script>\n<script>document.getElementById('{anchor}').click();</script>\n</body>\n</html>"
     );
     out
+}
+
+/// The examples that were this module's doctests (its items are
+/// internal, out of doctests' reach).
+#[cfg(test)]
+mod examples {
+    use super::{TranscriptSelection, cell_anchor};
+
+    #[test]
+    fn a_selection_is_parsed_or_refused_in_words() {
+        assert_eq!(
+            "all".parse::<TranscriptSelection>().unwrap(),
+            TranscriptSelection::All
+        );
+        assert_eq!(
+            "some"
+                .parse::<TranscriptSelection>()
+                .unwrap_err()
+                .to_string(),
+            "SCAFFOLD_REPORT_TRANSCRIPTS=`some` is not one of: all, failing, none"
+        );
+    }
+
+    #[test]
+    fn anchors_are_slugged_and_names_never_share_one() {
+        assert_eq!(
+            cell_anchor("qa", "gpt-4o", "case-1", 0),
+            "cell-qa-gpt-4o-case-1-t0"
+        );
+        assert_ne!(
+            cell_anchor("qa", "a b", "c", 0),
+            cell_anchor("qa", "a-b", "c", 0)
+        );
+    }
 }
