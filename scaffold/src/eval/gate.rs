@@ -414,7 +414,7 @@ pub(crate) fn judge<'a>(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn gate_gate_notes_example_237() {
+    fn the_gate_notes_warn_of_quarantined_cells_and_stale_patterns() {
         use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
         let mut cells = vec![CellRecord::new("v", "ok"), CellRecord::new("v", "flaky")];
         cells[0].passed = true;
@@ -443,7 +443,7 @@ mod examples {
     }
 
     #[test]
-    fn gate_quarantine_matches_example_293() {
+    fn a_quarantine_pattern_names_a_case_of_any_variant_or_of_one() {
         use crate::eval::gate::quarantine_matches;
         assert!(quarantine_matches("sqli", "gpt-4o", "sqli"));
         assert!(quarantine_matches("gpt-4o::sqli", "gpt-4o", "sqli"));
@@ -453,7 +453,7 @@ mod examples {
     }
 
     #[test]
-    fn gate_load_quarantine_example_338() {
+    fn a_quarantine_file_lists_patterns_per_eval_and_a_missing_one_none() {
         let dir = std::env::temp_dir().join(format!("quarantine-doc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("quarantine.yaml");

@@ -1185,7 +1185,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn results_cellrecord_into_summary_example_481() {
+    fn a_summary_drops_the_details_and_with_details_restores_them() {
         use crate::eval::CellRecord;
         let mut cell = CellRecord::new("v", "c");
         cell.input = serde_json::json!({"question": "why?"});
@@ -1198,7 +1198,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_new_example_634() {
+    fn results_summarize_each_variant_and_round_trip_through_json() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut cell = CellRecord::new("baseline", "case-1");
         cell.passed = true;
@@ -1217,7 +1217,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_with_gate_options_example_676() {
+    fn a_quarantined_flaky_case_no_longer_fails_the_gate() {
         use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
         let cells = (0..4)
             .map(|t| {
@@ -1247,7 +1247,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_with_planned_cells_example_710() {
+    fn results_missing_planned_cells_are_partial_and_say_how_many() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let config = RunConfig {
             trials: 1,
@@ -1272,7 +1272,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_merge_example_845() {
+    fn merged_parts_add_up_their_cases_and_a_cell_twice_is_refused() {
         use crate::eval::results::MergeError;
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let config = RunConfig {
@@ -1299,7 +1299,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_cost_warning_example_952() {
+    fn a_model_without_a_price_warns_that_its_cost_is_unknown() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut cell = CellRecord::new("proxy-alias", "c1");
         cell.metrics.unpriced_calls = 2;
@@ -1316,7 +1316,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_trial_stats_example_1002() {
+    fn the_trial_stats_of_a_case_count_its_trials_passes_and_flakiness() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let cells = (0..3)
             .map(|t| {
@@ -1340,7 +1340,7 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_excluded_line_example_1028() {
+    fn an_errored_cell_is_left_out_of_the_statistics_and_the_gate_and_named() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut errored = CellRecord::new("v", "b");
         (errored.excluded, errored.error) = (true, Some("HTTP 500".into()));

@@ -452,7 +452,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn runs_example_10() {
+    fn a_stored_run_finishes_with_its_counts_and_reads_back_its_results() {
         use crate::eval::{CellRecord, EvalRunMeta, RecordedCell, RunConfig};
         use crate::store::Store;
 

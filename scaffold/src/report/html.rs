@@ -769,7 +769,7 @@ fn row(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn html_render_example_64() {
+    fn the_html_report_is_a_page_with_an_escaped_title_and_a_cost_quality_plot() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut c = CellRecord::new("gpt-4o", "case-1");
         c.passed = true;

@@ -98,7 +98,7 @@ pub fn validate(document: &Value) -> Result<(), Vec<String>> {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn json_write_streamed_example_30() {
+    fn streamed_json_with_the_cells_filled_in_is_the_whole_render() {
         (|| {
             use crate::eval::{CellRecord, EvalResults, RunConfig};
             use crate::report::json;
@@ -134,7 +134,7 @@ mod examples {
     }
 
     #[test]
-    fn json_validate_example_94() {
+    fn a_results_document_meets_the_schema_and_a_stub_does_not() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         use crate::report::json::validate;
         let config = RunConfig {

@@ -270,7 +270,7 @@ fn testcase(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn junit_render_example_34() {
+    fn junit_counts_a_failed_cell_as_a_failure_and_a_run_error_as_an_error() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut ok = CellRecord::new("gpt-4o", "clean");
         ok.passed = true;
@@ -297,7 +297,7 @@ mod examples {
     }
 
     #[test]
-    fn junit_write_streamed_example_57() {
+    fn streamed_junit_is_the_whole_render_and_summaries_alone_leave_outputs_out() {
         (|| {
             use crate::eval::{CellRecord, EvalResults, RunConfig};
             use crate::report::junit;

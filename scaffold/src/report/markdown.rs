@@ -455,7 +455,7 @@ mod examples {
     }
 
     #[test]
-    fn markdown_render_example_25() {
+    fn a_failed_run_heads_the_markdown_and_its_error_escapes_pipes() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut c = CellRecord::new("gpt-4o", "sql-injection");
         c.error = Some("timeout | retry".into());
@@ -475,7 +475,7 @@ mod examples {
     }
 
     #[test]
-    fn markdown_render_comparison_example_304() {
+    fn a_regression_makes_the_comparison_verdict_worse_and_blocking() {
         use crate::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
         let run = |pass: bool| {
             let mut c = CellRecord::new("v", "case");

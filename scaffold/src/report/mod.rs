@@ -138,7 +138,7 @@ pub fn render(format: Format, results: &EvalResults, baseline: Option<&Compariso
 #[cfg(test)]
 mod examples {
     #[test]
-    fn format_parse_list_example_87() {
+    fn a_format_list_is_parsed_without_repeats_and_an_unknown_format_refused() {
         use crate::report::Format;
         assert_eq!(
             Format::parse_list("json, md,json").unwrap(),
@@ -148,7 +148,7 @@ mod examples {
     }
 
     #[test]
-    fn render_example_131() {
+    fn render_writes_the_format_asked_for() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         use crate::report::{Format, render};
         let config = RunConfig {

@@ -274,7 +274,7 @@ fn trial_lines(results: &EvalResults) -> String {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn table_render_example_50() {
+    fn the_table_shows_a_variants_pass_rate_interval_and_the_cheapest() {
         use crate::eval::VariantSummary;
         use crate::report::table::{TableHeader, render};
         let v = VariantSummary {
@@ -305,7 +305,7 @@ mod examples {
     }
 
     #[test]
-    fn table_render_results_example_219() {
+    fn the_table_of_results_is_headed_by_the_eval() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let config = RunConfig {
             trials: 1,

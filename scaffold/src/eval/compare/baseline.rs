@@ -749,7 +749,7 @@ fn num(v: f64) -> String {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn compare_baseline_compare_example_341() {
+    fn a_case_that_stops_passing_is_a_blocking_regression() {
         use crate::eval::compare::Verdict;
         use crate::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
         let run = |passes: [bool; 2]| {
