@@ -415,22 +415,14 @@ pub(crate) fn judge<'a>(
 mod examples {
     #[test]
     fn the_gate_notes_warn_of_quarantined_cells_and_stale_patterns() {
-        use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+        use crate::eval::{CellRecord, EvalResults, GateOptions};
         let mut cells = vec![CellRecord::new("v", "ok"), CellRecord::new("v", "flaky")];
         cells[0].passed = true;
-        let config = RunConfig {
-            trials: 1,
-            inputs: 2,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
         let options = GateOptions {
             quarantine: vec!["flaky".into(), "gone".into()],
             ..GateOptions::default()
         };
-        let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells)
-            .with_gate_options(options);
+        let r = EvalResults::for_tests("qa", 1, cells).with_gate_options(options);
         let notes = r.gate_verdict().notes(&r.eval, &r.notable_trials());
         assert_eq!(
             notes[0],

@@ -149,21 +149,9 @@ mod examples {
 
     #[test]
     fn render_writes_the_format_asked_for() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        use crate::eval::{CellRecord, EvalResults};
         use crate::report::{Format, render};
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["a".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new(
-            "qa",
-            "2026-01-28T12:00:00Z",
-            config,
-            vec![CellRecord::new("a", "c1")],
-        );
+        let results = EvalResults::for_tests("qa", 1, vec![CellRecord::new("a", "c1")]);
         assert!(render(Format::Junit, &results, None).starts_with("<?xml"));
         assert!(render(Format::Markdown, &results, None).starts_with("## "));
     }

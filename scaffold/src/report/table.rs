@@ -306,20 +306,8 @@ mod examples {
 
     #[test]
     fn the_table_of_results_is_headed_by_the_eval() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["a".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new(
-            "qa",
-            "2026-01-28T12:00:00Z",
-            config,
-            vec![CellRecord::new("a", "c1")],
-        );
+        use crate::eval::{CellRecord, EvalResults};
+        let results = EvalResults::for_tests("qa", 1, vec![CellRecord::new("a", "c1")]);
         let out = crate::report::table::render_results(&results);
         assert!(out.contains("│ Eval: qa"));
         assert!(out.contains("0/1 (0%)"));
