@@ -70,20 +70,20 @@ pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn mean_example_31() {
+    fn the_mean_is_the_average_and_of_nothing_none() {
         assert_eq!(crate::stats::mean(&[1.0, 2.0, 6.0]), Some(3.0));
         assert_eq!(crate::stats::mean(&[]), None);
     }
 
     #[test]
-    fn sample_stddev_example_45() {
+    fn the_sample_stddev_divides_by_n_minus_one_and_needs_two_values() {
         let s = crate::stats::sample_stddev(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
         assert!((s - 2.138089935299395).abs() < 1e-12);
         assert_eq!(crate::stats::sample_stddev(&[3.0]), None);
     }
 
     #[test]
-    fn percentile_example_63() {
+    fn percentiles_interpolate_between_ranks_and_one_value_is_every_percentile() {
         use crate::stats::percentile;
         let v = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(percentile(&v, 50.0), Some(2.5));

@@ -309,7 +309,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn rfc3339_example_50() {
+    fn rfc3339_writes_epoch_milliseconds_as_a_utc_timestamp() {
         assert_eq!(
             crate::util::rfc3339(1_769_601_600_000),
             "2026-01-28T12:00:00Z"

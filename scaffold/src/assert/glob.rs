@@ -242,7 +242,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn glob_glob_example_48() {
+    fn a_star_matches_one_segment_and_a_double_star_any_number() {
         use crate::assert::Glob;
         let g = Glob::new("agent:*").unwrap();
         assert!(g.matches("agent:activated"));

@@ -458,7 +458,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn matcher_is_matcher_example_50() {
+    fn an_object_of_operators_is_a_matcher_and_one_of_fields_is_not() {
         use crate::assert::matcher::is_matcher;
         use serde_json::json;
         assert!(is_matcher(&json!({"gte": 0.7})));
@@ -466,7 +466,7 @@ mod examples {
     }
 
     #[test]
-    fn matcher_values_equal_example_366() {
+    fn values_equal_compares_numbers_by_value_and_objects_by_every_key() {
         use crate::assert::matcher::values_equal;
         use serde_json::json;
         assert!(values_equal(

@@ -275,7 +275,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn path_path_example_47() {
+    fn paths_resolve_indices_from_either_end_quoted_keys_and_dotted_numbers() {
         use crate::assert::Path;
         use serde_json::json;
         let state = json!({"files": [{"path": "a.rs"}, {"path": "b.rs"}], "weird key": {"x": 1}});

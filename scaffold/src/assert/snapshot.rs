@@ -247,7 +247,7 @@ pub(crate) fn final_(a: &SnapshotFinal, ctx: &EvalContext<'_>) -> Outcome {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn snapshot_occurrence_example_44() {
+    fn an_occurrence_is_a_positive_index_first_or_last() {
         use crate::assert::Occurrence;
         let o: Occurrence = serde_json::from_value(serde_json::json!(2)).unwrap();
         assert_eq!(o, Occurrence::Nth(2));

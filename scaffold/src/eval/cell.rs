@@ -397,7 +397,7 @@ fn unrunnable<S: State>(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn cell_cellid_snapshot_path_example_58() {
+    fn a_snapshot_path_is_the_eval_the_slugged_case_and_the_variant_with_its_trial() {
         use crate::eval::CellId;
         let id = CellId {
             eval: "code-review".into(),

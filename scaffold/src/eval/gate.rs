@@ -414,23 +414,15 @@ pub(crate) fn judge<'a>(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn gate_gate_notes_example_237() {
-        use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+    fn the_gate_notes_warn_of_quarantined_cells_and_stale_patterns() {
+        use crate::eval::{CellRecord, EvalResults, GateOptions};
         let mut cells = vec![CellRecord::new("v", "ok"), CellRecord::new("v", "flaky")];
         cells[0].passed = true;
-        let config = RunConfig {
-            trials: 1,
-            inputs: 2,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
         let options = GateOptions {
             quarantine: vec!["flaky".into(), "gone".into()],
             ..GateOptions::default()
         };
-        let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells)
-            .with_gate_options(options);
+        let r = EvalResults::for_tests("qa", 1, cells).with_gate_options(options);
         let notes = r.gate_verdict().notes(&r.eval, &r.notable_trials());
         assert_eq!(
             notes[0],
@@ -443,7 +435,7 @@ mod examples {
     }
 
     #[test]
-    fn gate_quarantine_matches_example_293() {
+    fn a_quarantine_pattern_names_a_case_of_any_variant_or_of_one() {
         use crate::eval::gate::quarantine_matches;
         assert!(quarantine_matches("sqli", "gpt-4o", "sqli"));
         assert!(quarantine_matches("gpt-4o::sqli", "gpt-4o", "sqli"));
@@ -453,7 +445,7 @@ mod examples {
     }
 
     #[test]
-    fn gate_load_quarantine_example_338() {
+    fn a_quarantine_file_lists_patterns_per_eval_and_a_missing_one_none() {
         let dir = std::env::temp_dir().join(format!("quarantine-doc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("quarantine.yaml");

@@ -280,6 +280,38 @@ impl RunConfig {
     }
 }
 
+/// The fixture of unit tests: a run of `trials` trials of `inputs` cases on
+/// `variants`, with no scorers, that every cell must pass.
+#[cfg(test)]
+impl RunConfig {
+    pub(crate) fn for_tests(trials: u32, inputs: usize, variants: &[&str]) -> RunConfig {
+        RunConfig {
+            trials,
+            inputs,
+            variants: variants.iter().map(|v| v.to_string()).collect(),
+            scorers: vec![],
+            min_pass_rate: 1.0,
+        }
+    }
+}
+
+/// The results of unit tests: eval `eval` run at 2026-01-28T12:00:00Z with
+/// [`RunConfig::for_tests`] of `trials` trials, the cells' cases and their
+/// variants in the order they first appear.
+#[cfg(test)]
+impl EvalResults {
+    pub(crate) fn for_tests(eval: &str, trials: u32, cells: Vec<CellRecord>) -> EvalResults {
+        let mut variants: Vec<&str> = Vec::new();
+        for c in &cells {
+            if !variants.contains(&c.variant.as_str()) {
+                variants.push(&c.variant);
+            }
+        }
+        let config = RunConfig::for_tests(trials, distinct_inputs(&cells), &variants);
+        EvalResults::new(eval, "2026-01-28T12:00:00Z", config, cells)
+    }
+}
+
 /// One scorer's grade of one cell (seed 000's `{pass, value, unit}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoreRecord {
@@ -1185,7 +1217,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn results_cellrecord_into_summary_example_481() {
+    fn a_summary_drops_the_details_and_with_details_restores_them() {
         use crate::eval::CellRecord;
         let mut cell = CellRecord::new("v", "c");
         cell.input = serde_json::json!({"question": "why?"});
@@ -1198,18 +1230,11 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_new_example_634() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn results_summarize_each_variant_and_round_trip_through_json() {
+        use crate::eval::{CellRecord, EvalResults};
         let mut cell = CellRecord::new("baseline", "case-1");
         cell.passed = true;
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["baseline".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
+        let results = EvalResults::for_tests("qa", 1, vec![cell]);
         assert_eq!(results.summary["baseline"].pass_rate, 1.0);
         assert!(results.comparison.is_none());
         let back = EvalResults::from_json(&results.to_json()).unwrap();
@@ -1217,8 +1242,8 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_with_gate_options_example_676() {
-        use crate::eval::{CellRecord, EvalResults, GateOptions, RunConfig};
+    fn a_quarantined_flaky_case_no_longer_fails_the_gate() {
+        use crate::eval::{CellRecord, EvalResults, GateOptions};
         let cells = (0..4)
             .map(|t| {
                 let mut c = CellRecord::new("v", "flaky-case");
@@ -1227,14 +1252,7 @@ mod examples {
                 c
             })
             .collect();
-        let config = RunConfig {
-            trials: 4,
-            inputs: 1,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
+        let results = EvalResults::for_tests("qa", 4, cells);
         assert!(results.trial_stats().next().unwrap().flaky);
         assert!(!results.gate_passed());
         let options = GateOptions {
@@ -1247,21 +1265,9 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_with_planned_cells_example_710() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let r = EvalResults::new(
-            "qa",
-            "2026-01-28T12:00:00Z",
-            config,
-            vec![CellRecord::new("v", "a")],
-        );
+    fn results_missing_planned_cells_are_partial_and_say_how_many() {
+        use crate::eval::{CellRecord, EvalResults};
+        let r = EvalResults::for_tests("qa", 1, vec![CellRecord::new("v", "a")]);
         let r = r.with_planned_cells(4);
         assert!(!r.complete);
         assert_eq!(
@@ -1272,20 +1278,13 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_merge_example_845() {
+    fn merged_parts_add_up_their_cases_and_a_cell_twice_is_refused() {
         use crate::eval::results::MergeError;
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
+        use crate::eval::{CellRecord, EvalResults};
         let part = |case: &str| {
             let mut cell = CellRecord::new("v", case);
             cell.passed = true;
-            EvalResults::new("qa", "2026-01-28T12:00:00Z", config.clone(), vec![cell])
+            EvalResults::for_tests("qa", 1, vec![cell])
         };
         let whole = EvalResults::merge(vec![part("a"), part("b")]).unwrap();
         assert_eq!((whole.cell_count(), whole.config.inputs), (2, 2));
@@ -1299,16 +1298,13 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_cost_warning_example_952() {
+    fn a_model_without_a_price_warns_that_its_cost_is_unknown() {
         use crate::eval::{CellRecord, EvalResults, RunConfig};
         let mut cell = CellRecord::new("proxy-alias", "c1");
         cell.metrics.unpriced_calls = 2;
         let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["proxy-alias".into()],
-            scorers: vec![],
             min_pass_rate: 0.0,
+            ..RunConfig::for_tests(1, 1, &["proxy-alias"])
         };
         let r = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![cell]);
         assert!(r.cost_warning().unwrap().starts_with(
@@ -1316,8 +1312,8 @@ mod examples {
     }
 
     #[test]
-    fn results_evalresults_trial_stats_example_1002() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn the_trial_stats_of_a_case_count_its_trials_passes_and_flakiness() {
+        use crate::eval::{CellRecord, EvalResults};
         let cells = (0..3)
             .map(|t| {
                 let mut c = CellRecord::new("v", "c");
@@ -1326,34 +1322,20 @@ mod examples {
                 c
             })
             .collect();
-        let config = RunConfig {
-            trials: 3,
-            inputs: 1,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells);
+        let results = EvalResults::for_tests("qa", 3, cells);
         assert_eq!(results.trial_stats().len(), 1);
         let c = results.trial_stats().next().unwrap();
         assert_eq!((c.trials, c.passes, c.flaky), (3, 2, true));
     }
 
     #[test]
-    fn results_evalresults_excluded_line_example_1028() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn an_errored_cell_is_left_out_of_the_statistics_and_the_gate_and_named() {
+        use crate::eval::{CellRecord, EvalResults};
         let mut errored = CellRecord::new("v", "b");
         (errored.excluded, errored.error) = (true, Some("HTTP 500".into()));
         let mut ok = CellRecord::new("v", "a");
         ok.passed = true;
-        let config = RunConfig {
-            trials: 1,
-            inputs: 2,
-            variants: vec!["v".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, errored]);
+        let results = EvalResults::for_tests("qa", 1, vec![ok, errored]);
         assert_eq!(results.summary["v"].cells, 1);
         assert!(results.gate_passed());
         assert_eq!(

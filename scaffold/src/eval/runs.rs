@@ -452,19 +452,13 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn runs_example_10() {
+    fn a_stored_run_finishes_with_its_counts_and_reads_back_its_results() {
         use crate::eval::{CellRecord, EvalRunMeta, RecordedCell, RunConfig};
         use crate::store::Store;
 
         fn main() -> Result<(), crate::store::StoreError> {
             let store = Store::in_memory()?;
-            let config = RunConfig {
-                trials: 1,
-                inputs: 1,
-                variants: vec!["v".into()],
-                scorers: vec![],
-                min_pass_rate: 1.0,
-            };
+            let config = RunConfig::for_tests(1, 1, &["v"]);
             store.begin_eval_run(&EvalRunMeta::new("run-1", "harness").eval("qa", config))?;
             let mut record = CellRecord::new("v", "case-1");
             record.passed = true;

@@ -626,7 +626,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn small_map_smallmap_example_28() {
+    fn a_small_map_keeps_its_keys_in_order_like_a_btreemap() {
         use crate::eval::SmallMap;
         let mut scores: SmallMap<String, f64> = SmallMap::new();
         scores.insert("relevance".to_string(), 0.5);

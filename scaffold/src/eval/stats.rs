@@ -328,7 +328,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn stats_scorestats_of_example_73() {
+    fn score_stats_give_the_mean_range_and_pass_rate() {
         let s = crate::eval::stats::ScoreStats::of(&[0.5, 1.0], 1);
         assert_eq!(
             (s.mean, s.min, s.max, s.pass_rate, s.count),
@@ -337,13 +337,13 @@ mod examples {
     }
 
     #[test]
-    fn stats_latencystats_of_example_125() {
+    fn latency_percentiles_interpolate_between_samples() {
         let l = crate::eval::stats::LatencyStats::of(&[100.0, 200.0, 300.0, 400.0, 500.0]);
         assert_eq!((l.p50, l.p95, l.p99), (300.0, 480.0, 496.0));
     }
 
     #[test]
-    fn stats_summarize_example_225() {
+    fn a_variant_summary_counts_passes_and_averages_latency() {
         use crate::eval::{CellRecord, stats::summarize};
         let mut a = CellRecord::new("baseline", "case-1");
         a.passed = true;
@@ -358,7 +358,7 @@ mod examples {
     }
 
     #[test]
-    fn stats_pass_rate_interval_example_314() {
+    fn the_pass_rate_interval_counts_cases_not_cells() {
         use crate::eval::{
             CellRecord,
             stats::{pass_rate_interval, wilson_interval},

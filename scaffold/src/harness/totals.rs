@@ -90,13 +90,7 @@ mod tests {
     use crate::eval::results::RunConfig;
 
     fn results(eval: &str, cells: Vec<CellRecord>) -> EvalResults {
-        let config = RunConfig {
-            trials: 2,
-            inputs: 3,
-            variants: vec!["v".into()],
-            scorers: Vec::new(),
-            min_pass_rate: 1.0,
-        };
+        let config = RunConfig::for_tests(2, 3, &["v"]);
         let options = GateOptions {
             quarantine: vec!["q".into()],
             ..GateOptions::default()

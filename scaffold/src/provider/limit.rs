@@ -891,7 +891,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn limit_ratelimit_example_50() {
+    fn a_rate_limit_reports_its_requests_window_and_description() {
         use crate::provider::limit::RateLimit;
         use std::time::Duration;
 

@@ -1166,7 +1166,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn schema_openai_strict_example_102() {
+    fn openai_strict_requires_every_property_and_refuses_open_maps() {
         use crate::provider::schema::openai_strict;
         use serde_json::json;
         let derived = json!({"type": "object", "properties": {
@@ -1180,7 +1180,7 @@ mod examples {
     }
 
     #[test]
-    fn schema_anthropic_subset_example_124() {
+    fn anthropic_subset_moves_unsupported_keywords_into_the_description() {
         use crate::provider::schema::anthropic_subset;
         use serde_json::json;
         let derived = json!({"type": "object", "properties": {
@@ -1196,7 +1196,7 @@ mod examples {
     }
 
     #[test]
-    fn schema_answercheck_example_147() {
+    fn an_answer_check_drops_nulls_and_names_the_failed_constraint() {
         use crate::provider::schema::AnswerCheck;
         use serde_json::json;
         let check = AnswerCheck::new(&json!({"type": "object", "properties": {

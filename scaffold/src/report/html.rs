@@ -769,21 +769,11 @@ fn row(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn html_render_example_64() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn the_html_report_is_a_page_with_an_escaped_title_and_a_cost_quality_plot() {
+        use crate::eval::{CellRecord, EvalResults};
         let mut c = CellRecord::new("gpt-4o", "case-1");
         c.passed = true;
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["gpt-4o".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let html = crate::report::html::render(
-            &EvalResults::new("qa <1>", "2026-01-28T12:00:00Z", config, vec![c]),
-            None,
-        );
+        let html = crate::report::html::render(&EvalResults::for_tests("qa <1>", 1, vec![c]), None);
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.contains("<title>Eval qa &lt;1&gt; · scaffold</title>"));
         assert!(html.contains(r#"<svg id="plot-cost-quality""#));

@@ -98,31 +98,14 @@ pub fn validate(document: &Value) -> Result<(), Vec<String>> {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn json_write_streamed_example_30() {
+    fn streamed_json_with_the_cells_filled_in_is_the_whole_render() {
         (|| {
-            use crate::eval::{CellRecord, EvalResults, RunConfig};
+            use crate::eval::{CellRecord, EvalResults};
             use crate::report::json;
-            let config = RunConfig {
-                trials: 1,
-                inputs: 1,
-                variants: vec!["a".into()],
-                scorers: vec![],
-                min_pass_rate: 1.0,
-            };
             let mut cell = CellRecord::new("a", "c1");
             cell.input = serde_json::json!("the question");
-            let full = EvalResults::new(
-                "qa",
-                "2026-01-28T12:00:00Z",
-                config.clone(),
-                vec![cell.clone()],
-            );
-            let mut summaries = EvalResults::new(
-                "qa",
-                "2026-01-28T12:00:00Z",
-                config,
-                vec![cell.clone().into_summary()],
-            );
+            let full = EvalResults::for_tests("qa", 1, vec![cell.clone()]);
+            let mut summaries = EvalResults::for_tests("qa", 1, vec![cell.clone().into_summary()]);
             let mut out = Vec::new();
             json::write_streamed(&mut summaries, &mut out, |chunk| {
                 Ok(chunk.iter().map(|_| Some(cell.clone())).collect())
@@ -134,22 +117,10 @@ mod examples {
     }
 
     #[test]
-    fn json_validate_example_94() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn a_results_document_meets_the_schema_and_a_stub_does_not() {
+        use crate::eval::{CellRecord, EvalResults};
         use crate::report::json::validate;
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["a".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new(
-            "qa",
-            "2026-01-28T12:00:00Z",
-            config,
-            vec![CellRecord::new("a", "c1")],
-        );
+        let results = EvalResults::for_tests("qa", 1, vec![CellRecord::new("a", "c1")]);
         validate(&serde_json::to_value(&results).unwrap()).unwrap();
         assert!(validate(&serde_json::json!({"eval": "qa"})).is_err());
     }

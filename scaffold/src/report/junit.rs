@@ -270,23 +270,14 @@ fn testcase(
 #[cfg(test)]
 mod examples {
     #[test]
-    fn junit_render_example_34() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn junit_counts_a_failed_cell_as_a_failure_and_a_run_error_as_an_error() {
+        use crate::eval::{CellRecord, EvalResults};
         let mut ok = CellRecord::new("gpt-4o", "clean");
         ok.passed = true;
         let mut bad = CellRecord::new("gpt-4o", "xss");
         bad.error = Some("provider <timeout>".into());
-        let config = RunConfig {
-            trials: 1,
-            inputs: 2,
-            variants: vec!["gpt-4o".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let xml = crate::report::junit::render(
-            &EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![ok, bad]),
-            None,
-        );
+        let xml =
+            crate::report::junit::render(&EvalResults::for_tests("qa", 1, vec![ok, bad]), None);
         assert!(
             xml.contains(r#"<testsuite name="qa" tests="3" failures="1" errors="1" skipped="0""#)
         );
@@ -297,31 +288,14 @@ mod examples {
     }
 
     #[test]
-    fn junit_write_streamed_example_57() {
+    fn streamed_junit_is_the_whole_render_and_summaries_alone_leave_outputs_out() {
         (|| {
-            use crate::eval::{CellRecord, EvalResults, RunConfig};
+            use crate::eval::{CellRecord, EvalResults};
             use crate::report::junit;
-            let config = RunConfig {
-                trials: 1,
-                inputs: 1,
-                variants: vec!["a".into()],
-                scorers: vec![],
-                min_pass_rate: 1.0,
-            };
             let mut cell = CellRecord::new("a", "c1");
             cell.output = Some(serde_json::json!("the answer"));
-            let whole = EvalResults::new(
-                "qa",
-                "2026-01-28T12:00:00Z",
-                config.clone(),
-                vec![cell.clone()],
-            );
-            let summaries = EvalResults::new(
-                "qa",
-                "2026-01-28T12:00:00Z",
-                config,
-                vec![cell.clone().into_summary()],
-            );
+            let whole = EvalResults::for_tests("qa", 1, vec![cell.clone()]);
+            let summaries = EvalResults::for_tests("qa", 1, vec![cell.clone().into_summary()]);
             let mut out = Vec::new();
             junit::write_streamed(&summaries, None, &mut out, |chunk| {
                 Ok(chunk.iter().map(|_| Some(cell.clone())).collect())

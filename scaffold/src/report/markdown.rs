@@ -438,16 +438,9 @@ fn regression_row(out: &mut String, r: &Regression) {
 mod examples {
     #[test]
     fn render_linked_links_a_failed_cell_to_its_anchor() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+        use crate::eval::{CellRecord, EvalResults};
         let c = CellRecord::new("gpt-4o", "sql-injection");
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["gpt-4o".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]);
+        let results = EvalResults::for_tests("qa", 1, vec![c]);
         let md = super::render_linked(&results, None, "qa.html");
         assert!(
             md.contains("| [`gpt-4o::sql-injection`](qa.html#cell-qa-gpt-4o-sql-injection-t0) |")
@@ -455,39 +448,22 @@ mod examples {
     }
 
     #[test]
-    fn markdown_render_example_25() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn a_failed_run_heads_the_markdown_and_its_error_escapes_pipes() {
+        use crate::eval::{CellRecord, EvalResults};
         let mut c = CellRecord::new("gpt-4o", "sql-injection");
         c.error = Some("timeout | retry".into());
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["gpt-4o".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let md = crate::report::markdown::render(
-            &EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c]),
-            None,
-        );
+        let md = crate::report::markdown::render(&EvalResults::for_tests("qa", 1, vec![c]), None);
         assert!(md.starts_with("## ❌ Eval `qa`: 0/1 cells passed (0%)"));
         assert!(md.contains("| `gpt-4o::sql-injection` | run failed: timeout \\| retry |"));
     }
 
     #[test]
-    fn markdown_render_comparison_example_304() {
-        use crate::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+    fn a_regression_makes_the_comparison_verdict_worse_and_blocking() {
+        use crate::eval::{CellRecord, CompareOptions, EvalResults, compare};
         let run = |pass: bool| {
             let mut c = CellRecord::new("v", "case");
             c.passed = pass;
-            let config = RunConfig {
-                trials: 1,
-                inputs: 1,
-                variants: vec!["v".into()],
-                scorers: vec![],
-                min_pass_rate: 1.0,
-            };
-            EvalResults::new("qa", "2026-01-28T12:00:00Z", config, vec![c])
+            EvalResults::for_tests("qa", 1, vec![c])
         };
         let md = crate::report::markdown::render_comparison(&compare(
             &run(true),

@@ -138,7 +138,7 @@ pub fn render(format: Format, results: &EvalResults, baseline: Option<&Compariso
 #[cfg(test)]
 mod examples {
     #[test]
-    fn format_parse_list_example_87() {
+    fn a_format_list_is_parsed_without_repeats_and_an_unknown_format_refused() {
         use crate::report::Format;
         assert_eq!(
             Format::parse_list("json, md,json").unwrap(),
@@ -148,22 +148,10 @@ mod examples {
     }
 
     #[test]
-    fn render_example_131() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
+    fn render_writes_the_format_asked_for() {
+        use crate::eval::{CellRecord, EvalResults};
         use crate::report::{Format, render};
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["a".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new(
-            "qa",
-            "2026-01-28T12:00:00Z",
-            config,
-            vec![CellRecord::new("a", "c1")],
-        );
+        let results = EvalResults::for_tests("qa", 1, vec![CellRecord::new("a", "c1")]);
         assert!(render(Format::Junit, &results, None).starts_with("<?xml"));
         assert!(render(Format::Markdown, &results, None).starts_with("## "));
     }

@@ -274,7 +274,7 @@ fn trial_lines(results: &EvalResults) -> String {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn table_render_example_50() {
+    fn the_table_shows_a_variants_pass_rate_interval_and_the_cheapest() {
         use crate::eval::VariantSummary;
         use crate::report::table::{TableHeader, render};
         let v = VariantSummary {
@@ -305,21 +305,9 @@ mod examples {
     }
 
     #[test]
-    fn table_render_results_example_219() {
-        use crate::eval::{CellRecord, EvalResults, RunConfig};
-        let config = RunConfig {
-            trials: 1,
-            inputs: 1,
-            variants: vec!["a".into()],
-            scorers: vec![],
-            min_pass_rate: 1.0,
-        };
-        let results = EvalResults::new(
-            "qa",
-            "2026-01-28T12:00:00Z",
-            config,
-            vec![CellRecord::new("a", "c1")],
-        );
+    fn the_table_of_results_is_headed_by_the_eval() {
+        use crate::eval::{CellRecord, EvalResults};
+        let results = EvalResults::for_tests("qa", 1, vec![CellRecord::new("a", "c1")]);
         let out = crate::report::table::render_results(&results);
         assert!(out.contains("│ Eval: qa"));
         assert!(out.contains("0/1 (0%)"));

@@ -179,7 +179,7 @@ impl Embedder for ScriptedEmbedder {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn embed_cosine_similarity_example_49() {
+    fn cosine_similarity_runs_from_minus_one_to_one_and_a_zero_vector_scores_zero() {
         use crate::scorer::embed::cosine_similarity;
         assert_eq!(cosine_similarity(&[1.0, 0.0], &[2.0, 0.0]), 1.0);
         assert_eq!(cosine_similarity(&[1.0, 0.0], &[0.0, 3.0]), 0.0);
@@ -188,7 +188,7 @@ mod examples {
     }
 
     #[test]
-    fn embed_scriptedembedder_example_88() {
+    fn a_scripted_embedder_returns_its_vectors_in_one_call() {
         use crate::provider::CallContext;
         use crate::scorer::{Embedder, ScriptedEmbedder, embed::cosine_similarity};
         let e = ScriptedEmbedder::new("test-embed")

@@ -226,7 +226,7 @@ impl JudgeCache for LayeredJudgeCache {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn judge_cache_layeredjudgecache_example_172() {
+    fn the_layered_cache_reads_the_persistent_layer_only_when_told_to() {
         use crate::assert::{InMemoryJudgeCache, JudgeCache, JudgeCacheKey, JudgeVerdict};
         use crate::scorer::judge_cache::LayeredJudgeCache;
         use std::sync::Arc;

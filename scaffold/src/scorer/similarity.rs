@@ -333,7 +333,7 @@ fn cut(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn similarity_levenshtein_distance_example_198() {
+    fn levenshtein_distance_counts_the_edits_between_two_strings() {
         assert_eq!(
             crate::scorer::similarity::levenshtein_distance("kitten", "sitting"),
             3
@@ -345,7 +345,7 @@ mod examples {
     }
 
     #[test]
-    fn similarity_normalized_levenshtein_example_223() {
+    fn normalized_levenshtein_is_one_minus_the_distance_over_the_longer_length() {
         use crate::scorer::similarity::normalized_levenshtein;
         assert_eq!(normalized_levenshtein("", ""), 1.0);
         assert_eq!(normalized_levenshtein("abc", ""), 0.0);
@@ -353,7 +353,7 @@ mod examples {
     }
 
     #[test]
-    fn similarity_token_cosine_example_240() {
+    fn token_cosine_ignores_case_and_punctuation_and_counts_shared_words() {
         use crate::scorer::similarity::token_cosine;
         assert!((token_cosine("the cat sat", "The cat sat.") - 1.0).abs() < 1e-12);
         assert_eq!(token_cosine("red apple", "blue sky"), 0.0);

@@ -84,7 +84,7 @@ pub fn clustered_pass_interval<K: Ord>(cells: &[(K, bool)], confidence: f64) -> 
 #[cfg(test)]
 mod examples {
     #[test]
-    fn cluster_clustered_standard_error_example_42() {
+    fn the_clustered_standard_error_counts_agreeing_trials_of_a_case_once() {
         use crate::stats::clustered_standard_error;
         // One value per cluster: the usual s/√n.
         let se = clustered_standard_error(&[1.0, 0.0, 1.0, 1.0], &[1, 2, 3, 4]).unwrap();
@@ -96,7 +96,7 @@ mod examples {
     }
 
     #[test]
-    fn cluster_effective_sample_size_example_65() {
+    fn the_effective_sample_size_counts_agreeing_trials_as_one() {
         use crate::stats::cluster::effective_sample_size;
         // Trials of a case that always agree count as one.
         let x = [1.0, 1.0, 0.0, 0.0, 1.0, 1.0];
@@ -107,7 +107,7 @@ mod examples {
     }
 
     #[test]
-    fn cluster_clustered_pass_interval_example_92() {
+    fn a_clustered_pass_interval_is_as_wide_as_the_cases_not_the_trials() {
         use crate::stats::{clustered_pass_interval, wilson_interval};
         // One trial per case: the plain Wilson interval.
         let one = [("a", true), ("b", true), ("c", false), ("d", true)];

@@ -137,7 +137,7 @@ pub fn mean_interval(values: &[f64], confidence: f64) -> Option<Interval> {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn interval_wilson_interval_example_56() {
+    fn the_wilson_interval_brackets_the_rate_and_a_bad_confidence_claims_nothing() {
         use crate::stats::wilson_interval;
         let i = wilson_interval(8, 10, 0.95);
         assert!((i.lower - 0.490).abs() < 5e-4 && (i.upper - 0.943).abs() < 5e-4);
@@ -151,7 +151,7 @@ mod examples {
     }
 
     #[test]
-    fn interval_pass_at_k_example_116() {
+    fn pass_at_k_is_the_chance_one_of_k_samples_passes_and_none_beyond_n() {
         use crate::stats::pass_at_k;
         assert!((pass_at_k(10, 3, 1).unwrap() - 0.3).abs() < 1e-12);
         assert!((pass_at_k(10, 3, 5).unwrap() - (1.0 - 21.0 / 252.0)).abs() < 1e-12);
@@ -160,7 +160,7 @@ mod examples {
     }
 
     #[test]
-    fn interval_pass_hat_k_example_133() {
+    fn pass_hat_k_is_the_chance_all_k_samples_pass() {
         use crate::stats::pass_hat_k;
         assert!((pass_hat_k(10, 3, 2).unwrap() - 3.0 / 45.0).abs() < 1e-12);
         assert_eq!(pass_hat_k(3, 3, 3), Some(1.0));
@@ -168,7 +168,7 @@ mod examples {
     }
 
     #[test]
-    fn interval_mean_interval_example_148() {
+    fn the_mean_interval_is_a_t_interval_and_needs_two_values() {
         use crate::stats::mean_interval;
         let i = mean_interval(&[0.6, 0.7, 0.8], 0.95).unwrap();
         assert!((i.lower - 0.451586).abs() < 1e-6 && (i.upper - 0.948414).abs() < 1e-6);

@@ -185,7 +185,7 @@ fn cases_word(n: usize) -> &'static str {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn power_power_of_example_61() {
+    fn five_cases_detect_nothing_and_twelve_varied_differences_give_an_mde() {
         use crate::stats::Power;
         // Five cases can never reach p < 0.05 with an exact test.
         let p = Power::of(&[1.0; 5], 0.05);
@@ -197,13 +197,13 @@ mod examples {
     }
 
     #[test]
-    fn power_min_cases_for_example_121() {
+    fn an_exact_test_needs_six_cases_at_five_percent_and_eight_at_one() {
         assert_eq!(crate::stats::min_cases_for(0.05), 6);
         assert_eq!(crate::stats::min_cases_for(0.01), 8);
     }
 
     #[test]
-    fn power_min_detectable_effect_example_147() {
+    fn a_hundred_cases_detect_an_effect_of_about_0_14_and_five_none() {
         use crate::stats::min_detectable_effect;
         // (z₀.₉₇₅ + z₀.₈) · 0.5 / √100 ≈ 0.14.
         let mde = min_detectable_effect(100, 0.5, 0.05, 0.8).unwrap();
@@ -212,7 +212,7 @@ mod examples {
     }
 
     #[test]
-    fn power_cases_for_effect_example_179() {
+    fn the_cases_for_an_effect_round_up_and_are_at_least_six() {
         use crate::stats::cases_for_effect;
         // ((z₀.₉₇₅ + z₀.₈) · 0.5 / 0.1)² ≈ 196.2, so 197.
         assert_eq!(cases_for_effect(0.1, 0.5, 0.05, 0.8), 197);

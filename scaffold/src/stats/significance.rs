@@ -635,7 +635,7 @@ impl SignFlipMethod {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn significance_paired_t_test_example_198() {
+    fn a_paired_t_test_finds_a_consistent_difference_significant() {
         use crate::stats::{Alternative, paired_t_test};
         let a = [0.9, 0.8, 0.95, 0.7, 0.85];
         let b = [0.6, 0.7, 0.8, 0.65, 0.5];
@@ -646,7 +646,7 @@ mod examples {
 
     #[test]
     #[allow(clippy::approx_constant)] // 3.14 is a measurement, not π
-    fn significance_wilcoxon_signed_rank_example_299() {
+    fn the_wilcoxon_test_of_nine_pairs_is_exact() {
         use crate::stats::{WilcoxonMethod, WilcoxonOptions, wilcoxon_signed_rank};
         let a = [1.83, 0.50, 1.62, 2.48, 1.68, 1.88, 1.55, 3.06, 1.30];
         let b = [0.878, 0.647, 0.598, 2.05, 1.06, 1.29, 1.06, 3.14, 1.29];
@@ -656,7 +656,7 @@ mod examples {
     }
 
     #[test]
-    fn significance_sign_flip_test_example_542() {
+    fn a_sign_flip_test_is_exact_for_five_cases_and_zeros_carry_no_evidence() {
         use crate::stats::sign_flip_test;
         // 5 cases, A passes all, B none: 2 of 32 assignments are as extreme.
         let t = sign_flip_test(&[1.0; 5]);

@@ -243,7 +243,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn state_apply_state_change_example_35() {
+    fn state_changes_set_keys_and_a_removal_deletes_one() {
         use crate::store::apply_state_change;
         use serde_json::json;
         let mut state = json!({"plan": null});
@@ -262,7 +262,7 @@ mod examples {
     }
 
     #[test]
-    fn state_fold_state_example_60() {
+    fn folding_a_state_changed_signal_sets_its_key() {
         use crate::{signal::Signal, store::fold_state};
         use serde_json::json;
         let s = Signal {

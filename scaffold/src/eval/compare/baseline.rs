@@ -749,9 +749,9 @@ fn num(v: f64) -> String {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn compare_baseline_compare_example_341() {
+    fn a_case_that_stops_passing_is_a_blocking_regression() {
         use crate::eval::compare::Verdict;
-        use crate::eval::{CellRecord, CompareOptions, EvalResults, RunConfig, compare};
+        use crate::eval::{CellRecord, CompareOptions, EvalResults, compare};
         let run = |passes: [bool; 2]| {
             let cells = passes
                 .iter()
@@ -762,14 +762,7 @@ mod examples {
                     c
                 })
                 .collect();
-            let config = RunConfig {
-                trials: 1,
-                inputs: 2,
-                variants: vec!["gpt-4o".into()],
-                scorers: vec![],
-                min_pass_rate: 1.0,
-            };
-            EvalResults::new("qa", "2026-01-28T12:00:00Z", config, cells)
+            EvalResults::for_tests("qa", 1, cells)
         };
         let c = compare(
             &run([true, true]),

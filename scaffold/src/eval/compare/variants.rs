@@ -804,7 +804,7 @@ fn join_and(items: &[String]) -> String {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn compare_variants_quality_example_322() {
+    fn quality_is_the_pass_rate_unless_a_primary_scorer_is_named() {
         use crate::eval::compare::quality;
         use crate::eval::{CellRecord, stats::summarize};
         let mut c = CellRecord::new("v", "case");
@@ -815,7 +815,7 @@ mod examples {
     }
 
     #[test]
-    fn compare_variants_deciding_scorer_example_342() {
+    fn the_primary_scorer_decides_only_where_it_varies() {
         use crate::eval::compare::deciding_scorer;
         use crate::eval::results::ScoreRecord;
         use crate::eval::{CellRecord, stats::summarize};
@@ -839,7 +839,7 @@ mod examples {
     }
 
     #[test]
-    fn compare_variants_compare_variants_example_378() {
+    fn three_cases_rank_the_variants_but_name_no_clear_winner() {
         use crate::eval::CellRecord;
         use crate::eval::compare::{VariantCompareOptions, WinnerVerdict, compare_variants};
         use crate::eval::stats::summarize;

@@ -392,7 +392,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn stats_trials_trial_stats_example_100() {
+    fn a_case_whose_trials_disagree_is_flaky() {
         use crate::eval::CellRecord;
         use crate::eval::stats::trial_stats;
         let cells: Vec<CellRecord> = ["a", "b", "a"]

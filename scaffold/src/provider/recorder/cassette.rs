@@ -267,7 +267,7 @@ mod tests {
 #[cfg(test)]
 mod examples {
     #[test]
-    fn recorder_cassette_cassette_example_20() {
+    fn a_cassette_file_parses_into_its_request_and_response() {
         use crate::provider::recorder::cassette::Cassette;
         let text = r#"{
   "version": 1,
