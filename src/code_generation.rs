@@ -15,6 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::file_tools::{self, Files, HasFiles};
+
 /// The planner's verdict on a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -114,15 +116,6 @@ impl CodeGenState {
     }
 }
 
-/// The `Write` tool's arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct WriteFile {
-    /// Path of the file, relative to the project root.
-    pub file_path: String,
-    /// The whole content of the file.
-    pub content: String,
-}
-
 /// The `Bash` tool's arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct BashCommand {
@@ -130,19 +123,14 @@ pub struct BashCommand {
     pub command: String,
 }
 
-/// `Write`: adds (or replaces) a file of the state.
-pub fn write_tool() -> Tool<CodeGenState> {
-    Tool::stateful(
-        "Write",
-        "Write a file of the project (replacing it if it exists)",
-        |w: WriteFile, ctx: ToolContext<CodeGenState>| async move {
-            let bytes = w.content.len();
-            ctx.update(|s| {
-                s.files.insert(w.file_path.clone(), w.content);
-            });
-            Ok::<_, String>(format!("wrote {} ({bytes} bytes)", w.file_path))
-        },
-    )
+impl HasFiles for CodeGenState {
+    fn files(&self) -> &Files {
+        &self.files
+    }
+
+    fn files_mut(&mut self) -> &mut Files {
+        &mut self.files
+    }
 }
 
 /// `Bash`: writes the state's files into a fresh directory under `root`
@@ -279,7 +267,7 @@ fn coder(bash_root: PathBuf) -> Agent<CodeGenState> {
                     .join("\n")
             )
         })
-        .tool(write_tool())
+        .tool(file_tools::write_tool())
         .tool(bash_tool(bash_root))
         .update(|text, s| {
             s.code = Some(Code {

@@ -7,11 +7,10 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use scaffold::assert::{EvalContext, evaluate_all_sync};
+use crate::graded::failing;
 use scaffold::prelude::*;
 use scaffold_examples::debugging as debug;
 use scaffold_examples::refactoring::{self as refactor, RefactorState};
-use serde::Serialize;
 use serde_json::{Value, json};
 
 fn model(replies: Vec<ScriptedReply>) -> Arc<dyn Provider> {
@@ -33,23 +32,6 @@ fn tool_results<S>(result: &RunResult<S>) -> Vec<&Value> {
         .iter()
         .filter(|s| s.name == "tool:result")
         .map(|s| &s.payload)
-        .collect()
-}
-
-/// The types of the assertions of case `id` of dataset `file` that fail on `result`.
-fn failing<S: Serialize>(file: &str, id: &str, result: &RunResult<S>) -> BTreeSet<String> {
-    let path = format!("{}/evals/{file}", env!("CARGO_MANIFEST_DIR"));
-    let ds = dataset::load(&path).expect("the dataset loads");
-    let case = ds.cases.iter().find(|c| c.id == id).expect("the case");
-    let output = result.output.clone().unwrap_or(Value::Null);
-    let ctx = EvalContext::new(&result.signals).output(output);
-    evaluate_all_sync(case.assertions(), &ctx)
-        .into_iter()
-        .filter(|r| !r.passed)
-        .map(|r| {
-            let kind = serde_json::to_value(&r.assertion).expect("serializes");
-            kind["type"].as_str().unwrap_or_default().to_string()
-        })
         .collect()
 }
 

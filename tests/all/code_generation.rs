@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use scaffold::assert::{EvalContext, evaluate_all_sync};
+use crate::graded::failing;
 use scaffold::prelude::*;
 use scaffold_examples::code_generation::{self as codegen, CodeGenState};
 use serde_json::{Value, json};
@@ -32,26 +32,6 @@ fn tested_and_approved() -> Vec<ScriptedReply> {
         ),
         ScriptedReply::json(json!({"approved": true, "summary": "fine"})),
     ]
-}
-
-/// The types of the assertions of case `id` of the dataset that fail on `result`.
-fn failing(id: &str, result: &RunResult<CodeGenState>) -> BTreeSet<String> {
-    let ds = dataset::load(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/evals/code-generation.yaml"
-    ))
-    .expect("the dataset loads");
-    let case = ds.cases.iter().find(|c| c.id == id).expect("the case");
-    let output = result.output.clone().unwrap_or(Value::Null);
-    let ctx = EvalContext::new(&result.signals).output(output);
-    evaluate_all_sync(case.assertions(), &ctx)
-        .into_iter()
-        .filter(|r| !r.passed)
-        .map(|r| {
-            let kind = serde_json::to_value(&r.assertion).expect("serializes");
-            kind["type"].as_str().unwrap_or_default().to_string()
-        })
-        .collect()
 }
 
 fn tool_results(result: &RunResult<CodeGenState>) -> Vec<&Value> {
@@ -89,7 +69,10 @@ async fn the_file_creation_case_fails_a_coder_that_writes_with_bash_echo() {
     ]
     .map(String::from)
     .into();
-    assert_eq!(failing("file-creation-tools", &result), expected);
+    assert_eq!(
+        failing("code-generation.yaml", "file-creation-tools", &result),
+        expected
+    );
 
     let mut write = vec![
         plan("feasible"),
@@ -102,7 +85,10 @@ async fn the_file_creation_case_fails_a_coder_that_writes_with_bash_echo() {
     ];
     write.extend(tested_and_approved());
     let result = run(&scripted(write), task).await;
-    assert_eq!(failing("file-creation-tools", &result), BTreeSet::new());
+    assert_eq!(
+        failing("code-generation.yaml", "file-creation-tools", &result),
+        BTreeSet::new()
+    );
     assert_eq!(result.state.files["utils.ts"], "export const one = 1;\n");
 }
 
@@ -154,7 +140,7 @@ async fn bash_runs_over_the_written_files_and_reports_a_failing_command() {
         result.state.files.keys().collect::<Vec<_>>(),
         ["src/math.mjs"]
     );
-    assert!(failing("test-execution-tools", &result).is_empty());
+    assert!(failing("code-generation.yaml", "test-execution-tools", &result).is_empty());
 }
 
 /// An infeasible plan: the coder is skipped saying why, so are the tester
@@ -187,7 +173,10 @@ async fn an_infeasible_plan_skips_the_coder_and_a_feasible_one_fails_the_case() 
             ("reviewer", "the code was not tested"),
         ]
     );
-    assert_eq!(failing("impossible-task", &result), BTreeSet::new());
+    assert_eq!(
+        failing("code-generation.yaml", "impossible-task", &result),
+        BTreeSet::new()
+    );
 
     let mut ahead = vec![
         plan("feasible"),
@@ -201,5 +190,8 @@ async fn an_infeasible_plan_skips_the_coder_and_a_feasible_one_fails_the_case() 
     ahead.extend(tested_and_approved());
     let result = run(&scripted(ahead), task).await;
     let expected: BTreeSet<String> = ["agent.skipped", "output.matches"].map(String::from).into();
-    assert_eq!(failing("impossible-task", &result), expected);
+    assert_eq!(
+        failing("code-generation.yaml", "impossible-task", &result),
+        expected
+    );
 }
