@@ -1312,18 +1312,13 @@ fn run_harness(
     let Some(harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
         return Err(line("the harness is still in use after the run".into()));
     };
-    Ok(harness.conclude(manifest_dir, list, conclusion))
+    Ok(harness.conclude(list, conclusion))
 }
 
 impl Harness {
     /// Once every trial has run: the exit code, after the summary when
     /// this process reports one.
-    fn conclude(
-        mut self,
-        manifest_dir: &Path,
-        list: bool,
-        conclusion: libtest_mimic::Conclusion,
-    ) -> ExitCode {
+    fn conclude(mut self, list: bool, conclusion: libtest_mimic::Conclusion) -> ExitCode {
         // The summary needs no case: the datasets go before it is built.
         for eval in &mut self.evals {
             eval.release_cases();
@@ -1348,7 +1343,7 @@ impl Harness {
         // (about 0.5 MiB at 10,000 cells).
         self.runtime.block_on(self.playback.release_idle());
         memory::release_free_memory();
-        self.summarize(manifest_dir, conclusion.num_failed)
+        self.summarize(conclusion.num_failed)
     }
 }
 
@@ -1545,13 +1540,18 @@ impl Harness {
         if !self.formats.contains(&Format::Html) {
             return None;
         }
-        let dir = self
-            .output
-            .clone()
-            .unwrap_or_else(|| results_dir(&self.manifest_dir));
-        let page = dir.join(format!("{eval}.{}", Format::Html.extension()));
+        let page = self
+            .reports_dir()
+            .join(format!("{eval}.{}", Format::Html.extension()));
         let anchor = reports::html::cell_anchor(eval, &record.variant, &record.case, record.trial);
         Some(format!("transcript: {}#{anchor}", page.display()))
+    }
+
+    /// Where the reports go: `SCAFFOLD_OUTPUT`, else `target/scaffold`.
+    fn reports_dir(&self) -> PathBuf {
+        self.output
+            .clone()
+            .unwrap_or_else(|| results_dir(&self.manifest_dir))
     }
 
     /// Record the cell in the run, durable before the test reports (a run
@@ -1712,7 +1712,7 @@ impl Harness {
 
     /// Per eval: print the table, apply the gate, compare with the
     /// baseline, write the reports; then mark the run finished.
-    fn summarize(&self, manifest_dir: &Path, num_failed: u64) -> ExitCode {
+    fn summarize(&self, num_failed: u64) -> ExitCode {
         // Taken, not cloned: at 10,000 cells the records are most of the memory.
         let mut finished: Vec<Finished> = self
             .finished
@@ -1722,10 +1722,7 @@ impl Harness {
                 Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
             })
             .collect();
-        let dir = self
-            .output
-            .clone()
-            .unwrap_or_else(|| results_dir(manifest_dir));
+        let dir = self.reports_dir();
         let baseline = Baseline::from_env();
         let mut tally = Tally::default();
         if let Baseline::Invalid(e) = &baseline {
@@ -1754,6 +1751,7 @@ impl Harness {
         // Cells a budget kept from starting failed as not started.
         let explained =
             tally.explained + self.drifted_passing.load(Ordering::Relaxed) + over_budget;
+        let crashed = num_failed as usize > explained;
         let mut reasons = tally.totals.gate_reasons();
         for (failed, reason) in [
             (tally.blocked, "the baseline comparison blocks".to_string()),
@@ -1765,10 +1763,7 @@ impl Harness {
                 unplayable > 0,
                 format!("{unplayable} cell(s) could not be played back"),
             ),
-            (
-                num_failed as usize > explained,
-                "cells crashed before they were graded".into(),
-            ),
+            (crashed, "cells crashed before they were graded".into()),
             (
                 store_failed,
                 "the session store could not be written".into(),
@@ -1782,7 +1777,7 @@ impl Harness {
                 reasons.push(reason);
             }
         }
-        if num_failed as usize > explained {
+        if crashed {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
         eprintln!("\n{}", tally.totals.line(&reasons));
