@@ -78,6 +78,7 @@ fn main() {
             transport: Some(recorder.transport()),
             virtual_time: false,
             tools: None,
+            recorder: None,
         };
         let (_, failed) = time_cells(&recording, &env).await;
         assert_eq!(failed, 0, "recording run had failing cells");
@@ -90,6 +91,7 @@ fn main() {
             transport: Some(playback.transport()),
             virtual_time: true,
             tools: None,
+            recorder: None,
         };
         let replay = eval(openai("http://unused.invalid/v1".into()), cases);
         let _ = time_cells(&replay, &env).await; // warm-up: connections, cassette cache
@@ -104,6 +106,7 @@ fn main() {
             transport: None,
             virtual_time: false,
             tools: None,
+            recorder: None,
         };
         let _ = time_cells(&base, &env).await;
         let (baseline, _) = time_cells(&base, &env).await;

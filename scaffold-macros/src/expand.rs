@@ -159,7 +159,9 @@ fn variant_submit(func: &ItemFn, path: &Path, name: &LitStr) -> TokenStream {
     let def = eval_def(path);
     let location = location(func);
     let workflow = Ident::new("workflow", Span::mixed_site());
-    let call = quote_spanned! {ident.span()=> #ident() };
+    let call = quote_spanned! {ident.span()=>
+        ::scaffold::__private::IntoVariant::<#def::State>::into_workflow(#ident())
+    };
     quote! {
         ::scaffold::__private::inventory::submit! {
             ::scaffold::__private::VariantRegistration {

@@ -57,6 +57,7 @@ pub mod __private {
         Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,
         ScorerRegistration, VariantRegistration,
     };
+    pub use crate::workflow::IntoVariant;
     pub use inventory;
 }
 
@@ -204,7 +205,8 @@ pub mod prelude {
     pub use crate::signal::Signal;
     pub use crate::store::Store;
     pub use crate::workflow::{
-        Agent, Phase, RunOptions, RunResult, RunStatus, Tool, ToolContext, Workflow, run, run_with,
+        Agent, AgentCommand, AgentCx, AgentState, Phase, RunOptions, RunResult, RunStatus, Tool,
+        ToolContext, Variant, Workflow, run, run_with,
     };
 }
 

@@ -683,6 +683,7 @@ async fn eval_fork_from_gives_every_variant_the_same_state() {
         transport: None,
         virtual_time: false,
         tools: None,
+        recorder: None,
     };
     let expected_state = store
         .state_at(
@@ -930,6 +931,7 @@ async fn replay_matches_through_recordings_and_lists_differences() {
         transport: Some(ProviderRecorder::new(&dir, RecorderMode::Record).transport()),
         virtual_time: false,
         tools: None,
+        recorder: None,
     };
     let cell = eval.cells().next().unwrap();
     let (result, _) = eval.run_cell(&cell, &env).await;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{Cell, Eval, OnError};
 use crate::assert::{AssertionResult, EvalContext, Judge};
 use crate::metrics::Metrics;
-use crate::provider::recorder::ToolRecorder;
+use crate::provider::recorder::{ProviderRecorder, ToolRecorder};
 use crate::provider::transport::{Transport, with_transport};
 use crate::provider::{ProviderError, RecordingId};
 use crate::scorer::{Score, ScorerContext};
@@ -84,6 +84,9 @@ pub struct CellEnv {
     pub virtual_time: bool,
     /// Where recorded tools keep their results ([`RunOptions::tool_recorder`]).
     pub tools: Option<ToolRecorder>,
+    /// The recorder bridged agents' calls go through (in playback, their
+    /// recordings are found by content with it).
+    pub recorder: Option<ProviderRecorder>,
 }
 
 impl fmt::Debug for CellEnv {
@@ -93,6 +96,7 @@ impl fmt::Debug for CellEnv {
             .field("transport", &self.transport.is_some())
             .field("virtual_time", &self.virtual_time)
             .field("tools", &self.tools)
+            .field("recorder", &self.recorder.is_some())
             .finish()
     }
 }
@@ -213,6 +217,10 @@ impl<S: State> Eval<S> {
         if let Some(tools) = &env.tools {
             options = options.tool_recorder(tools.clone());
         }
+        if let Some(recorder) = &env.recorder {
+            options = options.recorder(recorder.clone());
+        }
+        options = options.upstream(self.upstream.clone());
         if let Some(pricing) = &self.pricing {
             options.pricing = Some(pricing.clone());
         }

@@ -29,10 +29,16 @@ use std::time::Duration;
 
 use crate::assert::Borderline;
 use crate::dataset::{Case, Dataset};
+use crate::provider::recorder::MatchRules;
 use crate::provider::{Pricing, Provider};
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
-use crate::workflow::{State, Workflow};
+use crate::workflow::bridge::AgentFn;
+use crate::workflow::{AgentCx, IntoVariant, State, Upstream, Workflow};
+
+use std::future::Future;
+
+use serde::Serialize;
 
 /// An eval: what to run (variants), on what (datasets), how often (trials),
 /// and how to grade it (the cases' assertions and the scorers).
@@ -70,6 +76,9 @@ pub struct Eval<S> {
     pub(crate) on_error: OnError,
     pub(crate) pricing: Option<Arc<Pricing>>,
     pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) agent: Option<AgentFn>,
+    pub(crate) match_rules: MatchRules,
+    pub(crate) upstream: Upstream,
 }
 
 /// What an eval makes of a cell whose run errored (a provider error, a
@@ -143,6 +152,9 @@ impl<S: State> Eval<S> {
             on_error: OnError::default(),
             pricing: None,
             max_cost_usd: None,
+            agent: None,
+            match_rules: MatchRules::default(),
+            upstream: Upstream::default(),
         }
     }
 
@@ -152,9 +164,94 @@ impl<S: State> Eval<S> {
         self
     }
 
-    /// Add a variant: a name and the workflow it runs.
-    pub fn variant(mut self, name: impl Into<String>, workflow: Workflow<S>) -> Self {
+    /// Add a variant: a name and the workflow it runs, or the
+    /// [`Variant`] data of the eval's [agent](Eval::agent).
+    pub fn variant(mut self, name: impl Into<String>, variant: impl IntoVariant<S>) -> Self {
+        let workflow = self.with_agent(variant.into_workflow());
         self.variants.push((name.into(), workflow));
+        self
+    }
+
+    /// Run your own async function as the thing under test, once per
+    /// cell, instead of a workflow: it gets an [`AgentCx`] (the case's
+    /// input, the variant's [`Variant`] data, and the base URLs its model
+    /// clients must use) and returns the output. Its calls through those
+    /// URLs are recorded and played back, and become the run's signals
+    /// (see [`workflow::bridge`](crate::workflow::bridge)). Its error, or
+    /// its panic, fails the cell.
+    ///
+    /// ```
+    /// use scaffold::prelude::*;
+    /// async fn echo(cx: AgentCx) -> Result<String, std::io::Error> {
+    ///     Ok(cx.input_text())
+    /// }
+    /// let eval = Eval::<AgentState>::new()
+    ///     .agent(echo)
+    ///     .variant("plain", Variant::new().model("gpt-4o-mini"));
+    /// assert_eq!(eval.variant_names(), ["plain"]);
+    /// ```
+    pub fn agent<F, Fut, T, E>(mut self, agent: F) -> Self
+    where
+        F: Fn(AgentCx) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Serialize,
+        E: fmt::Display,
+    {
+        let agent = AgentFn::new(agent);
+        for (_, workflow) in &mut self.variants {
+            workflow.give_agent_fn(&agent);
+        }
+        self.agent = Some(agent);
+        self
+    }
+
+    /// `workflow` with the eval's agent, if it is a bridged one without.
+    pub(crate) fn with_agent(&self, workflow: Workflow<S>) -> Workflow<S> {
+        match &self.agent {
+            Some(agent) => workflow.with_agent_fn(agent),
+            None => workflow,
+        }
+    }
+
+    /// Send the [agent](Eval::agent)'s OpenAI-compatible calls on (live and
+    /// record) as `provider` sends its own: its base URL and key, retries,
+    /// time limits and rate limit; the model is the agent's. Default: an
+    /// [`OpenAi`](crate::provider::openai::OpenAi) from the environment
+    /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+    ///
+    /// ```
+    /// use scaffold::prelude::*;
+    /// use scaffold::provider::RateLimit;
+    /// let eval = Eval::<AgentState>::new()
+    ///     .bridge_openai(OpenAi::new("").base_url("http://127.0.0.1:8080/v1").rate_limit(RateLimit::per_minute(60)));
+    /// # let _ = eval;
+    /// ```
+    pub fn bridge_openai(mut self, provider: crate::provider::openai::OpenAi) -> Self {
+        self.upstream.openai = Some(Arc::new(provider));
+        self
+    }
+
+    /// Send the agent's Anthropic calls on as `provider` sends its own
+    /// (see [`Eval::bridge_openai`]). Default: from `ANTHROPIC_BASE_URL`
+    /// and `ANTHROPIC_API_KEY`.
+    pub fn bridge_anthropic(mut self, provider: crate::provider::anthropic::Anthropic) -> Self {
+        self.upstream.anthropic = Some(Arc::new(provider));
+        self
+    }
+
+    /// Which differences between a request and its recording playback
+    /// forgives (default [`MatchRules::default`]: every field but those
+    /// SDKs fill per run or per user, `user`, `metadata`, ...).
+    ///
+    /// ```
+    /// use scaffold::eval::Eval;
+    /// use scaffold::provider::recorder::MatchRules;
+    /// # #[derive(Clone, Default, serde::Serialize, serde::Deserialize)] struct S;
+    /// let eval = Eval::<S>::new().match_requests(MatchRules::default().ignore_field("messages.*.name"));
+    /// # let _ = eval;
+    /// ```
+    pub fn match_requests(mut self, rules: MatchRules) -> Self {
+        self.match_rules = rules;
         self
     }
 

@@ -11,6 +11,7 @@ use super::registry::Built;
 use super::snapshot::SessionSnapshot;
 use crate::dataset::Dataset;
 use crate::eval::{CellEnv, CellId, CellResult, Eval, GateOptions};
+use crate::provider::recorder::MatchRules;
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
 use crate::util::file_safe;
@@ -101,6 +102,8 @@ pub trait ErasedEval: Send + Sync {
     fn recordings_dir(&self) -> Option<std::path::PathBuf>;
     /// The command that re-records its calls, if it has its own.
     fn rerecord_command(&self) -> Option<&str>;
+    /// Which differences between a request and its recording playback forgives.
+    fn match_rules(&self) -> MatchRules;
     /// Variant names.
     fn variant_names(&self) -> Vec<String>;
     /// Per variant whose name `selected` keeps, each agent whose provider
@@ -162,7 +165,8 @@ impl<S: State> ErasedEval for Eval<S> {
         if self.variants.iter().any(|(n, _)| n == name) {
             return Err(format!("the eval already has a variant named `{name}`"));
         }
-        self.variants.push((name.to_string(), *workflow));
+        let workflow = self.with_agent(*workflow);
+        self.variants.push((name.to_string(), workflow));
         Ok(())
     }
 
@@ -279,6 +283,10 @@ impl<S: State> ErasedEval for Eval<S> {
 
     fn rerecord_command(&self) -> Option<&str> {
         self.rerecord.as_deref()
+    }
+
+    fn match_rules(&self) -> MatchRules {
+        self.match_rules.clone()
     }
 
     fn variant_names(&self) -> Vec<String> {

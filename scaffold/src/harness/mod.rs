@@ -933,7 +933,9 @@ impl Setup {
                     .recordings_dir()
                     .map(|d| manifest_dir.join(d))
                     .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
-                let mut recorder = ProviderRecorder::new(dir, self.mode).playback(playback.clone());
+                let mut recorder = ProviderRecorder::new(dir, self.mode)
+                    .playback(playback.clone())
+                    .match_requests(eval.match_rules());
                 if let Some(client) = client {
                     recorder = recorder.inner(client.clone());
                 }
@@ -955,6 +957,7 @@ impl Setup {
                     transport: Some(recorder.transport()),
                     virtual_time: self.mode == RecorderMode::Playback,
                     tools: Some(recorder.tools()),
+                    recorder: Some(recorder),
                 }
             })
             .collect()

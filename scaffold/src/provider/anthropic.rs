@@ -31,7 +31,7 @@ use super::http::{
 use super::limit::RateLimit;
 use super::recorder::secrets_of;
 use super::schema::anthropic_subset;
-use super::transport::{HttpRequest, Transport};
+use super::transport::{Canned, HttpRequest, Transport};
 use super::{
     CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role, StopReason,
     StreamSink, ToolCall, Usage,
@@ -480,6 +480,50 @@ impl StreamedMessage {
             tool_calls,
             usage: self.usage,
         })
+    }
+}
+
+/// Where this API's calls go and with which key, from the environment
+/// (`ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY`), with the default time limits and retries: the agent
+/// bridge sends an agent's calls on with it.
+pub(crate) fn upstream() -> HttpProvider {
+    HttpProvider::from_env(NAME, ENV)
+}
+
+impl Anthropic {
+    /// Where this provider sends and how (base URL, key, limits).
+    pub(crate) fn http(&self) -> &HttpProvider {
+        &self.http
+    }
+}
+
+/// Read a Messages answer that reached the process another way (an agent
+/// bridge's exchange) as this provider reads its own: a JSON body, or
+/// (`streamed`) an event stream. `model` stands in for a missing one.
+pub(crate) async fn decode_answer(
+    model: &str,
+    body: bytes::Bytes,
+    streamed: bool,
+) -> Result<CompletionResponse, ProviderError> {
+    let provider = Anthropic::new(model).retry(RetryPolicy::none());
+    let transport = Canned::new(body, streamed);
+    let http = provider.http_request(Value::Null);
+    // Virtual time: nothing is sent, so no rate limit is asked.
+    let request = CompletionRequest {
+        context: super::CallContext {
+            clock: Some(crate::clock::Clock::virtual_time()),
+            ..super::CallContext::default()
+        },
+        ..CompletionRequest::default()
+    };
+    if streamed {
+        provider
+            .complete_stream(&request, &transport, http, &mut ())
+            .await
+    } else {
+        provider
+            .complete_full(&request, &transport, http, &mut ())
+            .await
     }
 }
 

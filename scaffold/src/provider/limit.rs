@@ -651,6 +651,13 @@ pub async fn with_rate_limits<F: std::future::Future>(limits: RateLimits, future
     RUN_LIMITS.scope(limits, future).await
 }
 
+/// The run's limiters, when the current task runs inside
+/// [`with_rate_limits`] (the agent bridge hands them to the tasks that
+/// serve an agent's calls).
+pub(crate) fn run_limits() -> Option<RateLimits> {
+    RUN_LIMITS.try_with(RateLimits::clone).ok()
+}
+
 /// A provider's rate limit and, outside a run, the limiter its clones share.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ProviderLimit {

@@ -7,6 +7,7 @@
 //! token usage.
 
 pub mod anthropic;
+pub(crate) mod bridge;
 mod error;
 pub mod http;
 pub(crate) mod limit;

@@ -129,3 +129,38 @@ pub async fn with_transport<F: std::future::Future>(
 pub(crate) fn ambient_transport() -> Option<std::sync::Arc<dyn Transport>> {
     AMBIENT.try_with(|t| t.clone()).ok()
 }
+
+/// Answers every request with one stored 200 body: providers read an
+/// answer that reached the process another way (an agent bridge's
+/// exchange) with the very code they read their own answers with.
+pub(crate) struct Canned {
+    body: bytes::Bytes,
+    content_type: &'static str,
+}
+
+impl Canned {
+    /// A JSON body, or (`streamed`) an event stream.
+    pub(crate) fn new(body: bytes::Bytes, streamed: bool) -> Canned {
+        let content_type = if streamed {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        Canned { body, content_type }
+    }
+}
+
+#[async_trait]
+impl Transport for Canned {
+    async fn send(
+        &self,
+        _request: HttpRequest,
+        _context: &CallContext,
+    ) -> Result<HttpResponse, TransportError> {
+        Ok(HttpResponse {
+            status: 200,
+            headers: vec![("content-type".to_string(), self.content_type.to_string())],
+            body: HttpBody::Full(self.body.clone()),
+        })
+    }
+}

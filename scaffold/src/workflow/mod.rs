@@ -27,13 +27,15 @@
 //! ```
 
 mod agent;
+pub(crate) mod bridge;
 mod run;
 mod sink;
 mod tool;
 
 pub use agent::Agent;
+pub use bridge::{AgentCommand, AgentCx, AgentState, IntoVariant, Variant};
 pub use run::{RecordingScope, RunError, RunOptions, RunResult, RunStatus, run, run_with};
-pub(crate) use run::{Resume, run_from};
+pub(crate) use run::{Resume, Upstream, run_from};
 pub use sink::{SessionEnd, SessionMeta, SessionSink, SessionStatus, SinkError};
 pub use tool::{Tool, ToolContext};
 
@@ -151,6 +153,8 @@ pub struct Workflow<S> {
     pub(crate) output: Option<Arc<OutputFn<S>>>,
     pub(crate) max_activations: u32,
     pub(crate) config_errors: Vec<String>,
+    /// A bridged agent's run instead of phases.
+    pub(crate) bridged: Option<bridge::Bridged>,
 }
 
 impl<S: Clone> Clone for Workflow<S> {
@@ -163,6 +167,7 @@ impl<S: Clone> Clone for Workflow<S> {
             output: self.output.clone(),
             max_activations: self.max_activations,
             config_errors: self.config_errors.clone(),
+            bridged: self.bridged.clone(),
         }
     }
 }
@@ -188,6 +193,7 @@ impl<S: State> Workflow<S> {
             output: None,
             max_activations: DEFAULT_MAX_ACTIVATIONS,
             config_errors: Vec::new(),
+            bridged: None,
         }
     }
 
@@ -290,6 +296,20 @@ impl<S: State> Workflow<S> {
     /// `next` targets, agents without a provider, unknown `with_agent` names.
     pub fn validate(&self) -> Result<(), Vec<String>> {
         let mut errors = self.config_errors.clone();
+        if let Some(bridged) = &self.bridged {
+            if bridged.agent.is_none() {
+                errors.push(
+                    "its variant is data (model, prompt, settings) but no agent runs it: give \
+                     the eval one with Eval::agent(..) or Eval::command(..)"
+                        .to_string(),
+                );
+            }
+            return if errors.is_empty() {
+                Ok(())
+            } else {
+                Err(errors)
+            };
+        }
         if self.phases.is_empty() {
             errors.push(format!("workflow `{}` has no phases", self.name));
         }

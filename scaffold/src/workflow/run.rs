@@ -12,7 +12,9 @@ use super::tool::ToolContext;
 use super::{Agent, Next, State, Workflow};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
-use crate::provider::recorder::{RecorderMode, ToolRecorder};
+use crate::provider::anthropic::Anthropic;
+use crate::provider::openai::OpenAi;
+use crate::provider::recorder::{ProviderRecorder, RecorderMode, ToolRecorder};
 use crate::provider::{
     CallContext, CompletionRequest, ContentPart, Message, Pricing, ProviderError, RecordingId,
     Role, StreamSink, ToolCall,
@@ -64,6 +66,16 @@ pub struct RunOptions {
     pub(crate) parent: Option<(String, Value)>,
     pub(crate) virtual_time: bool,
     pub(crate) tools: Option<ToolRecorder>,
+    pub(crate) recorder: Option<ProviderRecorder>,
+    pub(crate) upstream: Upstream,
+}
+
+/// Where a bridged agent's calls go on to, per API, when not from the
+/// environment (see [`Eval::bridge_openai`](crate::eval::Eval::bridge_openai)).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Upstream {
+    pub(crate) openai: Option<Arc<OpenAi>>,
+    pub(crate) anthropic: Option<Arc<Anthropic>>,
 }
 
 impl RunOptions {
@@ -135,6 +147,19 @@ impl RunOptions {
         self
     }
 
+    /// Send a bridged agent's calls with `recorder` (its transport, and in
+    /// playback its recordings found by content); the eval harness sets it.
+    pub(crate) fn recorder(mut self, recorder: ProviderRecorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
+    /// Send a bridged agent's calls on as these providers send their own.
+    pub(crate) fn upstream(mut self, upstream: Upstream) -> Self {
+        self.upstream = upstream;
+        self
+    }
+
     /// Record lineage: this run continues `parent` from `fork_point`.
     pub fn parent(mut self, parent_id: impl Into<String>, fork_point: Value) -> Self {
         self.parent = Some((parent_id.into(), fork_point));
@@ -203,6 +228,10 @@ pub enum RunError {
     /// The session could not be stored.
     #[error("store: {0}")]
     Store(String),
+    /// A bridged agent (your own function or program) failed, panicked,
+    /// or called what its bridge does not serve.
+    #[error("agent: {0}")]
+    Agent(String),
 }
 
 impl RunError {
@@ -213,9 +242,10 @@ impl RunError {
             RunError::Timeout { .. } => ErrorKind::Timeout,
             RunError::Tool { .. } => ErrorKind::Tool,
             RunError::Output { .. } => ErrorKind::Output,
-            RunError::Workflow(_) | RunError::MaxActivations { .. } | RunError::Store(_) => {
-                ErrorKind::Workflow
-            }
+            RunError::Workflow(_)
+            | RunError::MaxActivations { .. }
+            | RunError::Store(_)
+            | RunError::Agent(_) => ErrorKind::Workflow,
         }
     }
 
@@ -226,7 +256,7 @@ impl RunError {
             | RunError::Tool { agent, .. }
             | RunError::Output { agent, .. }
             | RunError::MaxActivations { agent, .. } => Some(agent),
-            RunError::Workflow(_) | RunError::Store(_) => None,
+            RunError::Workflow(_) | RunError::Store(_) | RunError::Agent(_) => None,
         }
     }
 }
@@ -331,6 +361,7 @@ pub(crate) async fn run_from<S: State>(
         invocations: HashMap::new(),
         last_state: Value::Null,
         last_output: None,
+        stamp: None,
     };
     let initial_json = serde_json::to_value(&state).unwrap_or(Value::Null);
     exec.begin(workflow, options, &input, &initial_json);
@@ -384,26 +415,29 @@ pub(crate) async fn run_from<S: State>(
 }
 
 /// The mutable bookkeeping of one run.
-struct Execution {
-    session_id: String,
+pub(super) struct Execution {
+    pub(super) session_id: String,
     /// Where durations and `at_ms` come from.
-    clock: Clock,
+    pub(super) clock: Clock,
     /// When a real-time run's time limit passes.
-    deadline: Option<Instant>,
+    pub(super) deadline: Option<Instant>,
     /// The run's time limit.
-    timeout: Option<Duration>,
-    signals: Vec<Signal>,
-    stored: usize,
-    store: Option<Arc<dyn SessionSink>>,
-    store_error: Option<String>,
-    recording: Option<RecordingScope>,
-    tools: Option<ToolRecorder>,
-    pricing: Arc<Pricing>,
+    pub(super) timeout: Option<Duration>,
+    pub(super) signals: Vec<Signal>,
+    pub(super) stored: usize,
+    pub(super) store: Option<Arc<dyn SessionSink>>,
+    pub(super) store_error: Option<String>,
+    pub(super) recording: Option<RecordingScope>,
+    pub(super) tools: Option<ToolRecorder>,
+    pub(super) pricing: Arc<Pricing>,
     /// Calls so far per agent (provider calls) and per `agent.tool.name`
     /// (recorded tools), for recording ids.
-    invocations: HashMap<String, u32>,
-    last_state: Value,
-    last_output: Option<Value>,
+    pub(super) invocations: HashMap<String, u32>,
+    pub(super) last_state: Value,
+    pub(super) last_output: Option<Value>,
+    /// When set, the time every signal emitted is stamped with (a bridged
+    /// run places its signals on the timeline of its calls).
+    pub(super) stamp: Option<u64>,
 }
 
 /// Collects streamed text as `text:delta` signals.
@@ -423,20 +457,20 @@ impl StreamSink for DeltaSink<'_> {
 }
 
 impl Execution {
-    fn emit(&mut self, name: &str, payload: Value, agent: Option<&str>) -> u64 {
+    pub(super) fn emit(&mut self, name: &str, payload: Value, agent: Option<&str>) -> u64 {
         let index = self.signals.len() as u64;
         self.signals.push(Signal {
             index,
             name: name.to_string(),
             payload,
-            at_ms: self.clock.elapsed_ms(),
+            at_ms: self.stamp.unwrap_or_else(|| self.clock.elapsed_ms()),
             agent: agent.map(str::to_string),
         });
         index
     }
 
     /// Whether a virtual-time run has passed its time limit.
-    fn past_virtual_deadline(&self) -> bool {
+    pub(super) fn past_virtual_deadline(&self) -> bool {
         self.clock.is_virtual()
             && self
                 .timeout
@@ -448,7 +482,7 @@ impl Execution {
     }
 
     /// Hand the signals not yet stored to the store (batched by its writer).
-    fn persist(&mut self) {
+    pub(super) fn persist(&mut self) {
         if let Some(store) = &self.store
             && self.stored < self.signals.len()
         {
@@ -521,7 +555,11 @@ impl Execution {
 
     /// Emit `state:<key>:changed` for every top-level key that differs from
     /// the last state seen (with the tool call that changed it, if one did).
-    fn diff_state<S: State>(&mut self, state: &S, agent: Option<&str>) -> Result<(), RunError> {
+    pub(super) fn diff_state<S: State>(
+        &mut self,
+        state: &S,
+        agent: Option<&str>,
+    ) -> Result<(), RunError> {
         self.diff_state_by(state, agent, None)
     }
 
@@ -533,6 +571,16 @@ impl Execution {
     ) -> Result<(), RunError> {
         let new = serde_json::to_value(state)
             .map_err(|e| RunError::Workflow(format!("state does not serialize: {e}")))?;
+        self.diff_value(new, agent, tool_call)
+    }
+
+    /// [`Execution::diff_state_by`] of a state already in JSON.
+    pub(super) fn diff_value(
+        &mut self,
+        new: Value,
+        agent: Option<&str>,
+        tool_call: Option<&str>,
+    ) -> Result<(), RunError> {
         let (Value::Object(old_map), Value::Object(new_map)) = (&self.last_state, &new) else {
             return Err(RunError::Workflow(
                 "state must serialize to a JSON object (a struct or a map)".into(),
@@ -571,7 +619,7 @@ impl Execution {
         Ok(())
     }
 
-    fn fail(&mut self, error: RunError) -> RunError {
+    pub(super) fn fail(&mut self, error: RunError) -> RunError {
         let payload = json!({ "message": error.to_string(), "agent": error.agent() });
         let agent = error.agent().map(str::to_string);
         self.emit(&names::error(error.kind()), payload, agent.as_deref());
@@ -595,9 +643,16 @@ impl Execution {
         }
         self.emit(names::HARNESS_START, start, None);
         self.last_state = initial;
-        let outcome = self
-            .execute_phases(workflow, input, &mut state, resume_phase)
-            .await;
+        let outcome = match &workflow.bridged {
+            Some(bridged) => {
+                self.execute_bridged(bridged, input, &mut state, options)
+                    .await
+            }
+            None => {
+                self.execute_phases(workflow, input, &mut state, resume_phase)
+                    .await
+            }
+        };
         let outcome = outcome.map_err(|e| self.fail(e));
         self.persist();
         (state, outcome)
@@ -1074,7 +1129,7 @@ impl Execution {
 
 /// `attempts` on a `provider:end`/`provider:error` payload when the call
 /// was retried (a call that took one attempt says nothing, as before).
-fn with_retries(payload: &mut Value, attempts: &crate::provider::Attempts) {
+pub(super) fn with_retries(payload: &mut Value, attempts: &crate::provider::Attempts) {
     if attempts.get() > 1 {
         payload["attempts"] = json!(attempts.get());
     }
@@ -1115,7 +1170,7 @@ fn parse_json_answer(text: &str) -> Result<Value, String> {
 /// them on the first call; in a tool loop, the tool results, whose calls
 /// the signals before already show), with `earlier` the count left out;
 /// key-shaped strings redacted.
-fn prompt_of(request: &CompletionRequest) -> Value {
+pub(super) fn prompt_of(request: &CompletionRequest) -> Value {
     let from = request
         .messages
         .iter()

@@ -12,6 +12,7 @@
 //! `all::session::Build`).
 
 mod assertions;
+mod bridge;
 mod compare;
 mod datasets;
 mod eval_cells;

@@ -590,6 +590,7 @@ fn three_trials_with_three_recorded_answers_give_three_scores() {
         transport: None,
         virtual_time: false,
         tools: None,
+        recorder: None,
     };
     let eval = |judge: Arc<ScriptedProvider>| {
         Eval::new()

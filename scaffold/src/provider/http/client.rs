@@ -34,6 +34,16 @@ pub(crate) struct HttpClient<'a> {
     pub(crate) limit: Option<(&'a ProviderLimit, &'a str)>,
 }
 
+/// A successful answer passed on as it came (see
+/// [`HttpClient::send_passthrough`]).
+pub(crate) enum Passed {
+    /// A whole JSON body.
+    Json(Bytes),
+    /// An event stream's bytes, with the rate-limit permit it holds until
+    /// it is dropped.
+    Stream(ByteStream, Option<Permit>),
+}
+
 enum Expect {
     Json,
     Sse,
@@ -113,6 +123,22 @@ impl HttpClient<'_> {
                 Err(self.protocol("expected an event stream, got a JSON body"))
             }
         }
+    }
+
+    /// Send and pass the successful answer on as it came, with the
+    /// attempts it took: a whole JSON body, or (`stream`) the bytes of an
+    /// event stream (the agent bridge's calls: the agent reads them).
+    pub(crate) async fn send_passthrough(
+        &self,
+        request: HttpRequest,
+        context: &CallContext,
+        stream: bool,
+    ) -> Result<(Passed, u32), ProviderError> {
+        let expect = if stream { Expect::Sse } else { Expect::Json };
+        Ok(match self.execute(request, context, expect).await? {
+            (Success::Json(bytes), attempts) => (Passed::Json(bytes), attempts),
+            (Success::Sse(body, permit), attempts) => (Passed::Stream(body, permit), attempts),
+        })
     }
 
     fn protocol(&self, message: impl Into<String>) -> ProviderError {

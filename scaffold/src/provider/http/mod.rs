@@ -23,7 +23,7 @@ mod errors;
 mod reqwest_transport;
 mod sse;
 
-pub(crate) use client::HttpClient;
+pub(crate) use client::{HttpClient, Passed};
 pub use config::{HttpConfig, RetryPolicy, parse_retry_after};
 pub(crate) use errors::{
     error_message, message_from_json, snippet, status_for_error_type, without_secrets,

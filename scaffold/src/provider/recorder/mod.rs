@@ -31,12 +31,14 @@
 
 mod cassette;
 mod diff;
+mod matching;
 mod playback;
 mod record;
 pub(crate) mod redact;
 mod tool;
 
 pub(crate) use cassette::CASSETTE_VERSION;
+pub use matching::{DEFAULT_IGNORED_FIELDS, MatchRules};
 pub(crate) use playback::PLAYED_BACK_HEADER;
 pub use playback::Playback;
 pub use redact::RedactPattern;
@@ -351,6 +353,7 @@ pub struct ProviderRecorder {
     inner: Option<Arc<dyn Transport>>,
     rerecord: Option<String>,
     playback: Playback,
+    rules: MatchRules,
 }
 
 impl fmt::Debug for ProviderRecorder {
@@ -378,6 +381,7 @@ impl ProviderRecorder {
             inner: None,
             rerecord: None,
             playback: Playback::new(),
+            rules: MatchRules::default(),
         }
     }
 
@@ -419,6 +423,13 @@ impl ProviderRecorder {
         self
     }
 
+    /// Which differences between a request and its recording playback
+    /// forgives (default: [`MatchRules::default`]).
+    pub fn match_requests(mut self, rules: MatchRules) -> ProviderRecorder {
+        self.rules = rules;
+        self
+    }
+
     /// The mode.
     pub fn mode(&self) -> RecorderMode {
         self.mode
@@ -456,14 +467,40 @@ impl ProviderRecorder {
                 self.dir.clone(),
                 redactor,
             )),
-            RecorderMode::Playback => Arc::new(playback::PlaybackTransport::new(
-                inner,
-                self.playback.clone(),
-                &self.dir,
-                redactor,
-                self.rerecord.as_deref(),
-            )),
+            RecorderMode::Playback => Arc::new(self.playback_transport(inner, redactor)),
         }
+    }
+
+    fn playback_transport(
+        &self,
+        inner: Arc<dyn Transport>,
+        redactor: Arc<redact::Redactor>,
+    ) -> playback::PlaybackTransport {
+        playback::PlaybackTransport::new(
+            inner,
+            self.playback.clone(),
+            &self.dir,
+            redactor,
+            self.rerecord.as_deref(),
+            &self.rules,
+        )
+    }
+
+    /// In playback, whether the recording `id` answers `request` under
+    /// the recorder's rules (`None`: there is no such recording); `None`
+    /// in the other modes.
+    pub(crate) fn recording_answers(
+        &self,
+        id: &RecordingId,
+        request: &HttpRequest,
+    ) -> Result<Option<bool>, String> {
+        if self.mode != RecorderMode::Playback {
+            return Ok(None);
+        }
+        let redactor = Arc::new(redact::Redactor::new(self.patterns.clone()));
+        let inner = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
+        self.playback_transport(inner, redactor)
+            .answers(id, request)
     }
 }
 

@@ -39,8 +39,9 @@ use serde_json::Value;
 use wiremock::http::{HeaderName, HeaderValue};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
-use super::cassette::{Cassette, RecordedResponse, Timing};
-use super::diff::{diff_requests, render_changes};
+use super::cassette::{Cassette, RecordedRequest, RecordedResponse, Timing};
+use super::diff::{Change, render_changes};
+use super::matching::MatchRules;
 use super::redact::Redactor;
 use super::{RecorderError, RecorderMode, checked_recording_id, messages, split_url};
 use crate::clock::Clock;
@@ -270,6 +271,31 @@ struct Scope {
     redactor: Arc<Redactor>,
     key: String,
     rerecord: Option<String>,
+    rules: MatchRules,
+}
+
+impl Scope {
+    /// The differences the rules do not forgive between `recorded` and a
+    /// request (its `headers` carry the credentials to scrub). The
+    /// recording is scrubbed; a request without secrets matches it as it
+    /// is, so scrub (a copy of the whole body) only when it does not.
+    fn differences(
+        &self,
+        recorded: &RecordedRequest,
+        (method, path, query): (&str, &str, Option<&str>),
+        body: Option<&Value>,
+        headers: Vec<(&str, &str)>,
+    ) -> Vec<Change> {
+        let changes = self.rules.differences(recorded, method, path, query, body);
+        if changes.is_empty() {
+            return changes;
+        }
+        let scrub = self.redactor.scrubber(headers, query);
+        let body = body.map(|b| scrub.json(b));
+        let query = query.map(|q| scrub.query(q));
+        self.rules
+            .differences(recorded, method, path, query.as_deref(), body.as_ref())
+    }
 }
 
 impl Book {
@@ -282,8 +308,9 @@ impl Book {
         dir: &Path,
         redactor: Arc<Redactor>,
         rerecord: Option<&str>,
+        rules: &MatchRules,
     ) -> (usize, Arc<Scope>) {
-        let key = redactor.key();
+        let key = format!("{} {}", redactor.key(), rules.key());
         let mut scopes = self.scopes.write().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = scopes
             .iter()
@@ -296,6 +323,7 @@ impl Book {
             redactor,
             key,
             rerecord: rerecord.map(str::to_string),
+            rules: rules.clone(),
         });
         scopes.push(scope.clone());
         (scopes.len() - 1, scope)
@@ -561,20 +589,17 @@ fn serve(book: &Book, request: &wiremock::Request) -> Result<ResponseTemplate, S
         serde_json::from_slice::<Value>(&request.body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&request.body).into_owned()))
     });
-    // The recording is scrubbed; a request without secrets matches it as it
-    // is, so scrub (a copy of the whole body) only when it does not.
-    let mut changes = diff_requests(recorded, method, url_path, url_query, raw_body.as_ref());
-    if !changes.is_empty() {
-        let headers: Vec<(&str, &str)> = request
-            .headers
-            .iter()
-            .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str(), v)))
-            .collect();
-        let scrub = scope.redactor.scrubber(headers, url_query);
-        let body = raw_body.as_ref().map(|b| scrub.json(b));
-        let query = url_query.map(|q| scrub.query(q));
-        changes = diff_requests(recorded, method, url_path, query.as_deref(), body.as_ref());
-    }
+    let headers: Vec<(&str, &str)> = request
+        .headers
+        .iter()
+        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str(), v)))
+        .collect();
+    let changes = scope.differences(
+        recorded,
+        (method, url_path, url_query),
+        raw_body.as_ref(),
+        headers,
+    );
     if !changes.is_empty() {
         return Err(messages::stale(
             &id,
@@ -617,14 +642,49 @@ impl PlaybackTransport {
         dir: &Path,
         redactor: Arc<Redactor>,
         rerecord: Option<&str>,
+        rules: &MatchRules,
     ) -> PlaybackTransport {
-        let (scope_index, scope) = playback.book().register_scope(dir, redactor, rerecord);
+        let (scope_index, scope) = playback
+            .book()
+            .register_scope(dir, redactor, rerecord, rules);
         PlaybackTransport {
             inner,
             playback,
             scope_index,
             scope,
         }
+    }
+}
+
+impl PlaybackTransport {
+    /// Whether the recording `id` answers `request` (method, path, query
+    /// and body, under the scope's rules): `None` when there is no such
+    /// recording. Bridged agents' parallel calls find their recordings by
+    /// content with it.
+    pub(crate) fn answers(
+        &self,
+        id: &RecordingId,
+        request: &HttpRequest,
+    ) -> Result<Option<bool>, String> {
+        let path = self.scope.dir.join(format!("{id}.json"));
+        let loaded = match self.playback.book().load(&path) {
+            Ok(loaded) => loaded,
+            Err(LoadError::Missing) => return Ok(None),
+            Err(e) => return Err(load_error_message(id, &path, e, &self.scope)),
+        };
+        let (_, url_path, query) = split_url(&request.url);
+        let headers = request
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let changes = self.scope.differences(
+            &loaded.cassette.request,
+            (&request.method, url_path, query.filter(|q| !q.is_empty())),
+            request.body.as_ref(),
+            headers,
+        );
+        Ok(Some(changes.is_empty()))
     }
 }
 
@@ -860,7 +920,12 @@ mod tests {
             [("content-type".to_string(), "application/json".to_string())].into(),
         );
         let book = Book::default();
-        let (scope, _) = book.register_scope(&dir, Arc::new(Redactor::default()), None);
+        let (scope, _) = book.register_scope(
+            &dir,
+            Arc::new(Redactor::default()),
+            None,
+            &MatchRules::default(),
+        );
         let scope = scope.to_string();
         let id_text = id.to_string();
         let headers = [
@@ -998,6 +1063,7 @@ mod tests {
                 &dir,
                 Arc::new(Redactor::default()),
                 None,
+                &MatchRules::default(),
             ));
             Recorded {
                 path: dir.join(format!("{id}.json")),

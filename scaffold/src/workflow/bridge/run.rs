@@ -1,0 +1,464 @@
+//! A bridged agent's run: start a bridge, run the agent with its
+//! context, and turn its exchanges and what it added into the run's
+//! signals, state, output and error.
+//!
+//! Signals are placed on a timeline. Live and recording runs keep real
+//! time and the order things happened in. Playback keeps virtual time:
+//! calls count one after another for their recorded durations, and what
+//! happened at once (calls of several agents in parallel) is put in one
+//! order that does not depend on which arrived first (by agent name, each
+//! agent's calls by their recordings), so its signals are the same run
+//! after run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use serde_json::{Value, json};
+
+use super::cx::{Added, AddedKind};
+use super::{AgentCx, AgentFn, Bridged};
+use crate::provider::bridge::{Bridge, BridgeSetup, Exchange, RecordingIds};
+use crate::provider::http::resolve_transport;
+use crate::provider::limit::run_limits;
+use crate::provider::recorder::RecorderMode;
+use crate::provider::{ContentPart, ProviderError, Role, Usage, anthropic, openai};
+use crate::signal::names;
+use crate::workflow::State;
+use crate::workflow::run::{Execution, RunError, RunOptions, prompt_of};
+
+/// How long streams the agent left open get to end once it returned.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// What happened in a bridged run, in the order it is told.
+enum Item {
+    Call(Box<Exchange>),
+    Added(Added),
+}
+
+impl Item {
+    fn ticks(&self) -> (u64, u64) {
+        match self {
+            Item::Call(e) => e.ticks,
+            Item::Added(a) => (a.tick, a.tick),
+        }
+    }
+
+    fn agent(&self) -> &str {
+        match self {
+            Item::Call(e) => &e.agent,
+            Item::Added(a) => a.agent.as_deref().unwrap_or_default(),
+        }
+    }
+}
+
+impl Execution {
+    /// Run `bridged`'s agent on `input`: the run's signals come from its
+    /// calls through the bridge and what it added through its context.
+    pub(crate) async fn execute_bridged<S: State>(
+        &mut self,
+        bridged: &Bridged,
+        input: &Value,
+        state: &mut S,
+        options: &RunOptions,
+    ) -> Result<(), RunError> {
+        let Some(agent) = &bridged.agent else {
+            return Err(RunError::Workflow("no agent runs this variant".into()));
+        };
+        self.diff_state(state, None)?;
+        let mode = match &options.recorder {
+            Some(recorder) => recorder.mode(),
+            None if self.clock.is_virtual() => RecorderMode::Playback,
+            None => RecorderMode::Live,
+        };
+        let bridge = Bridge::start(self.bridge_setup(options))
+            .await
+            .map_err(|e| RunError::Agent(format!("could not start its bridge: {e}")))?;
+        let cx = AgentCx::new(
+            input.clone(),
+            bridged.variant.clone(),
+            bridge.url().to_string(),
+            mode,
+            bridge.marker(),
+        );
+        let ran = self.run_agent(agent, cx.clone()).await;
+        let log = bridge.finish(GRACE).await;
+        let items: Vec<Item> = log
+            .exchanges
+            .into_iter()
+            .map(|e| Item::Call(Box::new(e)))
+            .chain(cx.take_added().into_iter().map(Item::Added))
+            .collect();
+        let items = order(items, self.clock.is_virtual());
+        let told = self.tell(&items)?;
+        if let Some(reported) = told.state {
+            *state = serde_json::from_value(reported).map_err(|e| {
+                RunError::Agent(format!(
+                    "the state it reported is not a `{}`: {e}",
+                    std::any::type_name::<S>()
+                ))
+            })?;
+        }
+        let output = match &ran {
+            Ok(Value::Null) | Err(_) => told.last_answer.clone().map(Value::String),
+            Ok(output) => Some(output.clone()),
+        };
+        if output.is_some() {
+            self.last_output = output;
+        }
+        if !log.problems.is_empty() {
+            return Err(RunError::Agent(log.problems.join("; ")));
+        }
+        if let Some((agent, source)) = told.unplayable {
+            return Err(RunError::Provider { agent, source });
+        }
+        match ran {
+            Err(RunError::Agent(message)) => match told.last_failure {
+                Some((agent, source)) => Err(RunError::Provider { agent, source }),
+                None => Err(RunError::Agent(message)),
+            },
+            Err(other) => Err(other),
+            Ok(_) if self.past_virtual_deadline() => Err(RunError::Timeout {
+                agent: told.last_agent.unwrap_or_else(|| "agent".into()),
+                after_ms: self.timeout.map_or(0, |t| t.as_millis() as u64),
+            }),
+            Ok(_) => Ok(()),
+        }
+    }
+
+    fn bridge_setup(&self, options: &RunOptions) -> BridgeSetup {
+        let ids: Option<RecordingIds> = self.recording.clone().map(|scope| {
+            Arc::new(move |node: &str, n: u32| scope.recording_id(node, n)) as RecordingIds
+        });
+        BridgeSetup {
+            transport: resolve_transport(&None),
+            recorder: options.recorder.clone(),
+            ids,
+            virtual_time: self.clock.is_virtual(),
+            limits: run_limits(),
+            openai: match &options.upstream.openai {
+                Some(provider) => provider.http().clone(),
+                None => openai::upstream(),
+            },
+            anthropic: match &options.upstream.anthropic {
+                Some(provider) => provider.http().clone(),
+                None => anthropic::upstream(),
+            },
+        }
+    }
+
+    /// Run the agent within the run's time limit (real time; playback's
+    /// is judged on the recorded time after), catching its panic.
+    async fn run_agent(&self, agent: &AgentFn, cx: AgentCx) -> Result<Value, RunError> {
+        panics::watch();
+        let call = AssertUnwindSafe(agent.call(cx)).catch_unwind();
+        let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
+        let caught = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
+                Ok(caught) => caught,
+                Err(_) => {
+                    return Err(RunError::Timeout {
+                        agent: "agent".into(),
+                        after_ms: self.clock.elapsed_ms(),
+                    });
+                }
+            },
+            None => call.await,
+        };
+        match caught {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(message)) => Err(RunError::Agent(format!("the agent failed: {message}"))),
+            Err(panic) => Err(RunError::Agent(format!(
+                "the agent panicked{}: {}",
+                panics::last_location()
+                    .map(|at| format!(" at {at}"))
+                    .unwrap_or_default(),
+                panics::message(panic.as_ref())
+            ))),
+        }
+    }
+
+    /// Emit the signals of `items` on the run's timeline.
+    fn tell(&mut self, items: &[Item]) -> Result<Told, RunError> {
+        let mut told = Told::default();
+        let start = self.clock.elapsed_ms();
+        let mut now = start;
+        for item in items {
+            match item {
+                Item::Call(exchange) => {
+                    let (began, ended) = if self.clock.is_virtual() {
+                        let recorded = exchange.recorded.as_millis() as u64;
+                        (now, now.saturating_add(recorded))
+                    } else {
+                        (
+                            start + exchange.real.0.as_millis() as u64,
+                            start + exchange.real.1.as_millis() as u64,
+                        )
+                    };
+                    self.tell_call(exchange, (began, ended), &mut told);
+                    now = now.max(ended);
+                }
+                Item::Added(added) => {
+                    let at = if self.clock.is_virtual() {
+                        now
+                    } else {
+                        start + added.real.as_millis() as u64
+                    };
+                    self.stamp = Some(at);
+                    let agent = added.agent.as_deref();
+                    match &added.what {
+                        AddedKind::Signal { name, payload } => {
+                            self.emit(name, payload.clone(), agent);
+                        }
+                        AddedKind::State(value) => {
+                            self.diff_value(value.clone(), agent, None)?;
+                            told.state = Some(value.clone());
+                        }
+                    }
+                }
+            }
+        }
+        self.stamp = Some(now);
+        for (agent, (duration, usage)) in std::mem::take(&mut told.agents) {
+            self.emit(
+                names::AGENT_COMPLETED,
+                json!({"agent": agent, "durationMs": duration, "usage": usage}),
+                Some(&agent),
+            );
+        }
+        self.stamp = None;
+        self.clock
+            .advance(Duration::from_millis(now.saturating_sub(start)));
+        Ok(told)
+    }
+
+    /// The signals of one call, from `began` to `ended` (ms).
+    fn tell_call(&mut self, e: &Exchange, (began, ended): (u64, u64), told: &mut Told) {
+        let agent = Some(e.agent.as_str());
+        self.stamp = Some(began);
+        if !told.agents.contains_key(&e.agent) {
+            self.emit(
+                names::AGENT_ACTIVATED,
+                json!({"agent": e.agent, "trigger": "bridge"}),
+                agent,
+            );
+        }
+        let id = e.recording_id.as_ref().map(ToString::to_string);
+        if let Some(id) = &id {
+            self.emit(
+                names::RECORDING_LINKED,
+                json!({"recordingId": id, "node": e.agent, "invocation": e.invocation}),
+                agent,
+            );
+        }
+        self.tell_results(e, told);
+        self.emit(
+            names::PROVIDER_START,
+            json!({"provider": e.provider, "model": e.model, "recordingId": id, "request": prompt_of(&e.asked)}),
+            agent,
+        );
+        self.stamp = Some(ended);
+        let duration = ended.saturating_sub(began);
+        let entry = told.agents.entry(e.agent.clone()).or_default();
+        entry.0 += duration;
+        told.last_agent = Some(e.agent.clone());
+        if let Some(error) = &e.error {
+            let error = error.clone().redacted();
+            let mut payload = json!({"error": error.to_string(), "code": error.code()});
+            if e.attempts > 1 {
+                payload["attempts"] = json!(e.attempts);
+            }
+            self.emit(names::PROVIDER_ERROR, payload, agent);
+            let failure = Some((e.agent.clone(), error.clone()));
+            if matches!(error, ProviderError::Playback { .. }) {
+                told.unplayable.get_or_insert((e.agent.clone(), error));
+            }
+            told.last_failure = failure;
+            return;
+        }
+        told.last_failure = None;
+        let mut payload = json!({"provider": e.provider, "model": e.model, "durationMs": duration});
+        if let Some(answer) = &e.answer {
+            entry.1 += answer.usage;
+            let output = if answer.tool_calls.is_empty() {
+                Value::String(answer.text.clone())
+            } else {
+                json!({"text": answer.text, "toolCalls": answer.tool_calls})
+            };
+            payload["model"] = json!(answer.model);
+            payload["output"] = output;
+            payload["usage"] = json!(answer.usage);
+            payload["costUsd"] = json!(self.pricing.cost(&answer.model, answer.usage));
+            payload["stopReason"] = json!(answer.stop_reason);
+        }
+        if let Some(why) = &e.unread {
+            payload["unread"] = json!(why);
+        }
+        if e.attempts > 1 {
+            payload["attempts"] = json!(e.attempts);
+        }
+        self.emit(names::PROVIDER_END, payload, agent);
+        let Some(answer) = &e.answer else { return };
+        if e.streamed && !answer.text.is_empty() {
+            self.emit(names::TEXT_COMPLETE, json!({"content": answer.text}), agent);
+        }
+        if !answer.text.is_empty() || answer.tool_calls.is_empty() {
+            told.last_answer = Some(answer.text.clone());
+        }
+        let pending = told.pending.entry(e.agent.clone()).or_default();
+        for call in &answer.tool_calls {
+            pending.insert(call.id.clone(), call.name.clone());
+            self.emit(
+                names::TOOL_CALL,
+                json!({"id": call.id, "name": call.name, "input": call.arguments}),
+                agent,
+            );
+        }
+    }
+
+    /// `tool:result` for each result the request sends back to a call the
+    /// agent's model made before.
+    fn tell_results(&mut self, e: &Exchange, told: &mut Told) {
+        let pending = told.pending.entry(e.agent.clone()).or_default();
+        let since = e
+            .asked
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+            .map_or(0, |i| i + 1);
+        for part in e.asked.messages[since..].iter().flat_map(|m| &m.content) {
+            let ContentPart::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } = part
+            else {
+                continue;
+            };
+            let Some(name) = pending.remove(call_id) else {
+                continue;
+            };
+            let result = serde_json::from_str::<Value>(content)
+                .unwrap_or_else(|_| Value::String(content.clone()));
+            self.emit(
+                names::TOOL_RESULT,
+                json!({"id": call_id, "name": name, "result": result, "isError": is_error}),
+                Some(&e.agent),
+            );
+        }
+    }
+}
+
+/// What telling the items found out.
+#[derive(Default)]
+struct Told {
+    /// Per agent: the time its calls took and their usage.
+    agents: BTreeMap<String, (u64, Usage)>,
+    /// Per agent: its model's tool calls not yet answered, id → name.
+    pending: HashMap<String, HashMap<String, String>>,
+    /// The last state the agent reported.
+    state: Option<Value>,
+    /// The text of the last answer that was not only tool calls.
+    last_answer: Option<String>,
+    /// The agent of the last call.
+    last_agent: Option<String>,
+    /// The last call's failure, if the last call failed.
+    last_failure: Option<(String, ProviderError)>,
+    /// The first call that could not be played back.
+    unplayable: Option<(String, ProviderError)>,
+}
+
+/// `items` in the order they are told: as they happened (by their first
+/// order mark). With `canonical` (playback), what overlapped is put in an
+/// order of its own: by agent name, each agent's calls by their
+/// recordings' invocations.
+fn order(mut items: Vec<Item>, canonical: bool) -> Vec<Item> {
+    items.sort_by_key(|item| item.ticks().0);
+    if !canonical {
+        return items;
+    }
+    let mut told = Vec::with_capacity(items.len());
+    let mut rest = items.into_iter().peekable();
+    while let Some(first) = rest.next() {
+        let mut reach = first.ticks().1;
+        let mut segment = vec![first];
+        while let Some(next) = rest.next_if(|next| next.ticks().0 < reach) {
+            reach = reach.max(next.ticks().1);
+            segment.push(next);
+        }
+        if segment.len() > 1 {
+            canonical_segment(&mut segment);
+        }
+        told.append(&mut segment);
+    }
+    told
+}
+
+/// Order items that overlapped: by agent name, then as each agent made
+/// them, its calls in the order of their invocations.
+fn canonical_segment(segment: &mut Vec<Item>) {
+    segment.sort_by(|a, b| (a.agent(), a.ticks().0).cmp(&(b.agent(), b.ticks().0)));
+    let mut at = 0;
+    while at < segment.len() {
+        let agent = segment[at].agent().to_string();
+        let len = segment[at..]
+            .iter()
+            .take_while(|item| item.agent() == agent)
+            .count();
+        let slots: Vec<usize> = (at..at + len)
+            .filter(|&i| matches!(segment[i], Item::Call(_)))
+            .collect();
+        let mut calls: Vec<Item> = slots.iter().rev().map(|&i| segment.remove(i)).collect();
+        calls.sort_by_key(|call| match call {
+            Item::Call(e) => e.invocation,
+            Item::Added(_) => u32::MAX,
+        });
+        for (&slot, call) in slots.iter().zip(calls) {
+            segment.insert(slot, call);
+        }
+        at += len;
+    }
+}
+
+/// Where a bridged agent panicked: a panic hook, set once and chained to
+/// the one before it (which still prints the panic), keeps the location
+/// of the last panic of each thread; the run catches the panic on the
+/// thread it happened on and reads it there.
+mod panics {
+    use std::cell::RefCell;
+    use std::sync::Once;
+
+    thread_local! {
+        static LAST: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// Keep panics' locations from now on.
+    pub(super) fn watch() {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let before = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                let at = info.location().map(ToString::to_string);
+                LAST.with(|last| *last.borrow_mut() = at);
+                before(info);
+            }));
+        });
+        LAST.with(|last| *last.borrow_mut() = None);
+    }
+
+    /// Where this thread last panicked.
+    pub(super) fn last_location() -> Option<String> {
+        LAST.with(|last| last.borrow_mut().take())
+    }
+
+    /// A panic's message.
+    pub(super) fn message(payload: &(dyn std::any::Any + Send)) -> String {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(a panic without a message)".to_string())
+    }
+}
