@@ -34,7 +34,7 @@ use crate::provider::{Pricing, Provider};
 use crate::scorer::Scorer;
 use crate::session::ForkFrom;
 use crate::workflow::bridge::AgentFn;
-use crate::workflow::{AgentCx, IntoVariant, State, Upstream, Workflow};
+use crate::workflow::{AgentCommand, AgentCx, IntoVariant, State, Upstream, Workflow};
 
 use std::future::Future;
 
@@ -203,6 +203,14 @@ impl<S: State> Eval<S> {
         }
         self.agent = Some(agent);
         self
+    }
+
+    /// Run a program as the thing under test, once per cell, in any
+    /// language (see [`AgentCommand`]): its model calls go through the
+    /// bridge's base URLs it finds in its environment, so they are
+    /// recorded, played back and read as for [`Eval::agent`].
+    pub fn command(self, command: AgentCommand) -> Self {
+        self.agent(move |cx| command.clone().run(cx))
     }
 
     /// `workflow` with the eval's agent, if it is a bridged one without.

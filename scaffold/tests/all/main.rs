@@ -13,6 +13,7 @@
 
 mod assertions;
 mod bridge;
+mod bridge_command;
 mod compare;
 mod datasets;
 mod eval_cells;

@@ -107,6 +107,18 @@ impl<'a> Route<'a> {
 
 async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let (parts, body) = request.into_parts();
+    if let Some(host) = parts.uri.authority() {
+        // A proxy request: the agent called a host itself, and its
+        // environment sent it here (a program's HTTPS_PROXY, in playback).
+        let message = format!(
+            "the agent called {host} itself ({} {}), not the cell's base URL: give its client \
+             the base URL scaffold sets (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, or \
+             cx.openai_base_url(..)); in playback no request leaves the machine",
+            parts.method, parts.uri
+        );
+        shared.problem(message.clone());
+        return error_response(StatusCode::FORBIDDEN, false, &message);
+    }
     let path = parts.uri.path().to_string();
     let Some(route) = Route::parse(&path) else {
         let message = format!(
