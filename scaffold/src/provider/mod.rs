@@ -165,6 +165,11 @@ pub struct CallContext {
     /// is asked.
     #[serde(skip)]
     pub attempts: Attempts,
+    /// The call's place among the calls of its run, kept in its recording
+    /// (the agent bridge numbers its calls so: playback tells calls that
+    /// were made at once in the order they were recorded in).
+    #[serde(skip)]
+    pub order: Option<u64>,
 }
 
 /// How many attempts a call took, told by the HTTP client as it retries;

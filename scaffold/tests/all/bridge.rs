@@ -8,6 +8,7 @@ use std::path::Path;
 use scaffold::_cargo_scaffold_support::eval::{CellEnv, CellResult};
 use scaffold::dataset::{Format, load_str};
 use scaffold::prelude::*;
+use scaffold::provider::anthropic::Anthropic;
 use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};
 use scaffold::testing::{Answer, FakeProviderServer, Rule};
 use serde_json::{Value, json};
@@ -332,4 +333,218 @@ fn a_variant_that_is_data_needs_an_agent() {
     let error = erased.check().unwrap_err();
     assert!(error.contains("no agent runs it"), "{error}");
     assert!(error.contains("Eval::agent"), "{error}");
+}
+
+/// Which of two parallel calls an agent sends first, switched between
+/// runs to show that playback does not depend on arrival order.
+static BETA_FIRST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+async fn ask(cx: &AgentCx, agent: &str, question: &str, delay_ms: u64) -> Result<String, String> {
+    tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+    let url = format!("{}/chat/completions", cx.openai_base_url(agent));
+    let body = json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": question}]});
+    let answer = post(&http_client(), &url, &cx.openai_api_key(), &body).await?;
+    Ok(answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// Two agents at once, and one agent asking two questions at once.
+async fn parallel_agents(cx: AgentCx) -> Result<String, String> {
+    let beta_first = BETA_FIRST.load(std::sync::atomic::Ordering::SeqCst);
+    let (early, late) = (0, 60);
+    let (a, b) = if beta_first {
+        (late, early)
+    } else {
+        (early, late)
+    };
+    let (alpha, beta, g1, g2) = tokio::join!(
+        ask(&cx, "alpha", "alpha: capital of France?", a),
+        ask(&cx, "beta", "beta: capital of Italy?", b),
+        ask(&cx, "gamma", "gamma: capital of Spain?", a),
+        ask(&cx, "gamma", "gamma: capital of Japan?", b),
+    );
+    Ok(format!("{}|{}|{}|{}", alpha?, beta?, g1?, g2?))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_calls_are_matched_by_content_and_told_in_one_order() {
+    let server = FakeProviderServer::builder()
+        .rule(
+            Rule::when()
+                .prompt_contains("France")
+                .then(Answer::text("Paris")),
+        )
+        .rule(
+            Rule::when()
+                .prompt_contains("Italy")
+                .then(Answer::text("Rome")),
+        )
+        .rule(
+            Rule::when()
+                .prompt_contains("Spain")
+                .then(Answer::text("Madrid")),
+        )
+        .rule(
+            Rule::when()
+                .prompt_contains("Japan")
+                .then(Answer::text("Tokyo")),
+        )
+        .start()
+        .await
+        .expect("fake provider");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = Eval::<AgentState>::new()
+        .name("parallel")
+        .agent(parallel_agents)
+        .variant("v", Variant::new())
+        .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+        .dataset(
+            load_str(
+                "name: p\ncases:\n  - id: c\n    input: go\n    assertions:\n      - type: output.equals\n        value: Paris|Rome|Madrid|Tokyo\n",
+                Format::Yaml,
+                "p.yaml",
+            )
+            .expect("dataset"),
+        );
+    BETA_FIRST.store(false, std::sync::atomic::Ordering::SeqCst);
+    let (recorded, _) = run_cell(&eval, &env(dir.path(), RecorderMode::Record)).await;
+    assert!(recorded.passed, "{:#?}", recorded.failures());
+    let gamma0 = std::fs::read_to_string(dir.path().join("eval__p__c__v__gamma__inv0.json"))
+        .expect("gamma's first recording");
+    assert!(gamma0.contains("Spain"), "recorded in arrival order");
+
+    let mut told = Vec::new();
+    for beta_first in [false, true, true, false] {
+        BETA_FIRST.store(beta_first, std::sync::atomic::Ordering::SeqCst);
+        let (played, run) = run_cell(&eval, &env(dir.path(), RecorderMode::Playback)).await;
+        assert!(
+            played.passed,
+            "beta first {beta_first}: {:#?}",
+            played.failures()
+        );
+        let signals: Vec<(String, Option<String>, Value, u64)> = run
+            .signals
+            .iter()
+            .map(|s| (s.name.clone(), s.agent.clone(), s.payload.clone(), s.at_ms))
+            .collect();
+        told.push(signals);
+    }
+    assert_eq!(server.request_count(), 4, "playback sent nothing");
+    for other in &told[1..] {
+        assert_eq!(
+            other, &told[0],
+            "playback told the same signals whatever arrived first"
+        );
+    }
+    // Told in the order the calls were recorded in.
+    let ids: Vec<String> = told[0]
+        .iter()
+        .filter(|s| s.0 == "provider:start")
+        .map(|s| s.2["recordingId"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let mut by_order = ids.clone();
+    by_order.sort_by_key(|id| {
+        let text =
+            std::fs::read_to_string(dir.path().join(format!("{id}.json"))).expect("recording");
+        serde_json::from_str::<Value>(&text).expect("json")["order"].as_u64()
+    });
+    assert_eq!(ids, by_order);
+    assert_eq!(ids.len(), 4);
+}
+
+/// An agent that streams, from either API, reading the events itself.
+async fn streaming_agent(cx: AgentCx) -> Result<String, String> {
+    let anthropic = cx.variant().get("api") == Some(&json!("anthropic"));
+    let question = cx.input_text();
+    let (url, body) = if anthropic {
+        (
+            format!("{}/v1/messages", cx.anthropic_base_url("writer")),
+            json!({"model": "claude-haiku-4-5", "max_tokens": 256, "stream": true, "messages": [{"role": "user", "content": question}]}),
+        )
+    } else {
+        (
+            format!("{}/chat/completions", cx.openai_base_url("writer")),
+            json!({"model": "gpt-4o-mini", "stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": question}]}),
+        )
+    };
+    let response = http_client()
+        .post(url)
+        .header("x-api-key", cx.anthropic_api_key())
+        .header("anthropic-version", "2023-06-01")
+        .bearer_auth(cx.openai_api_key())
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let events = response.text().await.map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    for data in events.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        let Ok(event) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        let piece = if anthropic {
+            event["delta"]["text"].as_str()
+        } else {
+            event["choices"][0]["delta"]["content"].as_str()
+        };
+        text.push_str(piece.unwrap_or_default());
+    }
+    Ok(text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_pass_through_and_play_back_for_both_apis() {
+    let server = FakeProviderServer::builder()
+        .rule(Rule::when().then(Answer::text("A long streamed answer about rivers.")))
+        .start()
+        .await
+        .expect("fake provider");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = Eval::<AgentState>::new()
+        .name("streams")
+        .agent(streaming_agent)
+        .variant("openai", Variant::new().setting("api", "openai"))
+        .variant("anthropic", Variant::new().setting("api", "anthropic"))
+        .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+        .bridge_anthropic(Anthropic::new("").base_url(server.anthropic_base_url()))
+        .dataset(
+            load_str(
+                "name: s\ncases:\n  - id: rivers\n    input: Tell me about rivers\n    assertions:\n      - type: output.equals\n        value: A long streamed answer about rivers.\n      - type: metric.tokens.max\n        value: 1000\n",
+                Format::Yaml,
+                "s.yaml",
+            )
+            .expect("dataset"),
+        );
+    for mode in [RecorderMode::Record, RecorderMode::Playback] {
+        for cell in eval.cells() {
+            let (result, run) = eval.run_cell(&cell, &env(dir.path(), mode)).await;
+            assert!(
+                result.passed,
+                "{mode} {}: {:#?}",
+                result.id,
+                result.failures()
+            );
+            let end = run
+                .signals
+                .iter()
+                .find(|s| s.name == "provider:end")
+                .expect("provider:end");
+            assert_eq!(
+                end.payload["output"], "A long streamed answer about rivers.",
+                "{mode}"
+            );
+            assert!(
+                end.payload["usage"]["outputTokens"].as_u64().unwrap_or(0) > 0,
+                "{end:?}"
+            );
+            assert!(
+                run.signals.iter().any(|s| s.name == "text:complete"),
+                "{mode}"
+            );
+        }
+    }
+    assert_eq!(server.request_count(), 2);
 }

@@ -70,6 +70,9 @@ pub(crate) struct Exchange {
     pub(crate) recording_id: Option<RecordingId>,
     /// Its place among the agent's calls (the recording id's `inv`).
     pub(crate) invocation: u32,
+    /// In playback, its recording's place among the calls of the run it
+    /// was recorded in.
+    pub(crate) recorded_order: Option<u64>,
     /// The model asked for.
     pub(crate) model: Option<String>,
     /// The conversation it sent.

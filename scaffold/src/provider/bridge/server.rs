@@ -194,24 +194,27 @@ impl Call {
     fn new(shared: &Arc<Shared>, route: &Route<'_>, request: HttpRequest) -> Call {
         let api = Api::of(route.anthropic, route.rest);
         let body = request.body.as_ref();
-        let (recording_id, invocation) = shared.pick(route.agent, &request);
+        let picked = shared.pick(route.agent, &request);
+        let arrived = shared.tick();
         let clock = shared.setup.virtual_time.then(Clock::virtual_time);
         let context = CallContext {
-            recording_id: recording_id.as_ref().map(ToString::to_string),
+            recording_id: picked.id.as_ref().map(ToString::to_string),
             attempt: 0,
             clock,
             attempts: Attempts::default(),
+            order: Some(arrived),
         };
         let exchange = Exchange {
             agent: route.agent.to_string(),
             provider: api.provider(route.anthropic),
             api,
-            recording_id,
-            invocation,
+            recording_id: picked.id,
+            invocation: picked.invocation,
+            recorded_order: picked.order,
             model: protocol::model_of(body),
             asked: protocol::asked(api, body),
             streamed: protocol::streams(body),
-            ticks: (shared.tick(), 0),
+            ticks: (arrived, 0),
             real: (shared.started.elapsed(), Duration::ZERO),
             recorded: Duration::ZERO,
             attempts: 1,
@@ -406,11 +409,12 @@ fn error_response(status: StatusCode, anthropic: bool, message: &str) -> Respons
 }
 
 impl Shared {
-    /// The recording id and invocation of `agent`'s next call: its place
-    /// among the agent's calls, or in playback the first recording of the
-    /// agent not yet answered whose request is this one (calls made at
-    /// once arrive in any order).
-    fn pick(&self, agent: &str, request: &HttpRequest) -> (Option<RecordingId>, u32) {
+    /// The recording id of `agent`'s next call, its invocation, and (in
+    /// playback) the place its recording was recorded at: its place among
+    /// the agent's calls, or in playback the first recording of the agent
+    /// not yet answered whose request is this one (calls made at once
+    /// arrive in any order).
+    fn pick(&self, agent: &str, request: &HttpRequest) -> Picked {
         let n = {
             let mut state = self.state();
             let calls = state.calls.entry(agent.to_string()).or_insert(0);
@@ -418,38 +422,66 @@ impl Shared {
             *calls - 1
         };
         let Some(ids) = &self.setup.ids else {
-            return (None, n);
+            return Picked {
+                id: None,
+                invocation: n,
+                order: None,
+            };
         };
-        let expected = ids(agent, n);
         let recorder = self
             .setup
             .recorder
             .as_ref()
             .filter(|r| r.mode() == RecorderMode::Playback);
         let Some(recorder) = recorder else {
-            self.state().used.insert(expected.clone());
-            return (Some(expected), n);
+            let id = ids(agent, n);
+            self.state().used.insert(id.clone());
+            return Picked {
+                id: Some(id),
+                invocation: n,
+                order: None,
+            };
         };
-        let answers = |id: &RecordingId| recorder.recording_answers(id, request);
-        let free = |id: &RecordingId| !self.state().used.contains(id);
-        let mut chosen = expected.clone();
-        if !(free(&expected) && answers(&expected) == Ok(Some(true))) {
-            for invocation in 0..u32::MAX {
-                let id = ids(agent, invocation);
-                match answers(&id) {
-                    Ok(None) | Err(_) => break,
-                    Ok(Some(true)) if free(&id) => {
-                        chosen = id;
-                        break;
-                    }
-                    Ok(Some(_)) => {}
-                }
+        let answering = |id: &RecordingId| match recorder.recording_answers(id, request) {
+            Ok(Some(recorded)) if recorded.matches => Some(recorded),
+            _ => None,
+        };
+        // The expected one first (an agent's calls one after another),
+        // then every other recording of the agent, until one is missing.
+        let candidates = std::iter::once(n).chain((0..u32::MAX).filter(move |&i| i != n));
+        for invocation in candidates {
+            let id = ids(agent, invocation);
+            if invocation != n && !recorder.recording_path(&id).exists() {
+                break;
+            }
+            let Some(recorded) = answering(&id) else {
+                continue;
+            };
+            if self.state().used.insert(id.clone()) {
+                return Picked {
+                    id: Some(id),
+                    invocation,
+                    order: recorded.order,
+                };
             }
         }
-        self.state().used.insert(chosen.clone());
-        let invocation = chosen.invocation;
-        (Some(chosen), invocation)
+        // None answers: the expected one fails with its diff.
+        let id = ids(agent, n);
+        self.state().used.insert(id.clone());
+        Picked {
+            id: Some(id),
+            invocation: n,
+            order: None,
+        }
     }
+}
+
+/// The recording a call is keyed to.
+struct Picked {
+    id: Option<RecordingId>,
+    invocation: u32,
+    /// Where its recording was recorded among the run's calls.
+    order: Option<u64>,
 }
 
 #[cfg(test)]

@@ -33,6 +33,10 @@ pub struct Cassette {
     pub response: RecordedResponse,
     /// How long it took (the last attempt).
     pub timing: Timing,
+    /// Its place among the calls of its run when it was recorded, for
+    /// calls an agent bridge numbered ([`CallContext::order`](crate::provider::CallContext::order)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<u64>,
 }
 
 /// An attempt of a call that failed and was retried.

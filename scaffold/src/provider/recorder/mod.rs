@@ -493,7 +493,7 @@ impl ProviderRecorder {
         &self,
         id: &RecordingId,
         request: &HttpRequest,
-    ) -> Result<Option<bool>, String> {
+    ) -> Result<Option<playback::Recorded>, String> {
         if self.mode != RecorderMode::Playback {
             return Ok(None);
         }

@@ -656,6 +656,15 @@ impl PlaybackTransport {
     }
 }
 
+/// What a recording says of a request (see [`PlaybackTransport::answers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Recorded {
+    /// Whether it answers the request.
+    pub(crate) matches: bool,
+    /// Its call's place among the calls of its run, if it was numbered.
+    pub(crate) order: Option<u64>,
+}
+
 impl PlaybackTransport {
     /// Whether the recording `id` answers `request` (method, path, query
     /// and body, under the scope's rules): `None` when there is no such
@@ -665,7 +674,7 @@ impl PlaybackTransport {
         &self,
         id: &RecordingId,
         request: &HttpRequest,
-    ) -> Result<Option<bool>, String> {
+    ) -> Result<Option<Recorded>, String> {
         let path = self.scope.dir.join(format!("{id}.json"));
         let loaded = match self.playback.book().load(&path) {
             Ok(loaded) => loaded,
@@ -684,7 +693,10 @@ impl PlaybackTransport {
             request.body.as_ref(),
             headers,
         );
-        Ok(Some(changes.is_empty()))
+        Ok(Some(Recorded {
+            matches: changes.is_empty(),
+            order: loaded.cassette.order,
+        }))
     }
 }
 
@@ -900,6 +912,7 @@ mod tests {
                 error: None,
             },
             timing: Timing::default(),
+            order: None,
         }
         .save(&dir.join(format!("{id}.json")))
         .unwrap();

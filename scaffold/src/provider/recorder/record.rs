@@ -99,6 +99,7 @@ struct Pending {
     /// Credential carriers of the request, to scrub the response too.
     secret_headers: Vec<(String, String)>,
     query: Option<String>,
+    order: Option<u64>,
 }
 
 impl Pending {
@@ -177,6 +178,7 @@ impl Pending {
             attempts: self.attempts,
             response,
             timing,
+            order: self.order,
         };
         cassette
             .save(&self.path)
@@ -234,6 +236,7 @@ impl Transport for RecordingTransport {
             redactor: self.redactor.clone(),
             secret_headers,
             query,
+            order: context.order,
         };
         match response.body {
             HttpBody::Full(bytes) => {

@@ -45,13 +45,6 @@ impl Item {
             Item::Added(a) => (a.tick, a.tick),
         }
     }
-
-    fn agent(&self) -> &str {
-        match self {
-            Item::Call(e) => &e.agent,
-            Item::Added(a) => a.agent.as_deref().unwrap_or_default(),
-        }
-    }
 }
 
 impl Execution {
@@ -370,56 +363,41 @@ struct Told {
     unplayable: Option<(String, ProviderError)>,
 }
 
-/// `items` in the order they are told: as they happened (by their first
-/// order mark). With `canonical` (playback), what overlapped is put in an
-/// order of its own: by agent name, each agent's calls by their
-/// recordings' invocations.
-fn order(mut items: Vec<Item>, canonical: bool) -> Vec<Item> {
+/// `items` in the order they are told. Live and record: as they
+/// happened (by their first order mark). Playback: the calls in the order
+/// their recordings were made in, so calls made at once (agents in
+/// parallel) are told the same way every run, and what the agent added
+/// after the calls that had ended before it.
+fn order(mut items: Vec<Item>, playback: bool) -> Vec<Item> {
     items.sort_by_key(|item| item.ticks().0);
-    if !canonical {
+    if !playback {
         return items;
     }
-    let mut told = Vec::with_capacity(items.len());
-    let mut rest = items.into_iter().peekable();
-    while let Some(first) = rest.next() {
-        let mut reach = first.ticks().1;
-        let mut segment = vec![first];
-        while let Some(next) = rest.next_if(|next| next.ticks().0 < reach) {
-            reach = reach.max(next.ticks().1);
-            segment.push(next);
+    let (mut calls, added): (Vec<Item>, Vec<Item>) = items
+        .into_iter()
+        .partition(|item| matches!(item, Item::Call(_)));
+    let mut added: Vec<(usize, Item)> = added
+        .into_iter()
+        .map(|item| {
+            let at = item.ticks().0;
+            let after = calls.iter().filter(|call| call.ticks().1 < at).count();
+            (after, item)
+        })
+        .collect();
+    calls.sort_by_key(|call| match call {
+        Item::Call(e) => (e.recorded_order.unwrap_or(u64::MAX), e.ticks.0),
+        Item::Added(a) => (u64::MAX, a.tick),
+    });
+    added.reverse();
+    let mut told = Vec::with_capacity(calls.len() + added.len());
+    for (index, call) in calls.into_iter().enumerate() {
+        while added.last().is_some_and(|(after, _)| *after <= index) {
+            told.extend(added.pop().map(|(_, item)| item));
         }
-        if segment.len() > 1 {
-            canonical_segment(&mut segment);
-        }
-        told.append(&mut segment);
+        told.push(call);
     }
+    told.extend(added.into_iter().rev().map(|(_, item)| item));
     told
-}
-
-/// Order items that overlapped: by agent name, then as each agent made
-/// them, its calls in the order of their invocations.
-fn canonical_segment(segment: &mut Vec<Item>) {
-    segment.sort_by(|a, b| (a.agent(), a.ticks().0).cmp(&(b.agent(), b.ticks().0)));
-    let mut at = 0;
-    while at < segment.len() {
-        let agent = segment[at].agent().to_string();
-        let len = segment[at..]
-            .iter()
-            .take_while(|item| item.agent() == agent)
-            .count();
-        let slots: Vec<usize> = (at..at + len)
-            .filter(|&i| matches!(segment[i], Item::Call(_)))
-            .collect();
-        let mut calls: Vec<Item> = slots.iter().rev().map(|&i| segment.remove(i)).collect();
-        calls.sort_by_key(|call| match call {
-            Item::Call(e) => e.invocation,
-            Item::Added(_) => u32::MAX,
-        });
-        for (&slot, call) in slots.iter().zip(calls) {
-            segment.insert(slot, call);
-        }
-        at += len;
-    }
 }
 
 /// Where a bridged agent panicked: a panic hook, set once and chained to
