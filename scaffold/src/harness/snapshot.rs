@@ -104,7 +104,7 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
         // Values of latency-like scorers vary from run to run; pass/fail does not.
         .map(|s| json!({"name": s.name, "pass": s.pass}))
         .collect();
-    json!({
+    let summary = json!({
         "cell": cell.id.to_string(),
         "status": cell.status,
         "passed": cell.passed,
@@ -123,7 +123,29 @@ pub fn session_summary(cell: &CellResult, signals: &[Signal], final_state: &Valu
         },
         "assertions": assertions,
         "scores": scores,
-    })
+    });
+    sorted_keys(summary)
+}
+
+/// `value` with every object's keys in order, as serde_json keeps them
+/// without its `preserve_order` feature: a dependency of the suite may
+/// turn that on (rig-core does), and a session's snapshot must not change
+/// with it.
+fn sorted_keys(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, sorted_keys(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted_keys).collect()),
+        other => other,
+    }
 }
 
 /// What a cell's snapshot is made of: its signals and final state, kept
@@ -591,7 +613,13 @@ impl Emit for Value {
     fn emit(&self, w: &mut YamlWriter<'_>) {
         match self {
             Value::Array(items) => w.seq(items),
-            Value::Object(map) => w.map(map.len(), map.iter().map(|(k, v)| (k.as_str(), v))),
+            Value::Object(map) => {
+                // In key order whatever serde_json's map keeps (see `sorted_keys`).
+                let mut entries: Vec<(&str, &Value)> =
+                    map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                w.map(entries.len(), entries.into_iter())
+            }
             Value::String(s) => w.string(s),
             Value::Bool(b) => w.out.push_str(if *b { "true" } else { "false" }),
             // serde_json hands insta a u64, an i64 or an f64; each is

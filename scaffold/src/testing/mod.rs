@@ -2,11 +2,13 @@
 //!
 //! **For tests and benchmarks only.** [`FakeProviderServer`] listens on a
 //! real TCP port on `127.0.0.1` and speaks just enough HTTP/1.1 to answer the
-//! OpenAI and Anthropic providers the way the real APIs do:
+//! OpenAI and Anthropic providers (and clients of the OpenAI Responses API)
+//! the way the real APIs do:
 //!
 //! | route | shape |
 //! |---|---|
 //! | `POST /v1/chat/completions` | OpenAI chat completion, or its SSE stream when `stream: true` |
+//! | `POST /v1/responses` | OpenAI Responses API response, or its SSE events when `stream: true` |
 //! | `POST /v1/embeddings` | OpenAI embeddings (deterministic vectors) |
 //! | `POST /v1/messages` | Anthropic message, or its SSE stream when `stream: true` |
 //!
@@ -37,8 +39,8 @@
 //!     .rule(Rule::when().then(Answer::tool_call("lookup", json!({"q": "answer"}))))
 //!     .start()
 //!     .await?;
-//! // Point the providers at it: OPENAI_BASE_URL=server.openai_base_url(),
-//! // ANTHROPIC_BASE_URL=server.anthropic_base_url().
+//! // Point the providers at it: OPENAI_BASE_URL=server.openai_base_url()
+//! // (chat completions and responses), ANTHROPIC_BASE_URL=server.anthropic_base_url().
 //! # drop(server);
 //! # Ok(())
 //! # }

@@ -1,8 +1,9 @@
 //! Response bodies and event streams in the shapes the real APIs send.
 //!
 //! Build a [`Message`] (what the model says, its ids and token counts),
-//! then render it with [`openai`] (chat completions) or [`anthropic`]
-//! (Messages), whole or as the server-sent events of a stream:
+//! then render it with [`openai`] (chat completions), [`responses`] (the
+//! OpenAI Responses API) or [`anthropic`] (Messages), whole or as the
+//! server-sent events of a stream:
 //!
 //! ```
 //! use scaffold::testing::payloads::{self, Content, Message};
@@ -13,6 +14,8 @@
 //! let events = payloads::anthropic::message_stream(&message);
 //! assert!(events.last().is_some_and(|e| e.contains("message_stop")));
 //! ```
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
@@ -39,7 +42,7 @@ pub struct ToolUse {
 /// One answer with what surrounds it in a response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
-    /// The response id (`chatcmpl-…`, `msg_…`).
+    /// The response id (`chatcmpl-…`, `resp_…`, `msg_…`).
     pub id: String,
     /// The model named in the response.
     pub model: String,
@@ -47,7 +50,8 @@ pub struct Message {
     pub content: Content,
     /// Input and output tokens.
     pub usage: (u64, u64),
-    /// OpenAI's `created` (Unix seconds).
+    /// OpenAI's `created` (Unix seconds), the Responses API's `created_at`
+    /// and `completed_at`.
     pub created: u64,
     /// OpenAI's `system_fingerprint`.
     pub fingerprint: String,
@@ -92,26 +96,48 @@ impl Content {
 /// Deterministic token counts for a request `body` and its answer: about
 /// four characters a token.
 pub fn usage_for(body: &Value, answer: &Content) -> (u64, u64) {
-    let prompt_chars = body
-        .get("messages")
+    // Chat's and Anthropic's `messages` and `system`, the Responses API's
+    // `input` and `instructions`.
+    let prompt_chars: usize = ["messages", "system", "input", "instructions"]
+        .iter()
+        .filter_map(|key| body.get(key))
         .map(|m| m.to_string().len())
-        .unwrap_or(0)
-        + body.get("system").map(|m| m.to_string().len()).unwrap_or(0);
+        .sum();
     let input = (prompt_chars as u64).div_ceil(4).max(1);
     let output = (answer.output_len() as u64).div_ceil(4).max(1);
     (input, output)
 }
 
-/// The text of the last message of a request body (tool results included).
+/// The text of the last message of a request body (tool results included):
+/// of chat's or Anthropic's `messages`, or of the Responses API's `input`.
 pub fn last_message_text(body: &Value) -> String {
-    let Some(last) = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .and_then(|m| m.last())
-    else {
+    let messages = conversation(body);
+    let Some(last) = messages.last() else {
         return String::new();
     };
-    content_text(last.get("content").unwrap_or(&Value::Null))
+    // A Responses tool result (`function_call_output`) has an `output`.
+    let content = last.get("content").or_else(|| last.get("output"));
+    content_text(content.unwrap_or(&Value::Null))
+}
+
+/// The messages of a request body: chat's or Anthropic's `messages`, or the
+/// items of the Responses API's `input` (a plain string is one user
+/// message; tool calls and their results are items without a role).
+pub(crate) fn conversation(body: &Value) -> Cow<'_, [Value]> {
+    match body.get("messages").or_else(|| body.get("input")) {
+        Some(Value::Array(items)) => Cow::Borrowed(items.as_slice()),
+        Some(Value::String(text)) => Cow::Owned(vec![json!({"role": "user", "content": text})]),
+        _ => Cow::Borrowed(&[]),
+    }
+}
+
+/// A content part of text: chat's and Anthropic's `text`, the Responses
+/// API's `input_text` (user, system, tool output) and `output_text` (assistant).
+pub(crate) fn is_text_part(part: &Value) -> bool {
+    matches!(
+        part.get("type").and_then(Value::as_str),
+        Some("text" | "input_text" | "output_text")
+    )
 }
 
 pub(crate) fn content_text(content: &Value) -> String {
@@ -120,7 +146,7 @@ pub(crate) fn content_text(content: &Value) -> String {
         Value::Array(parts) => parts
             .iter()
             .map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("text") => p
+                _ if is_text_part(p) => p
                     .get("text")
                     .and_then(Value::as_str)
                     .unwrap_or("")
@@ -472,6 +498,220 @@ pub(crate) fn openai_embeddings(model: &str, body: &Value, default_dims: usize) 
 }
 
 // ---------------------------------------------------------------------------
+// OpenAI Responses
+// ---------------------------------------------------------------------------
+
+fn responses_usage(input: u64, output: u64) -> Value {
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + output
+    })
+}
+
+/// `id` under another prefix: `resp_x` gives the message item `msg_x`,
+/// `call_x` the function call item `fc_x`, so item ids follow the
+/// response's and the calls' ids.
+fn item_id(prefix: &str, id: &str, from: &str) -> String {
+    format!("{prefix}{}", id.strip_prefix(from).unwrap_or(id))
+}
+
+/// The id of the message item of a text answer.
+fn responses_message_id(m: &Message) -> String {
+    item_id("msg_", &m.id, "resp_")
+}
+
+/// A `message` output item: complete with its text, or (`None`) as it
+/// opens in a stream.
+fn responses_message_item(m: &Message, text: Option<&str>) -> Value {
+    let (status, content) = match text {
+        Some(text) => (
+            "completed",
+            json!([{"type": "output_text", "text": text, "annotations": []}]),
+        ),
+        None => ("in_progress", json!([])),
+    };
+    json!({
+        "id": responses_message_id(m),
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": content
+    })
+}
+
+/// A `function_call` output item: complete, or (`done` false) as it opens
+/// in a stream, with no arguments yet.
+fn responses_call_item(call: &ToolUse, done: bool) -> Value {
+    let (status, arguments) = if done {
+        ("completed", call.arguments.to_string())
+    } else {
+        ("in_progress", String::new())
+    };
+    json!({
+        "id": item_id("fc_", &call.id, "call_"),
+        "type": "function_call",
+        "status": status,
+        "arguments": arguments,
+        "call_id": call.id,
+        "name": call.name
+    })
+}
+
+/// The output items of a complete answer.
+fn responses_output(m: &Message) -> Vec<Value> {
+    match &m.content {
+        Content::Text(text) => vec![responses_message_item(m, Some(text))],
+        Content::Tools(calls) => calls.iter().map(|c| responses_call_item(c, true)).collect(),
+    }
+}
+
+/// A `response` object answering `request`: `completed` with its output and
+/// usage, or (`done` false) `in_progress` with neither, as a stream opens.
+fn responses_object(m: &Message, request: &Value, done: bool) -> Value {
+    let (status, completed_at, output, usage) = if done {
+        (
+            "completed",
+            json!(m.created),
+            Value::Array(responses_output(m)),
+            responses_usage(m.usage.0, m.usage.1),
+        )
+    } else {
+        ("in_progress", Value::Null, json!([]), Value::Null)
+    };
+    json!({
+        "id": m.id,
+        "object": "response",
+        "created_at": m.created,
+        "status": status,
+        "completed_at": completed_at,
+        "error": null,
+        "incomplete_details": null,
+        "instructions": request.get("instructions").cloned().unwrap_or(Value::Null),
+        "max_output_tokens": null,
+        "model": m.model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "previous_response_id": null,
+        "reasoning": {"effort": null, "summary": null},
+        "store": false,
+        "temperature": null,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": null,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": null,
+        "metadata": {}
+    })
+}
+
+pub(crate) fn responses_response(m: &Message, request: &Value) -> Value {
+    responses_object(m, request, true)
+}
+
+/// The SSE events of a streamed response, numbered by `sequence_number`
+/// from 0, `response.completed` last (the Responses API sends no `[DONE]`).
+pub(crate) fn responses_stream(m: &Message, request: &Value) -> Vec<String> {
+    let pending = responses_object(m, request, false);
+    let mut events = vec![
+        json!({"type": "response.created", "response": pending}),
+        json!({"type": "response.in_progress", "response": pending}),
+    ];
+    match &m.content {
+        Content::Text(text) => {
+            let id = responses_message_id(m);
+            // The events of the message's one content part (index 0).
+            let part_event = |kind: &str, key: &str, value: Value| {
+                json!({
+                    "type": kind,
+                    "item_id": id,
+                    "output_index": 0,
+                    "content_index": 0,
+                    key: value
+                })
+            };
+            let part = |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
+            events.push(json!({
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": responses_message_item(m, None)
+            }));
+            events.push(part_event("response.content_part.added", "part", part("")));
+            let mut deltas = pieces(text, 4);
+            if deltas.is_empty() {
+                deltas.push(String::new());
+            }
+            for delta in deltas {
+                let mut event = part_event("response.output_text.delta", "delta", json!(delta));
+                event["logprobs"] = json!([]);
+                events.push(event);
+            }
+            let mut done = part_event("response.output_text.done", "text", json!(text));
+            done["logprobs"] = json!([]);
+            events.push(done);
+            events.push(part_event("response.content_part.done", "part", part(text)));
+            events.push(json!({
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": responses_message_item(m, Some(text))
+            }));
+        }
+        Content::Tools(calls) => {
+            for (i, call) in calls.iter().enumerate() {
+                let id = item_id("fc_", &call.id, "call_");
+                let arguments = call.arguments.to_string();
+                events.push(json!({
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": responses_call_item(call, false)
+                }));
+                for delta in pieces(&arguments, 5) {
+                    events.push(json!({
+                        "type": "response.function_call_arguments.delta",
+                        "item_id": id,
+                        "output_index": i,
+                        "delta": delta
+                    }));
+                }
+                events.push(json!({
+                    "type": "response.function_call_arguments.done",
+                    "item_id": id,
+                    "output_index": i,
+                    "name": call.name,
+                    "arguments": arguments
+                }));
+                events.push(json!({
+                    "type": "response.output_item.done",
+                    "output_index": i,
+                    "item": responses_call_item(call, true)
+                }));
+            }
+        }
+    }
+    events.push(json!({
+        "type": "response.completed",
+        "response": responses_object(m, request, true)
+    }));
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(n, mut event)| {
+            let kind = event
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            event["sequence_number"] = json!(n);
+            sse(Some(&kind), &event)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
 // Anthropic
 // ---------------------------------------------------------------------------
 
@@ -637,6 +877,28 @@ pub mod openai {
     /// An `invalid_request_error` body with this message and code.
     pub fn error_message(message: &str, code: &str) -> Value {
         super::openai_error_message(message, code)
+    }
+}
+
+/// OpenAI Responses API shapes (`POST /v1/responses`); its errors are
+/// OpenAI's ([`openai::error`]).
+pub mod responses {
+    use serde_json::Value;
+
+    use super::Message;
+
+    /// A `response` object answering the `request` body (whose
+    /// `instructions` it echoes): a text answer is one `message` output
+    /// item, tool calls are `function_call` items.
+    pub fn response(message: &Message, request: &Value) -> Value {
+        super::responses_response(message, request)
+    }
+
+    /// The SSE events of a streamed response (`event:` and `data:` lines,
+    /// `sequence_number` from 0), `response.completed` last, holding the
+    /// [`response`] object.
+    pub fn response_stream(message: &Message, request: &Value) -> Vec<String> {
+        super::responses_stream(message, request)
     }
 }
 

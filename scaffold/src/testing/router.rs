@@ -15,6 +15,8 @@ pub enum Api {
     OpenAi,
     /// `POST /v1/messages`.
     Anthropic,
+    /// `POST /v1/responses` (the OpenAI Responses API).
+    Responses,
 }
 
 /// One rule of a fake provider: when a request matches, the answer.
@@ -78,7 +80,8 @@ impl When {
         self
     }
 
-    /// The system prompt contains `text`.
+    /// The system prompt contains `text` (Anthropic's `system`, the
+    /// Responses API's `instructions`, or a system or developer message).
     ///
     /// This is how a rule tells agents apart: requests do not name the agent
     /// that makes them, so match a phrase of its system prompt.
@@ -94,7 +97,9 @@ impl When {
     }
 
     /// A tool result sent since the model's last answer contains `text`
-    /// (`""`: there is such a tool result at all).
+    /// (`""`: there is such a tool result at all): an OpenAI `tool`
+    /// message, an Anthropic `tool_result` block or a Responses
+    /// `function_call_output` item.
     pub fn tool_result_contains(mut self, text: impl Into<String>) -> Self {
         self.tool_result.push(text.into());
         self
@@ -211,7 +216,7 @@ impl Answer {
         self
     }
 
-    /// The response id (`chatcmpl-…`, `msg_…`).
+    /// The response id (`chatcmpl-…`, `resp_…`, `msg_…`).
     pub fn id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
@@ -223,13 +228,14 @@ impl Answer {
         self
     }
 
-    /// The `x-request-id` (OpenAI) or `request-id` (Anthropic) header.
+    /// The `x-request-id` (OpenAI, Responses) or `request-id` (Anthropic) header.
     pub fn request_id(mut self, id: impl Into<String>) -> Self {
         self.request_id = Some(id.into());
         self
     }
 
-    /// OpenAI's `created` time (Unix seconds).
+    /// OpenAI's `created` time (Unix seconds), the Responses API's
+    /// `created_at` and `completed_at`.
     pub fn created(mut self, seconds: u64) -> Self {
         self.created = Some(seconds);
         self
@@ -254,11 +260,14 @@ struct Seen {
 
 impl Seen {
     fn read(api: Api, body: &Value) -> Seen {
-        let messages: &[Value] = body
-            .get("messages")
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice);
-        let mut system: Vec<String> = body.get("system").map(text_of).into_iter().collect();
+        let messages = payloads::conversation(body);
+        let messages: &[Value] = &messages;
+        // Anthropic's `system`, the Responses API's `instructions`.
+        let mut system: Vec<String> = ["system", "instructions"]
+            .iter()
+            .filter_map(|key| body.get(key))
+            .map(text_of)
+            .collect();
         system.extend(
             messages
                 .iter()
@@ -272,7 +281,7 @@ impl Seen {
             .collect();
         let since_answer = messages
             .iter()
-            .rposition(|m| role(m) == "assistant")
+            .rposition(is_answer)
             .map_or(messages, |i| &messages[i + 1..]);
         Seen {
             api,
@@ -293,12 +302,26 @@ fn role(message: &Value) -> &str {
     message.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
+fn kind(item: &Value) -> &str {
+    item.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// A message or item of the model's: an assistant message, or a Responses
+/// tool call or reasoning item (which have no role).
+fn is_answer(item: &Value) -> bool {
+    role(item) == "assistant"
+        || matches!(
+            kind(item),
+            "function_call" | "custom_tool_call" | "reasoning"
+        )
+}
+
 /// The text parts of a content value (a string or a list of blocks), tool results left out.
 fn text_of(content: &Value) -> String {
     match content {
         Value::Array(parts) => parts
             .iter()
-            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter(|p| payloads::is_text_part(p))
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join("\n"),
@@ -306,11 +329,19 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// The tool results a message carries: an OpenAI `tool` message, or the
-/// `tool_result` blocks of an Anthropic user message.
+/// The tool results a message carries: an OpenAI `tool` message, a
+/// Responses `function_call_output` item, or the `tool_result` blocks of an
+/// Anthropic user message.
 fn tool_results(message: &Value) -> Vec<String> {
+    if matches!(
+        kind(message),
+        "function_call_output" | "custom_tool_call_output"
+    ) {
+        let output = message.get("output").unwrap_or(&Value::Null);
+        return vec![payloads::content_text(output)];
+    }
     let content = message.get("content").unwrap_or(&Value::Null);
-    if message.get("role").and_then(Value::as_str) == Some("tool") {
+    if role(message) == "tool" {
         return vec![payloads::content_text(content)];
     }
     content
@@ -382,7 +413,7 @@ fn tag(bytes: &[u8]) -> String {
 fn render(answer: Answer, api: Api, body: &Value, seen: &Seen, tag: &str) -> Routed {
     let call_id = |i: usize| match api {
         Api::Anthropic => format!("toolu_{tag}{i:02}"),
-        Api::OpenAi => format!("call_{tag}{i:02}"),
+        Api::OpenAi | Api::Responses => format!("call_{tag}{i:02}"),
     };
     let forced_tool = body
         .pointer("/tool_choice/name")
@@ -415,6 +446,7 @@ fn render(answer: Answer, api: Api, body: &Value, seen: &Seen, tag: &str) -> Rou
     let id = answer.id.unwrap_or_else(|| match api {
         Api::Anthropic => format!("msg_{tag}"),
         Api::OpenAi => format!("chatcmpl-{tag}"),
+        Api::Responses => format!("resp_{tag}"),
     });
     let mut message = Message::new(
         id,
@@ -458,6 +490,41 @@ mod tests {
         let seen = Seen::read(Api::OpenAi, &body);
         assert_eq!(seen.tool_results, vec!["new result".to_string()]);
         assert_eq!(seen.prompts, vec!["hi".to_string()]);
+    }
+
+    #[test]
+    fn a_responses_request_is_read_from_its_instructions_and_input_items() {
+        let body = serde_json::json!({
+            "model": "gpt-4o",
+            "instructions": "You define words.",
+            "input": [
+                {"role": "developer", "content": "Be brief."},
+                {"type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": "Define ossify."}]},
+                {"type": "function_call", "call_id": "call_a", "name": "lookup", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_a", "output": "old result"},
+                {"type": "function_call", "call_id": "call_b", "name": "lookup", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "call_b",
+                 "output": [{"type": "input_text", "text": "to turn into bone"}]}
+            ]
+        });
+        let seen = Seen::read(Api::Responses, &body);
+        assert_eq!(seen.model, "gpt-4o");
+        assert_eq!(seen.system, "You define words.\nBe brief.");
+        assert_eq!(seen.prompts, vec!["Define ossify.".to_string()]);
+        assert_eq!(seen.tool_results, vec!["to turn into bone".to_string()]);
+        assert_eq!(
+            payloads::last_message_text(&body),
+            "to turn into bone".to_string()
+        );
+
+        let plain = serde_json::json!({"model": "gpt-4o", "input": "hi there"});
+        let seen = Seen::read(Api::Responses, &plain);
+        assert_eq!(seen.last_user, "hi there");
+        assert!(seen.tool_results.is_empty());
+        assert!(When::default().prompt_contains("hi").matches(&seen));
+        assert!(!When::default().api(Api::OpenAi).matches(&seen));
+        assert!(When::default().api(Api::Responses).matches(&seen));
     }
 
     #[test]

@@ -223,7 +223,7 @@ impl FakeServerBuilder {
         self
     }
 
-    /// Answer chat and messages requests by content: the first [`Rule`]
+    /// Answer chat, responses and messages requests by content: the first [`Rule`]
     /// that matches answers, in the order added. With any rule, a request no
     /// rule matches gets a 400 naming its model, system prompt and last user
     /// message (no echo, no scripted replies).
@@ -523,6 +523,7 @@ enum Route {
     Chat,
     Embeddings,
     Messages,
+    Responses,
     Unknown,
 }
 
@@ -533,6 +534,7 @@ fn route(path: &str) -> Route {
         "/v1/chat/completions" => Route::Chat,
         "/v1/embeddings" => Route::Embeddings,
         "/v1/messages" => Route::Messages,
+        "/v1/responses" => Route::Responses,
         _ => Route::Unknown,
     }
 }
@@ -806,12 +808,14 @@ fn compose(
         let usage = payloads::usage_for(body, &content);
         let id = match route {
             Route::Messages => format!("msg_fake{seq:06}"),
+            Route::Responses => format!("resp_fake{seq:06}"),
             _ => format!("chatcmpl-fake{seq:06}"),
         };
         return Ok((Message::new(id, model, content, usage), request_id));
     }
     let api = match route {
         Route::Messages => Api::Anthropic,
+        Route::Responses => Api::Responses,
         _ => Api::OpenAi,
     };
     match router::route(&shared.rules, api, seen, body) {
@@ -819,14 +823,16 @@ fn compose(
         Err(why) => {
             let body = match api {
                 Api::Anthropic => payloads::anthropic_error_message("invalid_request_error", &why),
-                Api::OpenAi => payloads::openai_error_message(&why, "no_matching_rule"),
+                Api::OpenAi | Api::Responses => {
+                    payloads::openai_error_message(&why, "no_matching_rule")
+                }
             };
             Err((request_id, body))
         }
     }
 }
 
-/// How a chat or messages answer goes out.
+/// How a chat, responses or messages answer goes out.
 struct Reply<'a> {
     fault: &'a Fault,
     settings: &'a Settings,
@@ -853,6 +859,7 @@ impl Reply<'_> {
                         .unwrap_or(false);
                     payloads::openai_stream(message, include_usage)
                 }
+                Route::Responses => payloads::responses_stream(message, body),
                 _ => payloads::anthropic_stream(message),
             };
             let (fault, settings) = (self.fault, self.settings);
@@ -860,13 +867,14 @@ impl Reply<'_> {
         }
         let reply = match self.route {
             Route::Chat => payloads::openai_completion(message),
+            Route::Responses => payloads::responses_response(message, body),
             _ => payloads::anthropic_message(message),
         };
         send_full(socket, self.fault, &[self.request_id], &reply, shutdown).await
     }
 }
 
-/// The answer to a chat or messages request.
+/// The answer to a chat, responses or messages request.
 fn answer_for(route: Route, body: &Value, seq: usize, scripted: Option<FakeReply>) -> Content {
     let id = |i: usize| match route {
         Route::Messages => format!("toolu_fake{seq:06}{i:02}"),
@@ -890,9 +898,11 @@ fn answer_for(route: Route, body: &Value, seq: usize, scripted: Option<FakeReply
         FakeReply::Echo => {}
     }
     let echo = format!("Echo: {}", payloads::last_message_text(body));
-    // Structured output: OpenAI response_format, Anthropic output_config or a forced tool.
+    // Structured output: OpenAI response_format, the Responses API's
+    // text.format, Anthropic output_config or a forced tool.
     if let Some(schema) = body
         .pointer("/response_format/json_schema/schema")
+        .or_else(|| body.pointer("/text/format/schema"))
         .or_else(|| body.pointer("/output_config/format/schema"))
     {
         return Content::Text(payloads::schema_instance(schema, &echo).to_string());

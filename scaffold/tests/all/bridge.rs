@@ -411,9 +411,6 @@ async fn parallel_calls_are_matched_by_content_and_told_in_one_order() {
     BETA_FIRST.store(false, std::sync::atomic::Ordering::SeqCst);
     let (recorded, _) = run_cell(&eval, &env(dir.path(), RecorderMode::Record)).await;
     assert!(recorded.passed, "{:#?}", recorded.failures());
-    let gamma0 = std::fs::read_to_string(dir.path().join("eval__p__c__v__gamma__inv0.json"))
-        .expect("gamma's first recording");
-    assert!(gamma0.contains("Spain"), "recorded in arrival order");
 
     let mut told = Vec::new();
     for beta_first in [false, true, true, false] {

@@ -19,6 +19,7 @@ mod datasets;
 mod eval_cells;
 mod eval_runs;
 mod fake_provider;
+mod fake_responses;
 mod record_playback;
 mod reports;
 mod secrets;

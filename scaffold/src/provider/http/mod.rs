@@ -29,6 +29,7 @@ pub(crate) use errors::{
     error_message, message_from_json, snippet, status_for_error_type, without_secrets,
 };
 pub use reqwest_transport::ReqwestTransport;
+pub(crate) use reqwest_transport::install_default_tls;
 pub use sse::{SseError, SseEvent, SseParser};
 pub(crate) use sse::{SseStream, parse_event, parse_json};
 

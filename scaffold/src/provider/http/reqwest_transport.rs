@@ -35,6 +35,17 @@ fn tls_config() -> Result<rustls::ClientConfig, TransportError> {
     Ok(config)
 }
 
+/// Make rustls's `ring` provider the process's default crypto provider,
+/// unless one is set. A bridged agent in the same process builds its own
+/// HTTP client (rig, async-openai, reqwest), and the reqwest this crate
+/// brings has no provider of its own: without a default one, building
+/// that client panics ("no process-level CryptoProvider").
+pub(crate) fn install_default_tls() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
 /// The default [`Transport`]: real HTTP with reqwest over rustls.
 ///
 /// Its pooled connections belong to the tokio runtime that opened them, so

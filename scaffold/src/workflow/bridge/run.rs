@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::cx::{Added, AddedKind};
 use super::{AgentCx, AgentFn, Bridged};
 use crate::provider::bridge::{Bridge, BridgeSetup, Exchange, RecordingIds};
-use crate::provider::http::resolve_transport;
+use crate::provider::http::{install_default_tls, resolve_transport};
 use crate::provider::limit::run_limits;
 use crate::provider::recorder::RecorderMode;
 use crate::provider::{ContentPart, ProviderError, Role, Usage, anthropic, openai};
@@ -61,6 +61,7 @@ impl Execution {
             return Err(RunError::Workflow("no agent runs this variant".into()));
         };
         self.diff_state(state, None)?;
+        install_default_tls();
         let mode = match &options.recorder {
             Some(recorder) => recorder.mode(),
             None if self.clock.is_virtual() => RecorderMode::Playback,
