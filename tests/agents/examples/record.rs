@@ -11,7 +11,7 @@
 
 use std::process::Command;
 
-use scaffold::testing::{Answer, Api, FakeProvider, Rule};
+use scaffold::testing::{Answer, Api, FakeProvider, FakeProviderServer, Rule};
 use serde_json::{Value, json};
 
 /// The weather assistant's answers: per case, the turns' rules, the last
@@ -109,10 +109,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     let recordings = format!("{root}/evals/recordings");
     let _ = std::fs::remove_dir_all(&recordings);
-    let output = std::env::temp_dir().join(format!("record-agents-{}", std::process::id()));
+    record(root, &server, "evals")?;
+    // The Python agent needs the `openai` package (python/requirements.txt).
+    record(root, &server, "python")?;
+    println!("recorded into {recordings}");
+    Ok(())
+}
+
+/// Run the test target `target` in record mode against `server`, and fail
+/// on any cell that errored.
+fn record(
+    root: &str,
+    server: &FakeProviderServer,
+    target: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let output =
+        std::env::temp_dir().join(format!("record-agents-{}-{target}", std::process::id()));
     let status = Command::new(env!("CARGO"))
         .current_dir(root)
-        .args(["test", "--test", "evals"])
+        .args(["test", "--test", target])
         .env("SCAFFOLD_MODE", "record")
         .env("SCAFFOLD_OUTPUT", &output)
         .env("SCAFFOLD_FORMAT", "json")
@@ -121,7 +136,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .env("INSTA_UPDATE", "always")
         .env("INSTA_FORCE_PASS", "1")
         .status()?;
-    for entry in std::fs::read_dir(&output)? {
+    let written = std::fs::read_dir(&output)
+        .map_err(|e| format!("recording {target} failed ({status}): no results: {e}"))?;
+    for entry in written {
         let results: Value = serde_json::from_str(&std::fs::read_to_string(entry?.path())?)?;
         let cells = results["results"].as_array().cloned().unwrap_or_default();
         if let Some(cell) = cells.iter().find(|c| c["error"].is_string()) {
@@ -133,6 +150,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let _ = std::fs::remove_dir_all(&output);
-    println!("recorded into {recordings} ({status})");
+    println!("recorded {target} ({status})");
     Ok(())
 }
