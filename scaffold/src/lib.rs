@@ -232,4 +232,8 @@ mod guides {
     struct Cli;
     #[doc = include_str!("../../docs/performance.md")]
     struct Performance;
+    /// Its `rust,ignore` blocks are excerpts of `tests/agents`, whose own
+    /// test (`tests/agents/tests/guide.rs`) checks they are.
+    #[doc = include_str!("../../docs/your-own-agent.md")]
+    struct YourOwnAgent;
 }

@@ -508,12 +508,8 @@ pub(crate) async fn decode_answer(
     let provider = Anthropic::new(model).retry(RetryPolicy::none());
     let transport = Canned::new(body, streamed);
     let http = provider.http_request(Value::Null);
-    // Virtual time: nothing is sent, so no rate limit is asked.
     let request = CompletionRequest {
-        context: super::CallContext {
-            clock: Some(crate::clock::Clock::virtual_time()),
-            ..super::CallContext::default()
-        },
+        context: super::CallContext::offline(),
         ..CompletionRequest::default()
     };
     if streamed {

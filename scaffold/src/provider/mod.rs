@@ -205,6 +205,17 @@ impl PartialEq for Attempts {
     }
 }
 
+impl CallContext {
+    /// The context of a call that sends nothing over the network (an
+    /// answer read again): virtual time, so no rate limit is asked.
+    pub(crate) fn offline() -> CallContext {
+        CallContext {
+            clock: Some(crate::clock::Clock::virtual_time()),
+            ..CallContext::default()
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

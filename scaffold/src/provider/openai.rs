@@ -415,11 +415,7 @@ pub(crate) async fn decode_answer(
     let provider = OpenAi::new(model).retry(RetryPolicy::none());
     let transport = Canned::new(body, streamed);
     let http = provider.http_request("/chat/completions", Value::Null);
-    // Virtual time: nothing is sent, so no rate limit is asked.
-    let context = CallContext {
-        clock: Some(crate::clock::Clock::virtual_time()),
-        ..CallContext::default()
-    };
+    let context = CallContext::offline();
     if streamed {
         provider
             .complete_stream(&transport, http, &context, &mut ())

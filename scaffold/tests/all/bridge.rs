@@ -126,7 +126,9 @@ fn eval(upstream: &str, prompt: &str) -> Eval<AgentState> {
         .dataset(load_str(DATASET, Format::Yaml, "weather.yaml").expect("dataset"))
 }
 
-fn env(dir: &Path, mode: RecorderMode) -> CellEnv {
+/// A cell's environment with a recorder on `dir` in `mode` (also the
+/// program agents' tests').
+pub(crate) fn env(dir: &Path, mode: RecorderMode) -> CellEnv {
     let recorder = ProviderRecorder::new(dir, mode);
     CellEnv {
         store: None,
@@ -137,7 +139,11 @@ fn env(dir: &Path, mode: RecorderMode) -> CellEnv {
     }
 }
 
-async fn run_cell(eval: &Eval<AgentState>, env: &CellEnv) -> (CellResult, RunResult<AgentState>) {
+/// The result and the run of `eval`'s first cell.
+pub(crate) async fn run_cell(
+    eval: &Eval<AgentState>,
+    env: &CellEnv,
+) -> (CellResult, RunResult<AgentState>) {
     let cell = eval.cells().next().expect("one cell");
     eval.run_cell(&cell, env).await
 }

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use scaffold::_cargo_scaffold_support::eval::{CellEnv, CellResult};
+use crate::bridge::{env, run_cell};
 use scaffold::dataset::{Format, load_str};
 use scaffold::prelude::*;
-use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};
+use scaffold::provider::recorder::RecorderMode;
 use scaffold::testing::{Answer, FakeProviderServer, Rule};
 use serde_json::json;
 
@@ -46,17 +46,6 @@ cases:
         value: "Capital of France?"
 "#;
 
-fn env(dir: &Path, mode: RecorderMode) -> CellEnv {
-    let recorder = ProviderRecorder::new(dir, mode);
-    CellEnv {
-        store: None,
-        transport: Some(recorder.transport()),
-        virtual_time: mode == RecorderMode::Playback,
-        tools: Some(recorder.tools()),
-        recorder: Some(recorder),
-    }
-}
-
 fn eval(command: AgentCommand, upstream: &str) -> Eval<AgentState> {
     Eval::new()
         .name("capitals")
@@ -69,11 +58,6 @@ fn eval(command: AgentCommand, upstream: &str) -> Eval<AgentState> {
         )
         .bridge_openai(OpenAi::new("").base_url(upstream))
         .dataset(load_str(DATASET, Format::Yaml, "capitals.yaml").expect("dataset"))
-}
-
-async fn run_cell(eval: &Eval<AgentState>, env: &CellEnv) -> (CellResult, RunResult<AgentState>) {
-    let cell = eval.cells().next().expect("one cell");
-    eval.run_cell(&cell, env).await
 }
 
 fn python(dir: &Path) -> AgentCommand {

@@ -354,6 +354,12 @@ pub struct ProviderRecorder {
     rerecord: Option<String>,
     playback: Playback,
     rules: MatchRules,
+    /// The redaction rules, compiled once (the built-in patterns and the
+    /// user's).
+    redactor: Arc<redact::Redactor>,
+    /// What bridged calls are matched to their recordings with, made on
+    /// first use and shared by clones.
+    matcher: Arc<std::sync::OnceLock<playback::PlaybackTransport>>,
 }
 
 impl fmt::Debug for ProviderRecorder {
@@ -382,6 +388,8 @@ impl ProviderRecorder {
             rerecord: None,
             playback: Playback::new(),
             rules: MatchRules::default(),
+            redactor: Arc::new(redact::Redactor::new(Vec::new())),
+            matcher: Arc::default(),
         }
     }
 
@@ -396,6 +404,14 @@ impl ProviderRecorder {
     /// Also scrub matches of `pattern` from everything recorded.
     pub fn redact_pattern(mut self, pattern: impl Into<RedactPattern>) -> ProviderRecorder {
         self.patterns.push(pattern.into());
+        self.redactor = Arc::new(redact::Redactor::new(self.patterns.clone()));
+        self.changed()
+    }
+
+    /// This recorder after a change of its rules: what was made from the
+    /// old ones is made again.
+    fn changed(mut self) -> ProviderRecorder {
+        self.matcher = Arc::default();
         self
     }
 
@@ -405,7 +421,7 @@ impl ProviderRecorder {
     /// through this recorder again.
     pub fn inner(mut self, transport: Arc<dyn Transport>) -> ProviderRecorder {
         self.inner = Some(transport);
-        self
+        self.changed()
     }
 
     /// Name `command` as the way to re-record in playback failures, instead
@@ -413,21 +429,21 @@ impl ProviderRecorder {
     /// [`rerecord_filter`].
     pub fn rerecord_command(mut self, command: impl Into<String>) -> ProviderRecorder {
         self.rerecord = Some(command.into());
-        self
+        self.changed()
     }
 
     /// Play back on `shared`'s server, with its caches, instead of this
     /// recorder's own (the harness hands one to every eval of a run).
     pub fn playback(mut self, shared: Playback) -> ProviderRecorder {
         self.playback = shared;
-        self
+        self.changed()
     }
 
     /// Which differences between a request and its recording playback
     /// forgives (default: [`MatchRules::default`]).
     pub fn match_requests(mut self, rules: MatchRules) -> ProviderRecorder {
         self.rules = rules;
-        self
+        self.changed()
     }
 
     /// The mode.
@@ -451,7 +467,7 @@ impl ProviderRecorder {
         ToolRecorder {
             dir: self.dir.clone(),
             mode: self.mode,
-            redactor: Arc::new(redact::Redactor::new(self.patterns.clone())),
+            redactor: self.redactor.clone(),
             rerecord: self.rerecord.clone(),
         }
     }
@@ -459,7 +475,7 @@ impl ProviderRecorder {
     /// The transport to hand to providers.
     pub fn transport(&self) -> Arc<dyn Transport> {
         let inner: Arc<dyn Transport> = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
-        let redactor = Arc::new(redact::Redactor::new(self.patterns.clone()));
+        let redactor = self.redactor.clone();
         match self.mode {
             RecorderMode::Live => inner,
             RecorderMode::Record => Arc::new(record::RecordingTransport::new(
@@ -497,9 +513,11 @@ impl ProviderRecorder {
         if self.mode != RecorderMode::Playback {
             return Ok(None);
         }
-        let redactor = Arc::new(redact::Redactor::new(self.patterns.clone()));
-        let inner = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
-        self.playback_transport(inner, redactor)
+        self.matcher
+            .get_or_init(|| {
+                let inner = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
+                self.playback_transport(inner, self.redactor.clone())
+            })
             .answers(id, request)
     }
 }
