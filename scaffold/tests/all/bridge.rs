@@ -551,3 +551,158 @@ async fn streams_pass_through_and_play_back_for_both_apis() {
     }
     assert_eq!(server.request_count(), 2);
 }
+
+/// One chat completion, the answer's text; the HTTP status in the error.
+async fn one_call(cx: AgentCx) -> Result<String, String> {
+    ask(&cx, "agent", &cx.input_text(), 0).await
+}
+
+/// `n` calls at once.
+async fn four_at_once(cx: AgentCx) -> Result<String, String> {
+    let (a, b, c, d) = tokio::join!(
+        ask(&cx, "agent", "one", 0),
+        ask(&cx, "agent", "two", 0),
+        ask(&cx, "agent", "three", 0),
+        ask(&cx, "agent", "four", 0),
+    );
+    Ok([a?, b?, c?, d?].join(","))
+}
+
+fn one_case(input: &str) -> scaffold::dataset::Dataset {
+    load_str(
+        &format!("name: one\ncases:\n  - id: c\n    input: {input}\n    assertions: []\n"),
+        Format::Yaml,
+        "one.yaml",
+    )
+    .expect("dataset")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retries_rate_limits_and_time_limits_hold_for_bridged_calls() {
+    use scaffold::provider::RateLimit;
+    use scaffold::testing::Fault;
+    use std::time::{Duration, Instant};
+
+    // A 429 is retried by the bridge, recorded with its attempt, and
+    // played back the same: the agent sees one answer.
+    let server = FakeProviderServer::builder()
+        .fault_plan(vec![Fault::RateLimited {
+            retry_after: Some(Duration::from_millis(20)),
+        }])
+        .start()
+        .await
+        .expect("fake provider");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = Eval::<AgentState>::new()
+        .name("retry")
+        .agent(one_call)
+        .variant("v", Variant::new())
+        .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+        .dataset(one_case("hello"));
+    for mode in [RecorderMode::Record, RecorderMode::Playback] {
+        let (result, run) = run_cell(&eval, &env(dir.path(), mode)).await;
+        assert!(result.passed, "{mode}: {:#?}", result.failures());
+        let end = run
+            .signals
+            .iter()
+            .find(|s| s.name == "provider:end")
+            .expect("provider:end");
+        assert_eq!(end.payload["attempts"], 2, "{mode}: {end:?}");
+    }
+    assert_eq!(server.request_count(), 2, "the 429 and its retry, once");
+
+    // A rate limit on the upstream provider holds for the agent's
+    // parallel calls.
+    let server = FakeProviderServer::builder()
+        .latency(Duration::from_millis(30))
+        .start()
+        .await
+        .expect("fake provider");
+    let eval = Eval::<AgentState>::new()
+        .name("limited")
+        .agent(four_at_once)
+        .variant("v", Variant::new())
+        .bridge_openai(
+            OpenAi::new("")
+                .base_url(server.openai_base_url())
+                .rate_limit(RateLimit::none().concurrent(1)),
+        )
+        .dataset(one_case("go"));
+    let (result, _) = run_cell(&eval, &env(dir.path(), RecorderMode::Live)).await;
+    assert!(result.passed, "{:#?}", result.failures());
+    assert_eq!(server.request_count(), 4);
+    assert_eq!(server.max_in_flight(), 1, "one call at a time");
+
+    // A cell's time limit stops an agent whose API does not answer.
+    let server = FakeProviderServer::builder()
+        .fault_plan(vec![Fault::Hang])
+        .start()
+        .await
+        .expect("fake provider");
+    let eval = Eval::<AgentState>::new()
+        .name("slow")
+        .agent(one_call)
+        .variant("v", Variant::new())
+        .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+        .timeout(Duration::from_millis(300))
+        .dataset(one_case("hello"));
+    let started = Instant::now();
+    let (result, run) = run_cell(&eval, &env(dir.path(), RecorderMode::Live)).await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let error = result.error.unwrap_or_default();
+    assert!(error.contains("timed out after"), "{error}");
+    assert!(run.signals.iter().any(|s| s.name == "error:timeout"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_agent_sends_is_nowhere_even_when_the_api_echoes_it() {
+    const CANARY: &str = "sk-proj-CANARYbridged0123456789abcdef";
+    let server = FakeProviderServer::builder()
+        .require_api_key("sk-proj-the-right-key-000000000000")
+        .start()
+        .await
+        .expect("fake provider");
+    async fn with_canary(cx: AgentCx) -> Result<String, String> {
+        let url = format!("{}/chat/completions", cx.openai_base_url("agent"));
+        let body = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
+        post(&http_client(), &url, CANARY, &body)
+            .await
+            .map(|answer| answer.to_string())
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("scaffold.db");
+    let store = Store::open(&db).expect("store");
+    let eval = Eval::<AgentState>::new()
+        .name("secrets")
+        .agent(with_canary)
+        .variant("v", Variant::new())
+        .bridge_openai(
+            OpenAi::new("")
+                .base_url(server.openai_base_url())
+                .retry(scaffold::provider::http::RetryPolicy::none()),
+        )
+        .dataset(one_case("hi"));
+    let mut env = env(dir.path(), RecorderMode::Record);
+    env.store = Some(store.clone());
+    let (result, run) = run_cell(&eval, &env).await;
+    let error = result.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("401") && error.contains("[REDACTED]"),
+        "the API echoed it: {error}"
+    );
+    store.flush().expect("flush");
+    let mut written = format!(
+        "{result:?} {:?} {}",
+        result.failures(),
+        serde_json::to_string(&run.signals).expect("json")
+    );
+    for entry in std::fs::read_dir(dir.path()).expect("dir") {
+        let bytes = std::fs::read(entry.expect("entry").path()).expect("read");
+        written.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    assert!(!written.contains(CANARY), "the key was written");
+    assert!(
+        !written.contains("CANARYbridged"),
+        "a piece of the key was written"
+    );
+}
