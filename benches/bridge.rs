@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::{Doc, code_check, dataset, median, p95, two_agent_workflow, us};
 use scaffold::_cargo_scaffold_support::eval::CellEnv;
+use scaffold::_cargo_scaffold_support::provider::bridge::BridgeHost;
 use scaffold::eval::Eval;
 use scaffold::prelude::*;
 use scaffold::provider::openai::OpenAi;
@@ -87,13 +88,15 @@ fn bridged(url: &str, cases: usize) -> Eval<Doc> {
         .scorer(code_check())
 }
 
-fn env(recorder: &ProviderRecorder, store: Option<Store>) -> CellEnv {
+/// The harness's environment: one bridge server for every cell.
+fn env(recorder: &ProviderRecorder, store: Option<Store>, bridges: &BridgeHost) -> CellEnv {
     CellEnv {
         store,
         transport: Some(recorder.transport()),
         virtual_time: recorder.mode() == RecorderMode::Playback,
         tools: None,
         recorder: Some(recorder.clone()),
+        bridges: Some(bridges.clone()),
     }
 }
 
@@ -123,13 +126,14 @@ fn main() {
     runtime.block_on(async {
         let server = FakeProviderServer::start().await.expect("fake server");
         let url = server.openai_base_url();
+        let bridges = BridgeHost::new();
         let record = ProviderRecorder::new(&dir, RecorderMode::Record);
-        let _ = time_cells(&native(&url, cells), &env(&record, None)).await;
-        let _ = time_cells(&bridged(&url, cells), &env(&record, None)).await;
+        let _ = time_cells(&native(&url, cells), &env(&record, None, &bridges)).await;
+        let _ = time_cells(&bridged(&url, cells), &env(&record, None, &bridges)).await;
 
         let store = Store::in_memory().expect("store");
         let playback = ProviderRecorder::new(&dir, RecorderMode::Playback);
-        let env = env(&playback, Some(store.clone()));
+        let env = env(&playback, Some(store.clone()), &bridges);
         let (native, bridged) = (native(&url, cells), bridged(&url, cells));
         let mut native_times = Vec::new();
         let mut bridged_times = Vec::new();

@@ -79,6 +79,7 @@ fn main() {
             virtual_time: false,
             tools: None,
             recorder: None,
+            bridges: None,
         };
         let (_, failed) = time_cells(&recording, &env).await;
         assert_eq!(failed, 0, "recording run had failing cells");
@@ -92,6 +93,7 @@ fn main() {
             virtual_time: true,
             tools: None,
             recorder: None,
+            bridges: None,
         };
         let replay = eval(openai("http://unused.invalid/v1".into()), cases);
         let _ = time_cells(&replay, &env).await; // warm-up: connections, cassette cache
@@ -107,6 +109,7 @@ fn main() {
             virtual_time: false,
             tools: None,
             recorder: None,
+            bridges: None,
         };
         let _ = time_cells(&base, &env).await;
         let (baseline, _) = time_cells(&base, &env).await;

@@ -141,6 +141,10 @@ pub mod _cargo_scaffold_support {
     }
     /// Provider internals the provider tests reach.
     pub mod provider {
+        /// The agent bridge's server of a run.
+        pub mod bridge {
+            pub use crate::provider::bridge::BridgeHost;
+        }
         /// Rate limiting.
         pub mod limit {
             pub use crate::provider::limit::{RateLimits, with_rate_limits};

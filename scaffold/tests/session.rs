@@ -684,6 +684,7 @@ async fn eval_fork_from_gives_every_variant_the_same_state() {
         virtual_time: false,
         tools: None,
         recorder: None,
+        bridges: None,
     };
     let expected_state = store
         .state_at(
@@ -932,6 +933,7 @@ async fn replay_matches_through_recordings_and_lists_differences() {
         virtual_time: false,
         tools: None,
         recorder: None,
+        bridges: None,
     };
     let cell = eval.cells().next().unwrap();
     let (result, _) = eval.run_cell(&cell, &env).await;

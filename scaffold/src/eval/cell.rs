@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::{Cell, Eval, OnError};
 use crate::assert::{AssertionResult, EvalContext, Judge};
 use crate::metrics::Metrics;
+use crate::provider::bridge::BridgeHost;
 use crate::provider::recorder::{ProviderRecorder, ToolRecorder};
 use crate::provider::transport::{Transport, with_transport};
 use crate::provider::{ProviderError, RecordingId};
@@ -87,6 +88,8 @@ pub struct CellEnv {
     /// The recorder bridged agents' calls go through (in playback, their
     /// recordings are found by content with it).
     pub recorder: Option<ProviderRecorder>,
+    /// The server bridged agents' calls reach (one per run).
+    pub bridges: Option<BridgeHost>,
 }
 
 impl fmt::Debug for CellEnv {
@@ -97,6 +100,7 @@ impl fmt::Debug for CellEnv {
             .field("virtual_time", &self.virtual_time)
             .field("tools", &self.tools)
             .field("recorder", &self.recorder.is_some())
+            .field("bridges", &self.bridges)
             .finish()
     }
 }
@@ -221,6 +225,9 @@ impl<S: State> Eval<S> {
             options = options.recorder(recorder.clone());
         }
         options = options.upstream(self.upstream.clone());
+        if let Some(host) = &env.bridges {
+            options = options.bridges(host.clone());
+        }
         if let Some(pricing) = &self.pricing {
             options.pricing = Some(pricing.clone());
         }

@@ -103,6 +103,7 @@ use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::eval::{EvalPlan, EvalRunMeta, RecordedCell};
+use crate::provider::bridge::BridgeHost;
 use crate::provider::http::ReqwestTransport;
 use crate::provider::limit::{RateLimits, with_rate_limits};
 use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
@@ -922,6 +923,8 @@ impl Setup {
         playback: &Playback,
         client: Option<&Arc<dyn Transport>>,
     ) -> Vec<CellEnv> {
+        // One server for the run's bridged agents (started by the first).
+        let bridges = BridgeHost::new();
         // The default re-record command runs this suite's own test target.
         let target = std::env::current_exe()
             .ok()
@@ -958,6 +961,7 @@ impl Setup {
                     virtual_time: self.mode == RecorderMode::Playback,
                     tools: Some(recorder.tools()),
                     recorder: Some(recorder),
+                    bridges: Some(bridges.clone()),
                 }
             })
             .collect()

@@ -13,6 +13,7 @@ use super::{Agent, Next, State, Workflow};
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use crate::provider::anthropic::Anthropic;
+use crate::provider::bridge::BridgeHost;
 use crate::provider::openai::OpenAi;
 use crate::provider::recorder::{ProviderRecorder, RecorderMode, ToolRecorder};
 use crate::provider::{
@@ -68,6 +69,7 @@ pub struct RunOptions {
     pub(crate) tools: Option<ToolRecorder>,
     pub(crate) recorder: Option<ProviderRecorder>,
     pub(crate) upstream: Upstream,
+    pub(crate) bridges: Option<BridgeHost>,
 }
 
 /// Where a bridged agent's calls go on to, per API, when not from the
@@ -151,6 +153,13 @@ impl RunOptions {
     /// playback its recordings found by content); the eval harness sets it.
     pub(crate) fn recorder(mut self, recorder: ProviderRecorder) -> Self {
         self.recorder = Some(recorder);
+        self
+    }
+
+    /// Serve a bridged agent's calls on `host`'s server (the harness shares
+    /// one between the cells of a run); without one, a server of its own.
+    pub(crate) fn bridges(mut self, host: BridgeHost) -> Self {
+        self.bridges = Some(host);
         self
     }
 

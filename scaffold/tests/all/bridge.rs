@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use scaffold::_cargo_scaffold_support::eval::{CellEnv, CellResult};
+use scaffold::_cargo_scaffold_support::provider::bridge::BridgeHost;
 use scaffold::dataset::{Format, load_str};
 use scaffold::prelude::*;
 use scaffold::provider::anthropic::Anthropic;
@@ -136,6 +137,7 @@ pub(crate) fn env(dir: &Path, mode: RecorderMode) -> CellEnv {
         virtual_time: mode == RecorderMode::Playback,
         tools: Some(recorder.tools()),
         recorder: Some(recorder),
+        bridges: Some(BridgeHost::new()),
     }
 }
 
@@ -704,5 +706,48 @@ async fn a_key_the_agent_sends_is_nowhere_even_when_the_api_echoes_it() {
     assert!(
         !written.contains("CANARYbridged"),
         "a piece of the key was written"
+    );
+}
+
+/// The cell's bridge root, kept for a call after the cell ended.
+static LAST_ROOT: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+async fn remembering(cx: AgentCx) -> Result<String, String> {
+    *LAST_ROOT.lock().unwrap_or_else(|e| e.into_inner()) = cx.openai_base_url("agent");
+    ask(&cx, "agent", &cx.input_text(), 0).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cells_of_a_run_share_one_server_and_a_late_call_finds_its_cell_ended() {
+    let server = FakeProviderServer::start().await.expect("fake provider");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = Eval::<AgentState>::new()
+        .name("shared")
+        .agent(remembering)
+        .variant("a", Variant::new())
+        .variant("b", Variant::new().model("m"))
+        .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+        .dataset(one_case("hello"));
+    let env = env(dir.path(), RecorderMode::Live);
+    let mut roots = Vec::new();
+    for cell in eval.cells() {
+        let (result, _) = eval.run_cell(&cell, &env).await;
+        assert!(result.passed, "{:#?}", result.failures());
+        roots.push(LAST_ROOT.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    }
+    let port = |root: &str| root.split('/').nth(2).map(str::to_string);
+    assert_eq!(port(&roots[0]), port(&roots[1]), "one server: {roots:?}");
+    assert_ne!(roots[0], roots[1], "a path each");
+    let late = post(
+        &http_client(),
+        &format!("{}/chat/completions", roots[0]),
+        "k",
+        &json!({"model": "m", "messages": []}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        late.contains("404") && late.contains("its cell has ended"),
+        "{late}"
     );
 }

@@ -106,6 +106,7 @@ async fn cells_pass_or_fail_with_messages_and_are_stored() {
         virtual_time: false,
         tools: None,
         recorder: None,
+        bridges: None,
     };
     let mut verdicts = Vec::new();
     for cell in eval.cells().filter(|c| !c.case.skip) {

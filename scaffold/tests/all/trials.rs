@@ -591,6 +591,7 @@ fn three_trials_with_three_recorded_answers_give_three_scores() {
         virtual_time: false,
         tools: None,
         recorder: None,
+        bridges: None,
     };
     let eval = |judge: Arc<ScriptedProvider>| {
         Eval::new()

@@ -18,9 +18,11 @@
 //! tool calls, usage, stop reason), read for the three APIs the bridge
 //! understands ([`Api`]); the workflow layer turns exchanges into signals.
 
+mod host;
 mod protocol;
 mod server;
 
+pub use host::BridgeHost;
 pub(crate) use protocol::Api;
 
 use std::collections::{HashMap, HashSet};
@@ -107,11 +109,12 @@ pub(crate) struct BridgeLog {
     pub(crate) problems: Vec<String>,
 }
 
-/// A running bridge; dropping it stops the server.
+/// A running bridge; dropping it stops serving it.
 pub(crate) struct Bridge {
     url: String,
+    token: u64,
+    host: BridgeHost,
     shared: Arc<Shared>,
-    server: tokio::task::JoinHandle<()>,
 }
 
 struct Shared {
@@ -144,28 +147,44 @@ pub(crate) fn valid_agent_name(name: &str) -> bool {
 }
 
 impl Bridge {
-    /// Start a bridge on a free port of `127.0.0.1`, served by tasks of the
-    /// current tokio runtime.
-    pub(crate) async fn start(setup: BridgeSetup) -> std::io::Result<Bridge> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let shared = Arc::new(Shared {
-            setup,
-            url: url.clone(),
-            started: Instant::now(),
-            ticks: AtomicU64::new(0),
-            state: Mutex::new(State::default()),
-            pumps: Mutex::new(tokio::task::JoinSet::new()),
-        });
-        let server = tokio::spawn(server::serve(listener, shared.clone()));
+    /// Start a bridge on `host`'s server (a server of its own without
+    /// one), on `127.0.0.1`.
+    pub(crate) async fn start(
+        setup: BridgeSetup,
+        host: Option<BridgeHost>,
+    ) -> std::io::Result<Bridge> {
+        let host = host.unwrap_or_default();
+        let (token, url) = host
+            .add(|url| {
+                Arc::new(Shared {
+                    setup,
+                    url,
+                    started: Instant::now(),
+                    ticks: AtomicU64::new(0),
+                    state: Mutex::new(State::default()),
+                    pumps: Mutex::new(tokio::task::JoinSet::new()),
+                })
+            })
+            .await?;
+        let shared = host
+            .route(token)
+            .ok_or_else(|| std::io::Error::other("the bridge's route vanished"))?;
         Ok(Bridge {
             url,
+            token,
+            host,
             shared,
-            server,
         })
     }
 
-    /// `http://127.0.0.1:{port}`.
+    /// A proxy URL that leads to this bridge, which refuses what comes
+    /// through it (a program's `HTTPS_PROXY`, so that a call around the
+    /// base URL fails and names its host).
+    pub(crate) fn proxy_url(&self) -> Option<String> {
+        self.host.proxy_url(self.token)
+    }
+
+    /// `http://127.0.0.1:{port}/{bridge}`, the root of its base URLs.
     pub(crate) fn url(&self) -> &str {
         &self.url
     }
@@ -179,7 +198,7 @@ impl Bridge {
     /// passed on get `grace` to end (the agent has returned: they end
     /// when it let go of them).
     pub(crate) async fn finish(self, grace: Duration) -> BridgeLog {
-        self.server.abort();
+        self.host.remove(self.token);
         let mut pumps =
             std::mem::take(&mut *self.shared.pumps.lock().unwrap_or_else(|e| e.into_inner()));
         let drained = async { while pumps.join_next().await.is_some() {} };
@@ -205,7 +224,7 @@ impl Marker {
 
 impl Drop for Bridge {
     fn drop(&mut self) {
-        self.server.abort();
+        self.host.remove(self.token);
     }
 }
 

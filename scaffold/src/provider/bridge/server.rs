@@ -15,6 +15,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
+use super::host::HostRef;
 use super::protocol::{self, Api};
 use super::{Exchange, Shared};
 use crate::clock::Clock;
@@ -46,7 +47,7 @@ const NOT_FORWARDED: &[&str] = &[
 
 /// Accept connections until the task is aborted (which drops, and so
 /// aborts, every connection's task).
-pub(super) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+pub(super) async fn serve(listener: tokio::net::TcpListener, host: HostRef) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -55,11 +56,11 @@ pub(super) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let shared = shared.clone();
+        let host = host.clone();
         connections.spawn(async move {
             let service = hyper::service::service_fn(move |request| {
-                let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(&shared, request).await) }
+                let host = host.clone();
+                async move { Ok::<_, Infallible>(route(&host, request).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -105,22 +106,60 @@ impl<'a> Route<'a> {
     }
 }
 
-async fn handle(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
+/// Hand a request to the bridge its path (or, through the proxy, its
+/// `Proxy-Authorization`) names.
+async fn route(host: &HostRef, request: Request<Incoming>) -> Response<Body> {
+    let Some(host) = host.upgrade() else {
+        return error_response(StatusCode::SERVICE_UNAVAILABLE, false, "the run has ended");
+    };
     let (parts, body) = request.into_parts();
-    if let Some(host) = parts.uri.authority() {
+    if let Some(called) = parts.uri.authority() {
         // A proxy request: the agent called a host itself, and its
         // environment sent it here (a program's HTTPS_PROXY, in playback).
         let message = format!(
-            "the agent called {host} itself ({} {}), not the cell's base URL: give its client \
+            "the agent called {called} itself ({} {}), not the cell's base URL: give its client \
              the base URL scaffold sets (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, or \
              cx.openai_base_url(..)); in playback no request leaves the machine",
             parts.method, parts.uri
         );
-        shared.problem(message.clone());
+        if let Some(shared) = proxy_user(&parts.headers).and_then(|token| host.route(token)) {
+            shared.problem(message.clone());
+        }
         return error_response(StatusCode::FORBIDDEN, false, &message);
     }
-    let path = parts.uri.path().to_string();
-    let Some(route) = Route::parse(&path) else {
+    let full = parts.uri.path().to_string();
+    let (token, path) = full[1..]
+        .split_once('/')
+        .map_or((&full[1..], ""), |(t, p)| (t, p));
+    let Some(shared) = token.parse().ok().and_then(|token| host.route(token)) else {
+        let message = format!(
+            "no agent bridge serves {full} (its cell has ended, or the URL was not one a cell handed out)"
+        );
+        return error_response(StatusCode::NOT_FOUND, false, &message);
+    };
+    handle(&shared, parts, body, &format!("/{path}")).await
+}
+
+/// The bridge token a proxy request carries as its user
+/// (`Proxy-Authorization: Basic base64("{token}:scaffold")`).
+fn proxy_user(headers: &hyper::HeaderMap) -> Option<u64> {
+    use base64::Engine;
+    let value = headers.get("proxy-authorization")?.to_str().ok()?;
+    let encoded = value.strip_prefix("Basic ")?.trim();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    text.split(':').next()?.parse().ok()
+}
+
+async fn handle(
+    shared: &Arc<Shared>,
+    parts: hyper::http::request::Parts,
+    body: Incoming,
+    path: &str,
+) -> Response<Body> {
+    let Some(route) = Route::parse(path) else {
         let message = format!(
             "the agent bridge at {} got {} {path}, which is not under a base URL it handed \
              out: give the agent's client the cell's base URL (cx.openai_base_url(\"agent\") \

@@ -357,9 +357,9 @@ pub struct ProviderRecorder {
     /// The redaction rules, compiled once (the built-in patterns and the
     /// user's).
     redactor: Arc<redact::Redactor>,
-    /// What bridged calls are matched to their recordings with, made on
-    /// first use and shared by clones.
-    matcher: Arc<std::sync::OnceLock<playback::PlaybackTransport>>,
+    /// What bridged calls are played back (and matched to their
+    /// recordings) with, made on first use and shared by clones.
+    bridged: Arc<std::sync::OnceLock<Arc<playback::PlaybackTransport>>>,
 }
 
 impl fmt::Debug for ProviderRecorder {
@@ -389,7 +389,7 @@ impl ProviderRecorder {
             playback: Playback::new(),
             rules: MatchRules::default(),
             redactor: Arc::new(redact::Redactor::new(Vec::new())),
-            matcher: Arc::default(),
+            bridged: Arc::default(),
         }
     }
 
@@ -411,7 +411,7 @@ impl ProviderRecorder {
     /// This recorder after a change of its rules: what was made from the
     /// old ones is made again.
     fn changed(mut self) -> ProviderRecorder {
-        self.matcher = Arc::default();
+        self.bridged = Arc::default();
         self
     }
 
@@ -513,12 +513,31 @@ impl ProviderRecorder {
         if self.mode != RecorderMode::Playback {
             return Ok(None);
         }
-        self.matcher
-            .get_or_init(|| {
-                let inner = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
+        self.bridged_playback().answers(id, request)
+    }
+
+    /// The playback transport of bridged calls: it answers from the
+    /// cassettes itself (the agent's own client has spoken HTTP to its
+    /// bridge already).
+    fn bridged_playback(&self) -> &Arc<playback::PlaybackTransport> {
+        self.bridged.get_or_init(|| {
+            let inner = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
+            Arc::new(
                 self.playback_transport(inner, self.redactor.clone())
-            })
-            .answers(id, request)
+                    .answering_here(),
+            )
+        })
+    }
+
+    /// The transport an agent bridge sends its calls on with: in playback,
+    /// one that answers from the cassettes without the playback server
+    /// (the same comparison, diff, attempts and virtual time); otherwise
+    /// [`ProviderRecorder::transport`].
+    pub(crate) fn bridge_transport(&self) -> Arc<dyn Transport> {
+        match self.mode {
+            RecorderMode::Playback => self.bridged_playback().clone(),
+            _ => self.transport(),
+        }
     }
 }
 

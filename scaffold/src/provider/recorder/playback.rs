@@ -436,12 +436,13 @@ impl Book {
                 source,
             })
         };
-        let mut file = match fs::File::open(path) {
-            Ok(file) => file,
+        // A cached cassette is checked by its path's metadata alone (one
+        // stat, no open): its file's time and length unchanged.
+        let meta = match fs::metadata(path) {
+            Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
             Err(e) => return Err(read_error(e)),
         };
-        let meta = file.metadata().map_err(read_error)?;
         let modified = meta.modified().ok();
         let len = meta.len();
         {
@@ -453,6 +454,11 @@ impl Book {
                 return Ok(hit.clone());
             }
         }
+        let mut file = match fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(LoadError::Missing),
+            Err(e) => return Err(read_error(e)),
+        };
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
         // Through `Take`: `File::read_to_end` would ask the size and position
         // again (two more system calls a cassette) for what `len` already says;
@@ -633,6 +639,8 @@ pub(crate) struct PlaybackTransport {
     playback: Playback,
     scope_index: usize,
     scope: Arc<Scope>,
+    /// Answer here, without the server (the agent bridge's calls).
+    local: bool,
 }
 
 impl PlaybackTransport {
@@ -652,7 +660,21 @@ impl PlaybackTransport {
             playback,
             scope_index,
             scope,
+            local: false,
         }
+    }
+}
+
+impl PlaybackTransport {
+    /// This transport answering from the cassettes itself, without the
+    /// playback server: for the agent bridge, whose agent's own client has
+    /// already spoken real HTTP to it (a second hop would test nothing of
+    /// the agent's and cost a round trip per call). Everything else is
+    /// the same: the comparison and its diff, failed attempts, broken-off
+    /// streams, virtual time.
+    pub(crate) fn answering_here(mut self) -> PlaybackTransport {
+        self.local = true;
+        self
     }
 }
 
@@ -666,6 +688,31 @@ pub(crate) struct Recorded {
 }
 
 impl PlaybackTransport {
+    /// The differences between `recorded` and `request` that the scope's
+    /// rules do not forgive (none for the very request recorded).
+    fn unforgiven(&self, recorded: &RecordedRequest, request: &HttpRequest) -> Vec<Change> {
+        let (_, url_path, query) = split_url(&request.url);
+        let query = query.filter(|q| !q.is_empty());
+        if recorded.method.eq_ignore_ascii_case(&request.method)
+            && recorded.path == url_path
+            && recorded.query.as_deref().filter(|q| !q.is_empty()) == query
+            && recorded.body == request.body
+        {
+            return Vec::new();
+        }
+        let headers = request
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.scope.differences(
+            recorded,
+            (&request.method, url_path, query),
+            request.body.as_ref(),
+            headers,
+        )
+    }
+
     /// Whether the recording `id` answers `request` (method, path, query
     /// and body, under the scope's rules): `None` when there is no such
     /// recording. Bridged agents' parallel calls find their recordings by
@@ -681,18 +728,7 @@ impl PlaybackTransport {
             Err(LoadError::Missing) => return Ok(None),
             Err(e) => return Err(load_error_message(id, &path, e, &self.scope)),
         };
-        let (_, url_path, query) = split_url(&request.url);
-        let headers = request
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let changes = self.scope.differences(
-            &loaded.cassette.request,
-            (&request.method, url_path, query.filter(|q| !q.is_empty())),
-            request.body.as_ref(),
-            headers,
-        );
+        let changes = self.unforgiven(&loaded.cassette.request, request);
         Ok(Some(Recorded {
             matches: changes.is_empty(),
             order: loaded.cassette.order,
@@ -719,7 +755,45 @@ impl Transport for PlaybackTransport {
         let (recorded, timing) = loaded.cassette.exchange(attempt);
         let broke_off = recorded.failure();
         let wait = loaded.cassette.wait_before(attempt);
-        let staged = book.stage(loaded, attempt);
+        let response = if self.local {
+            let changes = self.unforgiven(&loaded.cassette.request, &request);
+            if !changes.is_empty() {
+                return Err(TransportError::Playback(messages::stale(
+                    &id,
+                    &path,
+                    &render_changes(&changes),
+                    self.scope.rerecord.as_deref(),
+                )));
+            }
+            local_answer(recorded)
+        } else {
+            self.served(&id, loaded, request, context).await?
+        };
+        let body = match broke_off {
+            Some(failure) => break_off(response.body, failure),
+            None => response.body,
+        };
+        let mut headers = response.headers;
+        headers.push((PLAYED_BACK_HEADER.to_string(), "1".to_string()));
+        Ok(HttpResponse {
+            status: response.status,
+            headers,
+            body: on_clock(body, context.clock.as_ref(), wait, timing),
+        })
+    }
+}
+
+impl PlaybackTransport {
+    /// The answer of the playback server to `request`, from `loaded`
+    /// (staged for it): the provider's HTTP client speaks to a real server.
+    async fn served(
+        &self,
+        id: &RecordingId,
+        loaded: Arc<Loaded>,
+        request: HttpRequest,
+        context: &CallContext,
+    ) -> Result<HttpResponse, TransportError> {
+        let staged = self.playback.book().stage(loaded, context.attempt);
         let server = self
             .playback
             .server()
@@ -774,17 +848,23 @@ impl Transport for PlaybackTransport {
                 .unwrap_or_else(|| String::from_utf8_lossy(&bytes).into_owned());
             return Err(TransportError::Playback(message));
         }
-        let body = match broke_off {
-            Some(failure) => break_off(response.body, failure),
-            None => response.body,
-        };
-        let mut headers = response.headers;
-        headers.push((PLAYED_BACK_HEADER.to_string(), "1".to_string()));
-        Ok(HttpResponse {
-            status: response.status,
-            headers,
-            body: on_clock(body, context.clock.as_ref(), wait, timing),
-        })
+        Ok(response)
+    }
+}
+
+/// A recorded response as the server would give it.
+fn local_answer(recorded: &RecordedResponse) -> HttpResponse {
+    let mut headers: Vec<(String, String)> = recorded
+        .headers
+        .iter()
+        .filter(|(name, _)| !name.eq_ignore_ascii_case("content-type"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    headers.push(("content-type".to_string(), recorded.content_type()));
+    HttpResponse {
+        status: recorded.status,
+        headers,
+        body: HttpBody::Full(bytes::Bytes::from(recorded.body_bytes())),
     }
 }
 

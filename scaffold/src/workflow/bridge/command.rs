@@ -263,7 +263,10 @@ fn scaffold_env(cx: &AgentCx) -> Vec<(String, String)> {
     if let Some(prompt) = &variant.prompt {
         env.push(("SCAFFOLD_PROMPT", prompt.clone()));
     }
-    if cx.mode() == RecorderMode::Playback {
+    if let Some(proxy_url) = cx
+        .proxy_url()
+        .filter(|_| cx.mode() == RecorderMode::Playback)
+    {
         for proxy in [
             "HTTPS_PROXY",
             "https_proxy",
@@ -272,7 +275,7 @@ fn scaffold_env(cx: &AgentCx) -> Vec<(String, String)> {
             "ALL_PROXY",
             "all_proxy",
         ] {
-            env.push((proxy, cx.bridge_url().to_string()));
+            env.push((proxy, proxy_url.to_string()));
         }
         for no_proxy in ["NO_PROXY", "no_proxy"] {
             env.push((no_proxy, "127.0.0.1,localhost".to_string()));

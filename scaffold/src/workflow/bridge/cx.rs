@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::Variant;
-use crate::provider::bridge::{Marker, valid_agent_name};
+use crate::provider::bridge::{Bridge, valid_agent_name};
 use crate::provider::recorder::RecorderMode;
 
 /// The API key an agent is handed in playback: no call leaves the
@@ -31,8 +31,9 @@ struct Inner {
     input: Value,
     variant: Arc<Variant>,
     url: String,
+    proxy: Option<String>,
     mode: RecorderMode,
-    marker: Marker,
+    marker: crate::provider::bridge::Marker,
     added: Mutex<Vec<Added>>,
 }
 
@@ -60,20 +61,26 @@ impl AgentCx {
     pub(crate) fn new(
         input: Value,
         variant: Arc<Variant>,
-        url: String,
+        bridge: &Bridge,
         mode: RecorderMode,
-        marker: Marker,
     ) -> AgentCx {
         AgentCx {
             inner: Arc::new(Inner {
                 input,
                 variant,
-                url,
+                url: bridge.url().to_string(),
+                proxy: bridge.proxy_url(),
                 mode,
-                marker,
+                marker: bridge.marker(),
                 added: Mutex::new(Vec::new()),
             }),
         }
+    }
+
+    /// A proxy URL that refuses what comes through it and fails the run
+    /// naming the host (a program's `HTTPS_PROXY` in playback).
+    pub(crate) fn proxy_url(&self) -> Option<&str> {
+        self.inner.proxy.as_deref()
     }
 
     /// The case's input.
@@ -105,8 +112,8 @@ impl AgentCx {
         self.inner.mode
     }
 
-    /// The bridge's root, `http://127.0.0.1:{port}`: a program builds its
-    /// agents' base URLs from it (`{url}/{agent}/openai/v1`).
+    /// The bridge's root, `http://127.0.0.1:{port}/{cell}`: a program
+    /// builds its agents' base URLs from it (`{root}/{agent}/openai/v1`).
     pub fn bridge_url(&self) -> &str {
         &self.inner.url
     }

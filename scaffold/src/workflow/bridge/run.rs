@@ -67,16 +67,10 @@ impl Execution {
             None if self.clock.is_virtual() => RecorderMode::Playback,
             None => RecorderMode::Live,
         };
-        let bridge = Bridge::start(self.bridge_setup(options))
+        let bridge = Bridge::start(self.bridge_setup(options), options.bridges.clone())
             .await
             .map_err(|e| RunError::Agent(format!("could not start its bridge: {e}")))?;
-        let cx = AgentCx::new(
-            input.clone(),
-            bridged.variant.clone(),
-            bridge.url().to_string(),
-            mode,
-            bridge.marker(),
-        );
+        let cx = AgentCx::new(input.clone(), bridged.variant.clone(), &bridge, mode);
         let ran = self.run_agent(agent, cx.clone()).await;
         let log = bridge.finish(GRACE).await;
         let items: Vec<Item> = log
@@ -127,7 +121,10 @@ impl Execution {
             Arc::new(move |node: &str, n: u32| scope.recording_id(node, n)) as RecordingIds
         });
         BridgeSetup {
-            transport: resolve_transport(&None),
+            transport: match &options.recorder {
+                Some(recorder) => recorder.bridge_transport(),
+                None => resolve_transport(&None),
+            },
             recorder: options.recorder.clone(),
             ids,
             virtual_time: self.clock.is_virtual(),
