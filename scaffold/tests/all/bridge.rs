@@ -751,3 +751,91 @@ async fn the_cells_of_a_run_share_one_server_and_a_late_call_finds_its_cell_ende
         "{late}"
     );
 }
+
+/// Embeddings: a path the bridge reads nothing of, passed on, recorded and
+/// played back as it is; and a `user` field that changes every run.
+async fn embedder(cx: AgentCx) -> Result<String, String> {
+    let url = format!("{}/embeddings", cx.openai_base_url("embedder"));
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let body = json!({"model": "text-embedding-3-small", "input": ["a", "b"], "user": format!("run-{run}")});
+    let answer = post(&http_client(), &url, &cx.openai_api_key(), &body).await?;
+    Ok(format!(
+        "{} vectors",
+        answer["data"].as_array().map_or(0, Vec::len)
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_paths_pass_through_and_matching_forgives_what_the_rules_say() {
+    use scaffold::provider::recorder::MatchRules;
+    let server = FakeProviderServer::builder()
+        .embedding_dimensions(3)
+        .start()
+        .await
+        .expect("fake provider");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = |rules: MatchRules| {
+        Eval::<AgentState>::new()
+            .name("embed")
+            .agent(embedder)
+            .variant("v", Variant::new())
+            .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+            .match_requests(rules)
+            .dataset(one_case("x"))
+    };
+    let with_rules = |mode, rules: MatchRules| {
+        let mut env = env(dir.path(), mode);
+        let recorder = ProviderRecorder::new(dir.path(), mode).match_requests(rules);
+        env.transport = Some(recorder.transport());
+        env.recorder = Some(recorder);
+        env
+    };
+    let (recorded, _) = run_cell(
+        &eval(MatchRules::default()),
+        &with_rules(RecorderMode::Record, MatchRules::default()),
+    )
+    .await;
+    assert_eq!(
+        recorded.output,
+        Some(json!("2 vectors")),
+        "{:?}",
+        recorded.error
+    );
+    let erased = scaffold::__private::erase(eval(MatchRules::exact()));
+    assert_eq!(
+        erased.match_rules(),
+        MatchRules::exact(),
+        "the harness gets the eval's rules"
+    );
+
+    // The default rules forgive `user`: played back, with provider signals.
+    let (played, run) = run_cell(
+        &eval(MatchRules::default()),
+        &with_rules(RecorderMode::Playback, MatchRules::default()),
+    )
+    .await;
+    assert!(played.passed, "{:#?}", played.failures());
+    assert_eq!(played.output, Some(json!("2 vectors")));
+    let end = run
+        .signals
+        .iter()
+        .find(|s| s.name == "provider:end")
+        .expect("provider:end");
+    assert!(
+        end.payload.get("output").is_none(),
+        "nothing read of it: {end:?}"
+    );
+    assert_eq!(server.request_count(), 1);
+
+    // Rules that forgive nothing: the changed `user` is a stale recording.
+    let (strict, _) = run_cell(
+        &eval(MatchRules::exact()),
+        &with_rules(RecorderMode::Playback, MatchRules::exact()),
+    )
+    .await;
+    let error = strict.error.unwrap_or_default();
+    assert!(error.contains("user: \"run-"), "{error}");
+}
