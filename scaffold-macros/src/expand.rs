@@ -288,7 +288,8 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("eval:<crate::evals::code_reviewas::scaffold::__private::EvalDef>::NAME,name:\"gpt_4o\","), "{out}");
-        assert!(out.contains("letworkflow:::scaffold::workflow::Workflow<<crate::evals::code_reviewas::scaffold::__private::EvalDef>::State>=gpt_4o();::std::boxed::Box::new(workflow)"), "{out}");
+        // A workflow or a bridged agent's `Variant` data, made one.
+        assert!(out.contains("letworkflow:::scaffold::workflow::Workflow<<crate::evals::code_reviewas::scaffold::__private::EvalDef>::State>=::scaffold::__private::IntoVariant::<<crate::evals::code_reviewas::scaffold::__private::EvalDef>::State>::into_workflow(gpt_4o());::std::boxed::Box::new(workflow)"), "{out}");
     }
 
     #[test]

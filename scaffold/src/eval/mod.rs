@@ -165,7 +165,7 @@ impl<S: State> Eval<S> {
     }
 
     /// Add a variant: a name and the workflow it runs, or the
-    /// [`Variant`] data of the eval's [agent](Eval::agent).
+    /// [`Variant`](crate::workflow::Variant) data of the eval's [agent](Eval::agent).
     pub fn variant(mut self, name: impl Into<String>, variant: impl IntoVariant<S>) -> Self {
         let workflow = self.with_agent(variant.into_workflow());
         self.variants.push((name.into(), workflow));
@@ -174,10 +174,10 @@ impl<S: State> Eval<S> {
 
     /// Run your own async function as the thing under test, once per
     /// cell, instead of a workflow: it gets an [`AgentCx`] (the case's
-    /// input, the variant's [`Variant`] data, and the base URLs its model
+    /// input, the variant's [`Variant`](crate::workflow::Variant) data, and the base URLs its model
     /// clients must use) and returns the output. Its calls through those
     /// URLs are recorded and played back, and become the run's signals
-    /// (see [`workflow::bridge`](crate::workflow::bridge)). Its error, or
+    /// (see [`AgentCx`]). Its error, or
     /// its panic, fails the cell.
     ///
     /// ```

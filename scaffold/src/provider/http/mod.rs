@@ -14,7 +14,7 @@
 //! The providers never call reqwest themselves: they build an
 //! [`HttpRequest`] and send it through an
 //! `Arc<dyn Transport>`, so recording and playback wrap the same code path.
-//! Every failure ends as a [`ProviderError`]; nothing here panics on input and
+//! Every failure ends as a [`ProviderError`](crate::provider::ProviderError); nothing here panics on input and
 //! every wait is bounded by the call timeout or the stream idle timeout.
 
 mod client;

@@ -13,9 +13,9 @@ use crate::provider::recorder::RecorderMode;
 
 /// The API key an agent is handed in playback: no call leaves the
 /// machine, and key-shaped text is redacted wherever it would be written.
-pub const PLAYBACK_OPENAI_KEY: &str = "sk-scaffold-playback";
+const PLAYBACK_OPENAI_KEY: &str = "sk-scaffold-playback";
 /// The Anthropic key an agent is handed in playback.
-pub const PLAYBACK_ANTHROPIC_KEY: &str = "sk-ant-scaffold-playback";
+const PLAYBACK_ANTHROPIC_KEY: &str = "sk-ant-scaffold-playback";
 
 /// What a bridged agent gets for one run: the case's input, the variant's
 /// data, the base URLs its clients must use, and a way to add what its
@@ -141,7 +141,7 @@ impl AgentCx {
     }
 
     /// The key to give an OpenAI client: a placeholder in playback
-    /// ([`PLAYBACK_OPENAI_KEY`]), else `OPENAI_API_KEY` (the placeholder
+    /// (`sk-scaffold-playback`), else `OPENAI_API_KEY` (the placeholder
     /// when it is not set: a local server may need none).
     pub fn openai_api_key(&self) -> String {
         self.key("OPENAI_API_KEY", PLAYBACK_OPENAI_KEY)
