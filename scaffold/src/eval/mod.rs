@@ -222,8 +222,9 @@ impl<S: State> Eval<S> {
     }
 
     /// Send the [agent](Eval::agent)'s OpenAI-compatible calls on (live and
-    /// record) as `provider` sends its own: its base URL and key, retries,
-    /// time limits and rate limit; the model is the agent's. Default: an
+    /// record) as `provider` sends its own: to its base URL, with its
+    /// retries, time limits and rate limit; the key and the model are the
+    /// ones the agent sends. Default: an
     /// [`OpenAi`](crate::provider::openai::OpenAi) from the environment
     /// (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
     ///
@@ -248,8 +249,9 @@ impl<S: State> Eval<S> {
     }
 
     /// Which differences between a request and its recording playback
-    /// forgives (default [`MatchRules::default`]: every field but those
-    /// SDKs fill per run or per user, `user`, `metadata`, ...).
+    /// forgives (default [`MatchRules::default`]: only the fields SDKs fill
+    /// per run or per user, `user`, `metadata`, `prompt_cache_key` and
+    /// `safety_identifier`; everything else must match).
     ///
     /// ```
     /// use scaffold::eval::Eval;

@@ -917,7 +917,7 @@ impl Execution {
                 // Whatever provider wrote it: no key-shaped string goes on.
                 let source = source.redacted();
                 let mut payload = json!({"error": source.to_string(), "code": source.code()});
-                with_retries(&mut payload, &attempts);
+                with_retries(&mut payload, attempts.get());
                 self.emit(names::PROVIDER_ERROR, payload, Some(&agent.name));
                 return Err(RunError::Provider {
                     agent: agent.name.clone(),
@@ -940,7 +940,7 @@ impl Execution {
             "durationMs": self.clock.elapsed_ms().saturating_sub(call_began),
             "stopReason": response.stop_reason,
         });
-        with_retries(&mut payload, &attempts);
+        with_retries(&mut payload, attempts.get());
         self.emit(names::PROVIDER_END, payload, Some(&agent.name));
         if request.options.stream && !response.text.is_empty() {
             self.emit(
@@ -1138,9 +1138,9 @@ impl Execution {
 
 /// `attempts` on a `provider:end`/`provider:error` payload when the call
 /// was retried (a call that took one attempt says nothing, as before).
-pub(super) fn with_retries(payload: &mut Value, attempts: &crate::provider::Attempts) {
-    if attempts.get() > 1 {
-        payload["attempts"] = json!(attempts.get());
+pub(super) fn with_retries(payload: &mut Value, attempts: u32) {
+    if attempts > 1 {
+        payload["attempts"] = json!(attempts);
     }
 }
 

@@ -367,9 +367,20 @@ async fn parallel_agents(cx: AgentCx) -> Result<String, String> {
     } else {
         (early, late)
     };
+    let told = |agent: &'static str, answer: Result<String, String>| {
+        if let Ok(text) = &answer {
+            cx.emit_as(agent, "capital:found", json!({"capital": text}));
+        }
+        answer
+    };
     let (alpha, beta, g1, g2) = tokio::join!(
-        ask(&cx, "alpha", "alpha: capital of France?", a),
-        ask(&cx, "beta", "beta: capital of Italy?", b),
+        async {
+            told(
+                "alpha",
+                ask(&cx, "alpha", "alpha: capital of France?", a).await,
+            )
+        },
+        async { told("beta", ask(&cx, "beta", "beta: capital of Italy?", b).await) },
         ask(&cx, "gamma", "gamma: capital of Spain?", a),
         ask(&cx, "gamma", "gamma: capital of Japan?", b),
     );
@@ -437,6 +448,23 @@ async fn parallel_calls_are_matched_by_content_and_told_in_one_order() {
         told.push(signals);
     }
     assert_eq!(server.request_count(), 4, "playback sent nothing");
+    let found: Vec<(&str, Option<&str>)> = told[0]
+        .iter()
+        .map(|s| (s.0.as_str(), s.1.as_deref()))
+        .filter(|s| s.0 == "capital:found" || s.0 == "provider:end")
+        .collect();
+    for agent in ["alpha", "beta"] {
+        let end = found
+            .iter()
+            .position(|s| *s == ("provider:end", Some(agent)));
+        let emitted = found
+            .iter()
+            .position(|s| *s == ("capital:found", Some(agent)));
+        assert!(
+            end < emitted,
+            "{agent}'s signal comes after its answer: {found:?}"
+        );
+    }
     for other in &told[1..] {
         assert_eq!(
             other, &told[0],

@@ -219,6 +219,14 @@ async fn floods_bad_json_and_failures_are_told_plainly() {
         "{error}"
     );
 
+    let left_running = std::time::Instant::now();
+    let done = run(sh("sleep 30 & echo done").timeout(Duration::from_secs(20))).await;
+    assert_eq!(done.output, Some(json!("done")), "{:?}", done.error);
+    assert!(
+        left_running.elapsed() < Duration::from_secs(10),
+        "what it left running kept it"
+    );
+
     let input = run(sh("printf '%s' \"$0\"").arg("{input}")).await;
     assert_eq!(input.output, Some(json!("Capital of France?")));
 }

@@ -31,7 +31,10 @@ impl Api {
     /// Anthropic base URL.
     pub(crate) fn of(anthropic: bool, path: &str) -> Api {
         let path = path.trim_end_matches('/');
-        let path = path.strip_prefix("/v1").unwrap_or(path);
+        let path = match path.strip_prefix("/v1") {
+            Some(rest) if rest.starts_with('/') => rest,
+            _ => path,
+        };
         match (anthropic, path) {
             (false, "/chat/completions") => Api::Chat,
             (false, "/responses") => Api::Responses,
@@ -39,11 +42,12 @@ impl Api {
             _ => Api::Other,
         }
     }
+}
 
-    /// The provider name in signals and rate limits.
-    pub(crate) fn provider(self, anthropic: bool) -> &'static str {
-        if anthropic { "anthropic" } else { "openai" }
-    }
+/// The provider name of a call to the Anthropic (`anthropic`) or the
+/// OpenAI-compatible base URL, in signals and rate limits.
+pub(crate) fn provider_name(anthropic: bool) -> &'static str {
+    if anthropic { "anthropic" } else { "openai" }
 }
 
 /// The conversation a request sent, in the providers' common model.

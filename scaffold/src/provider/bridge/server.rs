@@ -98,10 +98,9 @@ impl<'a> Route<'a> {
     /// The path under the upstream base URL: OpenAI's base has `/v1`
     /// already, Anthropic's does not.
     fn upstream_path(&self) -> &'a str {
-        if self.anthropic {
-            self.rest
-        } else {
-            self.rest.strip_prefix("/v1").unwrap_or(self.rest)
+        match self.rest.strip_prefix("/v1") {
+            Some(rest) if !self.anthropic && rest.starts_with('/') => rest,
+            _ => self.rest,
         }
     }
 }
@@ -116,11 +115,14 @@ async fn route(host: &HostRef, request: Request<Incoming>) -> Response<Body> {
     if let Some(called) = parts.uri.authority() {
         // A proxy request: the agent called a host itself, and its
         // environment sent it here (a program's HTTPS_PROXY, in playback).
+        // Without its query: a key there must not reach the message.
+        let uri = parts.uri.to_string();
+        let shown = uri.split('?').next().unwrap_or_default();
         let message = format!(
-            "the agent called {called} itself ({} {}), not the cell's base URL: give its client \
-             the base URL scaffold sets (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, or \
+            "the agent called {called} itself ({} {shown}), not the cell's base URL: give its \
+             client the base URL scaffold sets (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, or \
              cx.openai_base_url(..)); in playback no request leaves the machine",
-            parts.method, parts.uri
+            parts.method
         );
         if let Some(shared) = proxy_user(&parts.headers).and_then(|token| host.route(token)) {
             shared.problem(message.clone());
@@ -128,9 +130,8 @@ async fn route(host: &HostRef, request: Request<Incoming>) -> Response<Body> {
         return error_response(StatusCode::FORBIDDEN, false, &message);
     }
     let full = parts.uri.path().to_string();
-    let (token, path) = full[1..]
-        .split_once('/')
-        .map_or((&full[1..], ""), |(t, p)| (t, p));
+    let rooted = full.strip_prefix('/').unwrap_or(&full);
+    let (token, path) = rooted.split_once('/').unwrap_or((rooted, ""));
     let Some(shared) = token.parse().ok().and_then(|token| host.route(token)) else {
         let message = format!(
             "no agent bridge serves {full} (its cell has ended, or the URL was not one a cell handed out)"
@@ -245,7 +246,7 @@ impl Call {
         };
         let exchange = Exchange {
             agent: route.agent.to_string(),
-            provider: api.provider(route.anthropic),
+            provider: protocol::provider_name(route.anthropic),
             api,
             recording_id: picked.id,
             invocation: picked.invocation,
@@ -343,10 +344,9 @@ fn pass_stream(
                 None => break,
                 Some(Ok(chunk)) => {
                     kept.extend_from_slice(&chunk);
-                    if tx.send(Ok(Frame::data(chunk))).await.is_err() {
-                        exchange.unread = Some("the agent stopped reading the stream".into());
-                        break;
-                    }
+                    // An agent may stop reading once it has the answer's
+                    // last event: keep reading the rest for the exchange.
+                    let _ = tx.send(Ok(Frame::data(chunk))).await;
                 }
                 Some(Err(e)) => {
                     let message = format!("the stream broke off: {e}");
@@ -360,7 +360,7 @@ fn pass_stream(
             }
         }
         drop(tx);
-        if exchange.error.is_none() && exchange.unread.is_none() {
+        if exchange.error.is_none() {
             let model = exchange.model.clone().unwrap_or_default();
             read_answer(&mut exchange, &model, kept.freeze()).await;
         }

@@ -31,7 +31,7 @@ const STDERR_KEPT: usize = 4 * 1024;
 ///   which refuses them: a call that does not use the base URLs fails the
 ///   cell, naming the host, and never leaves the machine.
 ///
-/// Its stdout is the output (trimmed); with [`AgentCommand::json_output`]
+/// Its stdout is the output (without its last line break); with [`AgentCommand::json_output`]
 /// a JSON object `{"output": …, "state": {…}, "signals": [{"name", "payload"}]}`.
 /// The end of its stderr is kept in a `process:exit` signal. A non-zero
 /// exit fails the cell with the end of stderr; past its time limit the
@@ -132,21 +132,28 @@ impl AgentCommand {
             }
             drop(stdin);
         };
-        let stdout = read_capped(child.stdout.take(), self.max_output, false);
-        let stderr = read_capped(child.stderr.take(), STDERR_KEPT, true);
+        // Read both pipes as the program runs (a full pipe would stop it).
+        let stdout = tokio::spawn(read_capped(child.stdout.take(), self.max_output, false));
+        let stderr = tokio::spawn(read_capped(child.stderr.take(), STDERR_KEPT, true));
         let waited = async {
-            let (_, out, err, status) = tokio::join!(feed, stdout, stderr, child.wait());
-            (out, err, status)
+            let (_, status) = tokio::join!(feed, child.wait());
+            status
         };
-        let Ok((out, err, status)) = tokio::time::timeout(self.timeout, waited).await else {
+        let Ok(status) = tokio::time::timeout(self.timeout, waited).await else {
             drop(group);
+            stdout.abort();
+            stderr.abort();
             return Err(format!(
                 "`{}` did not finish within {} s: it was killed, with every process it started",
                 self.program,
                 self.timeout.as_secs_f64()
             ));
         };
+        // The program is done: what it left running goes with it, and
+        // closes the pipes it kept open.
         drop(group);
+        let out = drained(stdout).await;
+        let err = drained(stderr).await;
         let status = status.map_err(|e| format!("could not wait for `{}`: {e}", self.program))?;
         let stderr_tail = err.text();
         cx.emit(
@@ -263,6 +270,13 @@ fn scaffold_env(cx: &AgentCx) -> Vec<(String, String)> {
     if let Some(prompt) = &variant.prompt {
         env.push(("SCAFFOLD_PROMPT", prompt.clone()));
     }
+    // The bridge is never reached through a proxy, whatever the
+    // machine's: its host joins the variables' own list.
+    let mut no_proxy = std::env::var("NO_PROXY").unwrap_or_default();
+    if !no_proxy.is_empty() {
+        no_proxy.push(',');
+    }
+    no_proxy.push_str("127.0.0.1,localhost");
     if let Some(proxy_url) = cx
         .proxy_url()
         .filter(|_| cx.mode() == RecorderMode::Playback)
@@ -277,9 +291,12 @@ fn scaffold_env(cx: &AgentCx) -> Vec<(String, String)> {
         ] {
             env.push((proxy, proxy_url.to_string()));
         }
-        for no_proxy in ["NO_PROXY", "no_proxy"] {
-            env.push((no_proxy, "127.0.0.1,localhost".to_string()));
-        }
+        // Node's fetch (the TypeScript SDKs) reads the proxy variables
+        // only when told to.
+        env.push(("NODE_USE_ENV_PROXY", "1".to_string()));
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        env.push((name, no_proxy.clone()));
     }
     env.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
@@ -302,6 +319,7 @@ impl Drop for ProcessGroup {
 }
 
 /// What was read of a stream: the bytes kept and how many came in all.
+#[derive(Default)]
 struct Captured {
     kept: Vec<u8>,
     total: usize,
@@ -320,6 +338,15 @@ impl Captured {
                 self.total
             )
         })
+    }
+}
+
+/// What a pipe's reader read, given a moment to finish once the program's
+/// processes are gone.
+async fn drained(reader: tokio::task::JoinHandle<Captured>) -> Captured {
+    match tokio::time::timeout(Duration::from_secs(1), reader).await {
+        Ok(Ok(captured)) => captured,
+        _ => Captured::default(),
     }
 }
 

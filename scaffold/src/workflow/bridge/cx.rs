@@ -91,7 +91,11 @@ impl AgentCx {
     /// The case's input as a `T` (a string input as the string's JSON
     /// value too: `"\"hi\""` and `"hi"` both give `"hi"`).
     pub fn input_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        T::deserialize(&self.inner.input)
+        match (T::deserialize(&self.inner.input), &self.inner.input) {
+            (Ok(value), _) => Ok(value),
+            (Err(e), Value::String(text)) => serde_json::from_str(text).map_err(|_| e),
+            (Err(e), _) => Err(e),
+        }
     }
 
     /// The case's input as text: a string as it is, anything else as JSON.

@@ -4,11 +4,11 @@
 //!
 //! Signals are placed on a timeline. Live and recording runs keep real
 //! time and the order things happened in. Playback keeps virtual time:
-//! calls count one after another for their recorded durations, and what
-//! happened at once (calls of several agents in parallel) is put in one
-//! order that does not depend on which arrived first (by agent name, each
-//! agent's calls by their recordings), so its signals are the same run
-//! after run.
+//! calls count one after another for their recorded durations (so calls
+//! made in parallel count as if made in turn), in the order they were
+//! recorded in, whichever arrives first; what the agent adds goes after
+//! the calls that had ended before it (of its agent, with
+//! [`AgentCx::emit_as`]). So its signals are the same run after run.
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
@@ -27,7 +27,7 @@ use crate::provider::recorder::RecorderMode;
 use crate::provider::{ContentPart, ProviderError, Role, Usage, anthropic, openai};
 use crate::signal::names;
 use crate::workflow::State;
-use crate::workflow::run::{Execution, RunError, RunOptions, prompt_of};
+use crate::workflow::run::{Execution, RunError, RunOptions, prompt_of, with_retries};
 
 /// How long streams the agent left open get to end once it returned.
 const GRACE: Duration = Duration::from_secs(2);
@@ -67,6 +67,7 @@ impl Execution {
             None if self.clock.is_virtual() => RecorderMode::Playback,
             None => RecorderMode::Live,
         };
+        let start = self.clock.elapsed_ms();
         let bridge = Bridge::start(self.bridge_setup(options), options.bridges.clone())
             .await
             .map_err(|e| RunError::Agent(format!("could not start its bridge: {e}")))?;
@@ -80,7 +81,7 @@ impl Execution {
             .chain(cx.take_added().into_iter().map(Item::Added))
             .collect();
         let items = order(items, self.clock.is_virtual());
-        let told = self.tell(&items)?;
+        let told = self.tell(&items, start)?;
         if let Some(reported) = told.state {
             *state = serde_json::from_value(reported).map_err(|e| {
                 RunError::Agent(format!(
@@ -140,13 +141,13 @@ impl Execution {
         }
     }
 
-    /// Run the agent within the run's time limit (real time; playback's
-    /// is judged on the recorded time after), catching its panic.
+    /// Run the agent within the run's time limit, catching its panic. The
+    /// limit holds in real time in playback too (the agent is real code
+    /// that may hang); there, the recorded time is judged against it after.
     async fn run_agent(&self, agent: &AgentFn, cx: AgentCx) -> Result<Value, RunError> {
         panics::watch();
         let call = AssertUnwindSafe(agent.call(cx)).catch_unwind();
-        let deadline = self.deadline.filter(|_| !self.clock.is_virtual());
-        let caught = match deadline {
+        let caught = match self.deadline {
             Some(deadline) => match tokio::time::timeout_at(deadline.into(), call).await {
                 Ok(caught) => caught,
                 Err(_) => {
@@ -171,10 +172,10 @@ impl Execution {
         }
     }
 
-    /// Emit the signals of `items` on the run's timeline.
-    fn tell(&mut self, items: &[Item]) -> Result<Told, RunError> {
+    /// Emit the signals of `items` on the run's timeline, from `start`
+    /// (when the bridge started, in ms of the run's clock).
+    fn tell(&mut self, items: &[Item], start: u64) -> Result<Told, RunError> {
         let mut told = Told::default();
-        let start = self.clock.elapsed_ms();
         let mut now = start;
         for item in items {
             match item {
@@ -211,6 +212,9 @@ impl Execution {
                 }
             }
         }
+        if !self.clock.is_virtual() {
+            now = now.max(self.clock.elapsed_ms());
+        }
         self.stamp = Some(now);
         for (agent, (duration, usage)) in std::mem::take(&mut told.agents) {
             self.emit(
@@ -220,6 +224,8 @@ impl Execution {
             );
         }
         self.stamp = None;
+        // Playback's clock moves by the recorded time told (a real one
+        // ignores this).
         self.clock
             .advance(Duration::from_millis(now.saturating_sub(start)));
         Ok(told)
@@ -227,8 +233,22 @@ impl Execution {
 
     /// The signals of one call, from `began` to `ended` (ms).
     fn tell_call(&mut self, e: &Exchange, (began, ended): (u64, u64), told: &mut Told) {
-        let agent = Some(e.agent.as_str());
         self.stamp = Some(began);
+        self.tell_asked(e, told);
+        self.stamp = Some(ended);
+        let duration = ended.saturating_sub(began);
+        told.agents.entry(e.agent.clone()).or_default().0 += duration;
+        told.last_agent = Some(e.agent.clone());
+        match &e.error {
+            Some(error) => self.tell_failure(e, error, told),
+            None => self.tell_answer(e, duration, told),
+        }
+    }
+
+    /// What a call asked: its agent's activation (the first time), its
+    /// recording, the tool results it sends back, `provider:start`.
+    fn tell_asked(&mut self, e: &Exchange, told: &mut Told) {
+        let agent = Some(e.agent.as_str());
         if !told.agents.contains_key(&e.agent) {
             self.emit(
                 names::AGENT_ACTIVATED,
@@ -250,29 +270,29 @@ impl Execution {
             json!({"provider": e.provider, "model": e.model, "recordingId": id, "request": prompt_of(&e.asked)}),
             agent,
         );
-        self.stamp = Some(ended);
-        let duration = ended.saturating_sub(began);
-        let entry = told.agents.entry(e.agent.clone()).or_default();
-        entry.0 += duration;
-        told.last_agent = Some(e.agent.clone());
-        if let Some(error) = &e.error {
-            let error = error.clone().redacted();
-            let mut payload = json!({"error": error.to_string(), "code": error.code()});
-            if e.attempts > 1 {
-                payload["attempts"] = json!(e.attempts);
-            }
-            self.emit(names::PROVIDER_ERROR, payload, agent);
-            let failure = Some((e.agent.clone(), error.clone()));
-            if matches!(error, ProviderError::Playback { .. }) {
-                told.unplayable.get_or_insert((e.agent.clone(), error));
-            }
-            told.last_failure = failure;
-            return;
+    }
+
+    /// `provider:error` of a call that failed (a key it quotes redacted).
+    fn tell_failure(&mut self, e: &Exchange, error: &ProviderError, told: &mut Told) {
+        let error = error.clone().redacted();
+        let mut payload = json!({"error": error.to_string(), "code": error.code()});
+        with_retries(&mut payload, e.attempts);
+        self.emit(names::PROVIDER_ERROR, payload, Some(&e.agent));
+        if matches!(error, ProviderError::Playback { .. }) {
+            told.unplayable
+                .get_or_insert((e.agent.clone(), error.clone()));
         }
+        told.last_failure = Some((e.agent.clone(), error));
+    }
+
+    /// `provider:end` of a call that was answered, its streamed text and
+    /// the tool calls the answer asks for.
+    fn tell_answer(&mut self, e: &Exchange, duration: u64, told: &mut Told) {
+        let agent = Some(e.agent.as_str());
         told.last_failure = None;
         let mut payload = json!({"provider": e.provider, "model": e.model, "durationMs": duration});
         if let Some(answer) = &e.answer {
-            entry.1 += answer.usage;
+            told.agents.entry(e.agent.clone()).or_default().1 += answer.usage;
             let output = if answer.tool_calls.is_empty() {
                 Value::String(answer.text.clone())
             } else {
@@ -287,9 +307,7 @@ impl Execution {
         if let Some(why) = &e.unread {
             payload["unread"] = json!(why);
         }
-        if e.attempts > 1 {
-            payload["attempts"] = json!(e.attempts);
-        }
+        with_retries(&mut payload, e.attempts);
         self.emit(names::PROVIDER_END, payload, agent);
         let Some(answer) = &e.answer else { return };
         if e.streamed && !answer.text.is_empty() {
@@ -374,18 +392,32 @@ fn order(mut items: Vec<Item>, playback: bool) -> Vec<Item> {
     let (mut calls, added): (Vec<Item>, Vec<Item>) = items
         .into_iter()
         .partition(|item| matches!(item, Item::Call(_)));
-    let mut added: Vec<(usize, Item)> = added
-        .into_iter()
-        .map(|item| {
-            let at = item.ticks().0;
-            let after = calls.iter().filter(|call| call.ticks().1 < at).count();
-            (after, item)
-        })
-        .collect();
     calls.sort_by_key(|call| match call {
         Item::Call(e) => (e.recorded_order.unwrap_or(u64::MAX), e.ticks.0),
         Item::Added(a) => (u64::MAX, a.tick),
     });
+    // What the agent added goes after the last call (in the told order)
+    // that had ended before it: of its own agent when it names one, whose
+    // calls come one after another, so the place is the same every run.
+    let mut added: Vec<(usize, Item)> = added
+        .into_iter()
+        .map(|item| {
+            let at = item.ticks().0;
+            let named = match &item {
+                Item::Added(a) => a.agent.as_deref(),
+                Item::Call(_) => None,
+            };
+            let after = calls
+                .iter()
+                .rposition(|call| match call {
+                    Item::Call(e) => e.ticks.1 < at && named.is_none_or(|agent| agent == e.agent),
+                    Item::Added(_) => false,
+                })
+                .map_or(0, |i| i + 1);
+            (after, item)
+        })
+        .collect();
+    added.sort_by_key(|(after, item)| (*after, item.ticks().0));
     added.reverse();
     let mut told = Vec::with_capacity(calls.len() + added.len());
     for (index, call) in calls.into_iter().enumerate() {
