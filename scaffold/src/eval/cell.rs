@@ -247,6 +247,14 @@ impl<S: State> Eval<S> {
         let (mut graded, run) = loop {
             let result = match &self.fork_from {
                 None => in_env(env, run_with(workflow, input.clone(), &options)).await,
+                Some(_) if workflow.bridged.is_some() => {
+                    let message = "fork_from continues a workflow from a point of a parent \
+                                   session, and a bridged agent (Eval::agent, Eval::command) \
+                                   runs from its start: remove fork_from (or SCAFFOLD_FORK_FROM) \
+                                   for this eval"
+                        .to_string();
+                    break unrunnable(cell, input, message);
+                }
                 Some(from) => match fork_cell(from, cell, &input, options.clone(), env).await {
                     Ok(result) => result,
                     Err(e) => {

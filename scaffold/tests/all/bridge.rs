@@ -867,3 +867,18 @@ async fn other_paths_pass_through_and_matching_forgives_what_the_rules_say() {
     let error = strict.error.unwrap_or_default();
     assert!(error.contains("user: \"run-"), "{error}");
 }
+
+#[tokio::test]
+async fn a_bridged_agent_is_not_forked() {
+    let eval = Eval::<AgentState>::new()
+        .name("fork")
+        .agent(one_call)
+        .variant("v", Variant::new())
+        .fork_from(ForkFrom::session("parent").at(ForkPoint::phase("p").first()))
+        .dataset(one_case("x"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (result, _) = run_cell(&eval, &env(dir.path(), RecorderMode::Playback)).await;
+    let error = result.error.unwrap_or_default();
+    assert!(error.contains("a bridged agent"), "{error}");
+    assert!(error.contains("remove fork_from"), "{error}");
+}

@@ -196,7 +196,9 @@ impl Bridge {
 
     /// Stop serving and give what was seen. Streamed answers still being
     /// passed on get `grace` to end (the agent has returned: they end
-    /// when it let go of them).
+    /// when it let go of them); a call still under way that the agent did
+    /// not wait for (a task it left running) is not waited for, and is
+    /// not part of the run.
     pub(crate) async fn finish(self, grace: Duration) -> BridgeLog {
         self.host.remove(self.token);
         let mut pumps =

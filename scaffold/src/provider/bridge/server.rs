@@ -504,9 +504,15 @@ impl Shared {
                 };
             }
         }
-        // None answers: the expected one fails with its diff.
-        let id = ids(agent, n);
-        self.state().used.insert(id.clone());
+        // None answers: the expected one fails with its diff, or (another
+        // call took it) the next one no call took.
+        let state = &mut self.state();
+        let id = (n..u32::MAX)
+            .map(|i| ids(agent, i))
+            .find(|id| !state.used.contains(id))
+            .unwrap_or_else(|| ids(agent, n));
+        state.used.insert(id.clone());
+        let n = id.invocation;
         Picked {
             id: Some(id),
             invocation: n,
