@@ -397,13 +397,6 @@ pub(crate) fn upstream() -> HttpProvider {
     HttpProvider::from_env(NAME, ENV)
 }
 
-impl OpenAi {
-    /// Where this provider sends and how (base URL, key, limits).
-    pub(crate) fn http(&self) -> &HttpProvider {
-        &self.http
-    }
-}
-
 /// Read a chat completions answer that reached the process another way (an agent
 /// bridge's exchange) as this provider reads its own: a JSON body, or
 /// (`streamed`) an event stream. `model` stands in for a missing one.

@@ -132,6 +132,15 @@ fn arguments(value: Option<&Value>) -> Value {
     }
 }
 
+/// The items of the array at `key`, none when there is no such array.
+fn array<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 fn str_field(value: &Value, key: &str) -> String {
     value
         .get(key)
@@ -166,12 +175,7 @@ fn join_system(system: &mut Option<String>, text: String) {
 fn chat_messages(body: &Value) -> (Option<String>, Vec<Message>) {
     let mut system = None;
     let mut messages = Vec::new();
-    for message in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for message in array(body, "messages") {
         let content = message.get("content").unwrap_or(&Value::Null);
         match message
             .get("role")
@@ -185,12 +189,7 @@ fn chat_messages(body: &Value) -> (Option<String>, Vec<Message>) {
                 if !text.is_empty() {
                     parts.push(ContentPart::Text { text });
                 }
-                for call in message
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
+                for call in array(message, "tool_calls") {
                     let function = call.get("function").unwrap_or(&Value::Null);
                     parts.push(ContentPart::ToolCall(ToolCall {
                         id: str_field(call, "id"),
@@ -269,12 +268,7 @@ fn responses_messages(body: &Value) -> (Option<String>, Vec<Message>) {
 fn messages_messages(body: &Value) -> (Option<String>, Vec<Message>) {
     let system = body.get("system").map(text_of).filter(|s| !s.is_empty());
     let mut messages = Vec::new();
-    for message in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for message in array(body, "messages") {
         let role = match message.get("role").and_then(Value::as_str) {
             Some("assistant") => Role::Assistant,
             _ => Role::User,
@@ -340,12 +334,7 @@ fn responses_answer(
     };
     let mut text = String::new();
     let mut tool_calls = Vec::new();
-    for item in response
-        .get("output")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for item in array(&response, "output") {
         match item.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message" => text.push_str(&text_of(item.get("content").unwrap_or(&Value::Null))),
             "function_call" => tool_calls.push(ToolCall {

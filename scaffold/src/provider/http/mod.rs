@@ -301,6 +301,11 @@ macro_rules! http_provider_builder {
         pub fn endpoint(&self) -> &str {
             &self.http.base_url
         }
+
+        /// Where this provider sends and how (base URL, key, limits).
+        pub(crate) fn http(&self) -> &HttpProvider {
+            &self.http
+        }
     };
 }
 pub(crate) use http_provider_builder;
