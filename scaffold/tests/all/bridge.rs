@@ -882,3 +882,43 @@ async fn a_bridged_agent_is_not_forked() {
     assert!(error.contains("a bridged agent"), "{error}");
     assert!(error.contains("remove fork_from"), "{error}");
 }
+
+/// An agent whose client ignores the cell's base URL (a hard-coded API).
+async fn hard_coded(_cx: AgentCx) -> Result<String, String> {
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "hello"}]});
+    post(
+        &http_client(),
+        "http://127.0.0.1:9/v1/chat/completions",
+        "k",
+        &body,
+    )
+    .await
+    .map(|answer| answer.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_playback_an_agent_that_goes_around_its_bridge_is_told_so() {
+    let server = FakeProviderServer::start().await.expect("fake provider");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let eval = |agent_is_bridged: bool| {
+        let eval = Eval::<AgentState>::new().name("around");
+        let eval = if agent_is_bridged {
+            eval.agent(one_call)
+        } else {
+            eval.agent(hard_coded)
+        };
+        eval.variant("v", Variant::new())
+            .bridge_openai(OpenAi::new("").base_url(server.openai_base_url()))
+            .dataset(one_case("hello"))
+    };
+    let (recorded, _) = run_cell(&eval(true), &env(dir.path(), RecorderMode::Record)).await;
+    assert!(recorded.passed, "{:#?}", recorded.failures());
+    let (played, _) = run_cell(&eval(false), &env(dir.path(), RecorderMode::Playback)).await;
+    let error = played.error.unwrap_or_default();
+    assert!(
+        error.contains("made no call through the cell's base URLs"),
+        "{error}"
+    );
+    assert!(error.contains("eval__one__c__v__agent__inv0"), "{error}");
+    assert!(error.contains("cx.openai_base_url"), "{error}");
+}

@@ -100,6 +100,18 @@ impl Execution {
         if !log.problems.is_empty() {
             return Err(RunError::Agent(log.problems.join("; ")));
         }
+        if mode == RecorderMode::Playback && items.iter().all(|i| matches!(i, Item::Added(_))) {
+            let recorded = self.cell_recordings(options);
+            if !recorded.is_empty() {
+                return Err(RunError::Agent(format!(
+                    "the agent made no call through the cell's base URLs, though this cell has \
+                     recordings ({}): a client that calls its API itself (a hard-coded \
+                     api.openai.com) must take cx.openai_base_url(..) or \
+                     cx.anthropic_base_url(..), and cx.openai_api_key()",
+                    recorded.join(", ")
+                )));
+            }
+        }
         if let Some((agent, source)) = told.unplayable {
             return Err(RunError::Provider { agent, source });
         }
@@ -115,6 +127,38 @@ impl Execution {
             }),
             Ok(_) => Ok(()),
         }
+    }
+
+    /// The names of (at most three of) the recordings of this run's cell.
+    fn cell_recordings(&self, options: &RunOptions) -> Vec<String> {
+        let (Some(scope), Some(recorder)) = (&self.recording, &options.recorder) else {
+            return Vec::new();
+        };
+        let probe = scope.recording_id("agent", 0);
+        let prefix = format!(
+            "eval__{}__{}__{}__",
+            probe.dataset, probe.case, probe.variant
+        );
+        let trial = probe.trial.map(|t| format!("__t{t}"));
+        let Ok(entries) = std::fs::read_dir(recorder.recordings_dir()) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter_map(|name| name.strip_suffix(".json").map(str::to_string))
+            .filter(|name| name.starts_with(&prefix))
+            .filter(|name| match &trial {
+                Some(trial) => name.ends_with(trial.as_str()),
+                None => !name
+                    .rsplit("__")
+                    .next()
+                    .unwrap_or_default()
+                    .starts_with('t'),
+            })
+            .collect();
+        names.sort();
+        names.truncate(3);
+        names
     }
 
     fn bridge_setup(&self, options: &RunOptions) -> BridgeSetup {
