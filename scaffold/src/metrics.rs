@@ -77,4 +77,16 @@ impl Metrics {
         m.latency_ms = end_latency.unwrap_or(last_at);
         m
     }
+
+    /// Count what `other` spent (tokens, cost, calls) as spent here too:
+    /// a cell retried after an error was billed for every run. Latency and
+    /// activations stay this run's.
+    pub(crate) fn add_spend(&mut self, other: &Metrics) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cost_usd += other.cost_usd;
+        self.unpriced_calls += other.unpriced_calls;
+        self.provider_calls += other.provider_calls;
+    }
 }

@@ -244,6 +244,8 @@ impl<S: State> Eval<S> {
             OnError::CountAsZero | OnError::Exclude => 1,
         };
         let mut retries = 0;
+        // What the runs retried after an error spent: billed all the same.
+        let mut spent_before = Metrics::default();
         let (mut graded, run) = loop {
             let result = match &self.fork_from {
                 None => in_env(env, run_with(workflow, input.clone(), &options)).await,
@@ -267,9 +269,11 @@ impl<S: State> Eval<S> {
             if result.error.is_none() || retries + 1 >= tries {
                 break self.grade_cell(cell, input, env, result).await;
             }
+            spent_before.add_spend(&result.metrics);
             retries += 1;
         };
         graded.retries = retries;
+        graded.metrics.add_spend(&spent_before);
         // A recording that no longer fits is the suite's fault, not the
         // provider's: it is never excluded.
         let unplayable = matches!(

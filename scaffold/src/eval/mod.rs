@@ -100,7 +100,9 @@ pub enum OnError {
     CountAsZero,
     /// Run the cell again, up to this many more times, while its run
     /// errors; the last run is the one graded (and counted as zero if it
-    /// errored too). The record says how many retries it took.
+    /// errored too). The record says how many retries it took, and its
+    /// metrics count the tokens, cost and calls of every run (each was
+    /// billed): so does the cost budget.
     Retry(u32),
     /// Leave the cell out of the statistics and the gate; its test passes,
     /// and the summary and the results list it as excluded with its error.

@@ -347,3 +347,52 @@ async fn an_eval_prices_a_model_the_table_lacks() {
         (0, 2.5)
     );
 }
+
+/// A run retried after an error was billed all the same: every run's
+/// tokens, cost and calls count in the cell's metrics (and so in the
+/// budget), its latency is the last run's.
+#[tokio::test]
+async fn a_retried_cell_counts_what_every_run_spent() {
+    use scaffold::eval::OnError;
+
+    #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+    struct Capital {
+        city: String,
+    }
+
+    // Two answers that are not the JSON asked for, then one that is: each
+    // a billed call of 100 + 10 tokens.
+    let provider = ScriptedProvider::new("gpt-4o")
+        .reply(ScriptedReply::text("Paris, I think").with_usage(100, 10))
+        .reply(ScriptedReply::text("It is Paris").with_usage(100, 10))
+        .reply(ScriptedReply::text("{\"city\": \"Paris\"}").with_usage(100, 10));
+    let agent = Agent::<Qa>::new("answerer")
+        .provider(provider)
+        .prompt(|s| s.question.clone())
+        .output(|c: Capital, s: &mut Qa| s.answer = c.city);
+    let workflow = Workflow::new("qa", Qa::default())
+        .start(|input, s| s.question = input["q"].as_str().unwrap_or_default().into())
+        .phase("answer", Phase::run(agent))
+        .output(|s| json!(s.answer));
+    let dataset = load_str(
+        "name: qa.v1\ncases:\n  - id: capital\n    input: {q: \"Capital?\"}\n    assertions: []\n",
+        Format::Yaml,
+        "qa.yaml",
+    )
+    .unwrap();
+    let eval = Eval::new()
+        .name("qa")
+        .variant("structured", workflow)
+        .dataset(dataset)
+        .on_error(OnError::Retry(2));
+    let result = only_cell(&eval).await;
+    assert!(result.passed, "{:?}", result.failures());
+    assert_eq!(result.retries, 2);
+    assert_eq!(result.metrics.provider_calls, 3, "{:?}", result.metrics);
+    assert_eq!(
+        (result.metrics.input_tokens, result.metrics.output_tokens),
+        (300, 30)
+    );
+    let one_call = result.metrics.cost_usd / 3.0;
+    assert!(one_call > 0.0, "{:?}", result.metrics);
+}
