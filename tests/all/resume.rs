@@ -848,6 +848,24 @@ fn trials_variants_output_and_snapshot_settings() {
     );
     std::fs::write(&snap, &committed).unwrap();
     assert!(snapshot_run().status.success());
+    // A session with no snapshot yet is new, not different.
+    std::fs::remove_file(&snap).unwrap();
+    let out = run(
+        &dir,
+        &["--exact", CELLS[1]],
+        &[
+            ("SCAFFOLD_SNAPSHOTS", snaps.to_str().unwrap()),
+            ("INSTA_UPDATE", "no"),
+        ],
+    );
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(all.contains("no snapshot of this session yet"), "{all}");
+    assert!(all.contains("beta.snap is new"), "{all}");
+    assert!(!all.contains("the session differs from"), "{all}");
+    std::fs::write(&snap, &committed).unwrap();
+    let _ = std::fs::remove_file(snaps.join("resume-fixture/c1/beta.snap.new"));
+    assert!(snapshot_run().status.success());
 
     // A snapshot in the flat folder of old is moved to its case's folder
     // and checked there; one beside a snapshot already moved stays put.

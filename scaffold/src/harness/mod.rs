@@ -1652,6 +1652,7 @@ impl Harness {
             return true;
         };
         let id = &outcome.result.id;
+        let existed = dir.join(format!("{}.snap", id.snapshot_path())).is_file();
         let checked = match unplayable {
             true => snapshot::reference(dir, id).map(|()| true),
             false => snapshot::check(
@@ -1662,6 +1663,14 @@ impl Harness {
         };
         match checked {
             Ok(true) => true,
+            Ok(false) if !existed => {
+                failures.push(format!(
+                    "no snapshot of this session yet: {} is new (accept it with `cargo insta \
+                     review`, or run with INSTA_UPDATE=always)",
+                    self.snapshot_file(&id.snapshot_path())
+                ));
+                false
+            }
             Ok(false) => {
                 failures.push(format!(
                     "the session differs from {} (review with `cargo insta review`)",
