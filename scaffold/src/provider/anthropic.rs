@@ -31,7 +31,7 @@ use super::http::{
 use super::limit::RateLimit;
 use super::recorder::secrets_of;
 use super::schema::anthropic_subset;
-use super::transport::{Canned, HttpRequest, Transport};
+use super::transport::{HttpRequest, Transport};
 use super::{
     CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role, StopReason,
     StreamSink, ToolCall, Usage,
@@ -480,39 +480,6 @@ impl StreamedMessage {
             tool_calls,
             usage: self.usage,
         })
-    }
-}
-
-/// Where this API's calls go and with which key, from the environment
-/// (`ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY`), with the default time limits and retries: the agent
-/// bridge sends an agent's calls on with it.
-pub(crate) fn upstream() -> HttpProvider {
-    HttpProvider::from_env(NAME, ENV)
-}
-
-/// Read a Messages answer that reached the process another way (an agent
-/// bridge's exchange) as this provider reads its own: a JSON body, or
-/// (`streamed`) an event stream. `model` stands in for a missing one.
-pub(crate) async fn decode_answer(
-    model: &str,
-    body: bytes::Bytes,
-    streamed: bool,
-) -> Result<CompletionResponse, ProviderError> {
-    let provider = Anthropic::new(model).retry(RetryPolicy::none());
-    let transport = Canned::new(body, streamed);
-    let http = provider.http_request(Value::Null);
-    let request = CompletionRequest {
-        context: super::CallContext::offline(),
-        ..CompletionRequest::default()
-    };
-    if streamed {
-        provider
-            .complete_stream(&request, &transport, http, &mut ())
-            .await
-    } else {
-        provider
-            .complete_full(&request, &transport, http, &mut ())
-            .await
     }
 }
 

@@ -32,7 +32,7 @@ use super::http::{
 use super::limit::RateLimit;
 use super::recorder::secrets_of;
 use super::schema::openai_strict;
-use super::transport::{Canned, HttpRequest, Transport};
+use super::transport::{HttpRequest, Transport};
 use super::{
     CallContext, CompletionRequest, CompletionResponse, ContentPart, Provider, ProviderError, Role,
     StopReason, StreamSink, ToolCall, Usage,
@@ -387,36 +387,6 @@ impl OpenAi {
             tool_calls,
             usage: usage.unwrap_or_default(),
         })
-    }
-}
-
-/// Where this API's calls go and with which key, from the environment
-/// (`OPENAI_BASE_URL, OPENAI_API_KEY`), with the default time limits and retries: the agent
-/// bridge sends an agent's calls on with it.
-pub(crate) fn upstream() -> HttpProvider {
-    HttpProvider::from_env(NAME, ENV)
-}
-
-/// Read a chat completions answer that reached the process another way (an agent
-/// bridge's exchange) as this provider reads its own: a JSON body, or
-/// (`streamed`) an event stream. `model` stands in for a missing one.
-pub(crate) async fn decode_answer(
-    model: &str,
-    body: bytes::Bytes,
-    streamed: bool,
-) -> Result<CompletionResponse, ProviderError> {
-    let provider = OpenAi::new(model).retry(RetryPolicy::none());
-    let transport = Canned::new(body, streamed);
-    let http = provider.http_request("/chat/completions", Value::Null);
-    let context = CallContext::offline();
-    if streamed {
-        provider
-            .complete_stream(&transport, http, &context, &mut ())
-            .await
-    } else {
-        provider
-            .complete_full(&transport, http, &context, &mut ())
-            .await
     }
 }
 

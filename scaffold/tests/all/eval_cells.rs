@@ -152,16 +152,7 @@ fn flaky_eval(errors: usize, policy: scaffold::eval::OnError) -> Eval<Qa> {
         .provider(provider)
         .prompt(|s| s.question.clone())
         .update(|t, s| s.answer = t);
-    let workflow = Workflow::new("qa", Qa::default())
-        .start(|input, s| s.question = input["q"].as_str().unwrap_or_default().into())
-        .phase("answer", Phase::run(agent))
-        .output(|s| json!(s.answer));
-    let dataset = load_str(
-        "name: qa.v1\ncases:\n  - id: capital\n    input: {q: \"Capital?\"}\n    assertions: []\n",
-        Format::Yaml,
-        "qa.yaml",
-    )
-    .unwrap();
+    let (workflow, dataset) = capital_qa(agent);
     let always = scaffold::scorer::custom(
         "always-one",
         |_: &scaffold::scorer::ScorerContext<'_, Qa>| 1.0,
@@ -173,6 +164,22 @@ fn flaky_eval(errors: usize, policy: scaffold::eval::OnError) -> Eval<Qa> {
         .scorer(scaffold::scorer::cost(0.05, 0.01))
         .scorer(always)
         .on_error(policy)
+}
+
+/// A workflow that runs `agent` on the question of its input, and a
+/// dataset of one case, `capital`.
+fn capital_qa(agent: Agent<Qa>) -> (Workflow<Qa>, scaffold::dataset::Dataset) {
+    let workflow = Workflow::new("qa", Qa::default())
+        .start(|input, s| s.question = input["q"].as_str().unwrap_or_default().into())
+        .phase("answer", Phase::run(agent))
+        .output(|s| json!(s.answer));
+    let dataset = load_str(
+        "name: qa.v1\ncases:\n  - id: capital\n    input: {q: \"Capital?\"}\n    assertions: []\n",
+        Format::Yaml,
+        "qa.yaml",
+    )
+    .unwrap();
+    (workflow, dataset)
 }
 
 async fn only_cell(eval: &Eval<Qa>) -> scaffold::_cargo_scaffold_support::eval::CellResult {
@@ -370,16 +377,7 @@ async fn a_retried_cell_counts_what_every_run_spent() {
         .provider(provider)
         .prompt(|s| s.question.clone())
         .output(|c: Capital, s: &mut Qa| s.answer = c.city);
-    let workflow = Workflow::new("qa", Qa::default())
-        .start(|input, s| s.question = input["q"].as_str().unwrap_or_default().into())
-        .phase("answer", Phase::run(agent))
-        .output(|s| json!(s.answer));
-    let dataset = load_str(
-        "name: qa.v1\ncases:\n  - id: capital\n    input: {q: \"Capital?\"}\n    assertions: []\n",
-        Format::Yaml,
-        "qa.yaml",
-    )
-    .unwrap();
+    let (workflow, dataset) = capital_qa(agent);
     let eval = Eval::new()
         .name("qa")
         .variant("structured", workflow)

@@ -7,10 +7,15 @@
 use bytes::Bytes;
 use serde_json::Value;
 
-use crate::provider::http::SseParser;
+use std::sync::Arc;
+
+use crate::provider::anthropic::Anthropic;
+use crate::provider::http::{RetryPolicy, SseParser};
+use crate::provider::openai::OpenAi;
+use crate::provider::transport::Canned;
 use crate::provider::{
-    CompletionRequest, CompletionResponse, ContentPart, Message, Role, StopReason, ToolCall, Usage,
-    anthropic, openai,
+    CallContext, CompletionRequest, CompletionResponse, ContentPart, Message, Provider,
+    ProviderOptions, Role, StopReason, ToolCall, Usage,
 };
 
 /// The API a call was made to, known by its path.
@@ -88,16 +93,37 @@ pub(crate) async fn answered(
     streamed: bool,
 ) -> Option<Result<CompletionResponse, String>> {
     let read = match api {
-        Api::Chat => openai::decode_answer(model, body, streamed)
-            .await
-            .map_err(|e| e.to_string()),
-        Api::Messages => anthropic::decode_answer(model, body, streamed)
-            .await
-            .map_err(|e| e.to_string()),
+        Api::Chat => {
+            let reader = OpenAi::new(model).transport(Arc::new(Canned::new(body, streamed)));
+            read_as(&reader.retry(RetryPolicy::none()), streamed).await
+        }
+        Api::Messages => {
+            let reader = Anthropic::new(model).transport(Arc::new(Canned::new(body, streamed)));
+            read_as(&reader.retry(RetryPolicy::none()), streamed).await
+        }
         Api::Responses => responses_answer(model, &body, streamed),
         Api::Other => return None,
     };
     Some(read)
+}
+
+/// The answer `provider` reads from its transport (one that hands over a
+/// body that reached the process another way): the provider's own
+/// reading of whole and streamed answers. Offline, so no rate limit is
+/// asked.
+async fn read_as(provider: &dyn Provider, streamed: bool) -> Result<CompletionResponse, String> {
+    let request = CompletionRequest {
+        options: ProviderOptions {
+            stream: streamed,
+            ..ProviderOptions::default()
+        },
+        context: CallContext::offline(),
+        ..CompletionRequest::default()
+    };
+    provider
+        .complete(&request, &mut ())
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Text of a content value: a string, or the `text` of its parts (other

@@ -220,7 +220,7 @@ async fn handle(
         body: json,
     };
     let call = Call::new(shared, &route, request);
-    call.send(shared, upstream).await
+    call.send(shared, upstream, anthropic).await
 }
 
 /// One call under way, and what its exchange will say of the request.
@@ -269,7 +269,14 @@ impl Call {
         }
     }
 
-    async fn send(self, shared: &Arc<Shared>, upstream: &HttpProvider) -> Response<Body> {
+    /// Send the call on to `upstream` (the Anthropic one when `anthropic`)
+    /// and answer the agent.
+    async fn send(
+        self,
+        shared: &Arc<Shared>,
+        upstream: &HttpProvider,
+        anthropic: bool,
+    ) -> Response<Body> {
         let Call {
             request,
             mut exchange,
@@ -286,7 +293,6 @@ impl Call {
             None => sent.await,
         };
         exchange.attempts = context.attempts.get().max(1);
-        let anthropic = exchange.provider == "anthropic";
         match sent {
             Ok((Passed::Json(bytes), _)) => {
                 let model = exchange.model.clone().unwrap_or_default();
@@ -301,7 +307,8 @@ impl Call {
                     })
             }
             Ok((Passed::Stream(stream, permit), _)) => {
-                pass_stream(shared, exchange, context, stream, permit)
+                let idle = upstream.config.idle_timeout;
+                pass_stream(shared, (exchange, context), (stream, permit), idle)
             }
             Err(error) => {
                 let status = status_of(&error);
@@ -318,17 +325,11 @@ impl Call {
 /// exchange once it ended (or broke off, or the agent let go of it).
 fn pass_stream(
     shared: &Arc<Shared>,
-    mut exchange: Exchange,
-    context: CallContext,
-    mut stream: ByteStream,
-    permit: Option<Permit>,
+    (mut exchange, context): (Exchange, CallContext),
+    (mut stream, permit): (ByteStream, Option<Permit>),
+    idle: Duration,
 ) -> Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(16);
-    let idle = if exchange.provider == "anthropic" {
-        shared.setup.anthropic.config.idle_timeout
-    } else {
-        shared.setup.openai.config.idle_timeout
-    };
     let pump_shared = shared.clone();
     let pump = async move {
         let _permit = permit;

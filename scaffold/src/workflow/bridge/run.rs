@@ -20,11 +20,13 @@ use serde_json::{Value, json};
 
 use super::cx::{Added, AddedKind};
 use super::{AgentCx, AgentFn, Bridged};
+use crate::provider::anthropic::Anthropic;
 use crate::provider::bridge::{Bridge, BridgeSetup, Exchange, RecordingIds};
 use crate::provider::http::{install_default_tls, resolve_transport};
 use crate::provider::limit::run_limits;
+use crate::provider::openai::OpenAi;
 use crate::provider::recorder::RecorderMode;
-use crate::provider::{ContentPart, ProviderError, Role, Usage, anthropic, openai};
+use crate::provider::{ContentPart, ProviderError, Role, Usage};
 use crate::signal::names;
 use crate::workflow::State;
 use crate::workflow::run::{Execution, RunError, RunOptions, prompt_of, with_retries};
@@ -176,11 +178,11 @@ impl Execution {
             limits: run_limits(),
             openai: match &options.upstream.openai {
                 Some(provider) => provider.http().clone(),
-                None => openai::upstream(),
+                None => OpenAi::new("").http().clone(),
             },
             anthropic: match &options.upstream.anthropic {
                 Some(provider) => provider.http().clone(),
-                None => anthropic::upstream(),
+                None => Anthropic::new("").http().clone(),
             },
         }
     }
