@@ -223,8 +223,11 @@ async fn a_429_storm_slows_the_provider_down_for_every_cell() {
         adaptive * 2 < alone,
         "{adaptive} 429s with the limiter, {alone} without"
     );
+    // At least a quarter fewer: over 8 runs on two cores (before and after
+    // issue 35 alike) it took 34-43 against 60-72, and a third fewer
+    // failed about one run in five at 40 against 60.
     assert!(
-        in_flight * 3 < alone * 2,
+        in_flight * 4 < alone * 3,
         "{in_flight} 429s with the adaptive limiter, {alone} without"
     );
     // Slowing down costs little time: the server's rate is the bound
