@@ -33,8 +33,9 @@ use std::time::{Duration, Instant};
 pub struct Clock(Arc<Kind>);
 
 enum Kind {
-    /// Real time since the clock was made.
-    Real(Instant),
+    /// Real time since the clock was made, plus the milliseconds of
+    /// recorded time credited to it ([`Clock::credit`]).
+    Real(Instant, AtomicU64),
     /// Milliseconds the recordings have accounted for so far.
     Virtual(AtomicU64),
 }
@@ -42,7 +43,7 @@ enum Kind {
 impl Clock {
     /// A clock that measures real time from now.
     pub fn real() -> Clock {
-        Clock(Arc::new(Kind::Real(Instant::now())))
+        Clock(Arc::new(Kind::Real(Instant::now(), AtomicU64::new(0))))
     }
 
     /// A clock at zero that moves only by [`Clock::advance`]: playback's.
@@ -58,7 +59,9 @@ impl Clock {
     /// Time since the clock started.
     pub fn elapsed(&self) -> Duration {
         match &*self.0 {
-            Kind::Real(started) => started.elapsed(),
+            Kind::Real(started, credited) => {
+                started.elapsed() + Duration::from_millis(credited.load(Ordering::Relaxed))
+            }
             Kind::Virtual(ms) => Duration::from_millis(ms.load(Ordering::Relaxed)),
         }
     }
@@ -72,13 +75,28 @@ impl Clock {
     /// alone (real time passes by itself).
     pub fn advance(&self, by: Duration) {
         if let Kind::Virtual(ms) = &*self.0 {
-            let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
-            // Saturating: a corrupt recording cannot wrap the clock around.
-            let _ = ms.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
-                Some(now.saturating_add(by))
-            });
+            add(ms, by);
         }
     }
+
+    /// Count `by` of recorded time that did not pass here, on either kind
+    /// of clock: record mode answering a call from its recording (or
+    /// taking a fake server's simulated timing) moves a real clock by the
+    /// recorded time too, so the run's figures are the recordings'.
+    pub fn credit(&self, by: Duration) {
+        match &*self.0 {
+            Kind::Virtual(ms) | Kind::Real(_, ms) => add(ms, by),
+        }
+    }
+}
+
+/// Add `by` to `ms`, saturating: a corrupt recording cannot wrap the clock
+/// around.
+fn add(ms: &AtomicU64, by: Duration) {
+    let by = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+    let _ = ms.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+        Some(now.saturating_add(by))
+    });
 }
 
 impl Default for Clock {
@@ -125,5 +143,15 @@ mod tests {
         clock.advance(Duration::from_secs(3600));
         assert!(!clock.is_virtual());
         assert!(clock.elapsed() < Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn credited_time_moves_either_clock() {
+        let real = Clock::real();
+        real.credit(Duration::from_secs(3600));
+        assert!(real.elapsed() >= Duration::from_secs(3600));
+        let virtual_clock = Clock::virtual_time();
+        virtual_clock.credit(Duration::from_millis(9));
+        assert_eq!(virtual_clock.elapsed_ms(), 9);
     }
 }

@@ -936,7 +936,11 @@ impl Setup {
                     .recordings_dir()
                     .map(|d| manifest_dir.join(d))
                     .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
+                // `SCAFFOLD_RECORD` was checked with `SCAFFOLD_MODE`.
+                let policy =
+                    crate::provider::recorder::RecordPolicy::from_env().unwrap_or_default();
                 let mut recorder = ProviderRecorder::new(dir, self.mode)
+                    .record_policy(policy)
                     .playback(playback.clone())
                     .match_requests(eval.match_rules());
                 if let Some(client) = client {

@@ -47,7 +47,12 @@
 //! ```
 //!
 //! A request no rule matches gets a 400 naming its model, system prompt
-//! and last user message. [`payloads`] builds the APIs' response bodies
+//! and last user message. With [`FakeServerBuilder::simulated_timing`]
+//! each answer states the time a real model would have taken (a seeded
+//! [`SimulatedTiming`] per model, the same for the same request) in the
+//! [`SIMULATED_TIMING_HEADER`], which record mode records in place of
+//! the measured time, so a suite recorded from it has realistic latencies
+//! that re-recording reproduces byte for byte. [`payloads`] builds the APIs' response bodies
 //! and event streams for servers of your own.
 //!
 //! Unlike wiremock it can misbehave mid-way: a [`Fault`] plan, indexed by the
@@ -79,11 +84,13 @@
 pub mod payloads;
 mod router;
 mod server;
+mod timing;
 
 pub use router::{Answer, Api, Rule, When};
 pub use server::{
     FakeProviderServer, FakeReply, FakeServerBuilder, FakeToolCall, Fault, RecordedRequest,
 };
+pub use timing::{ModelSpeed, SIMULATED_TIMING_HEADER, SimulatedTiming};
 
 /// A fake model API that answers by [`Rule`]s (see the [module docs](self)).
 #[derive(Debug, Clone, Copy)]

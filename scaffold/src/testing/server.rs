@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::payloads::{self, Content, Message, ToolUse};
 use super::router::{self, Api, Rule};
+use super::timing::SimulatedTiming;
 
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -148,6 +149,8 @@ struct Settings {
     embedding_dims: usize,
     /// At most this many requests answered in any window; the others get a 429.
     rate_limit: Option<(Duration, usize)>,
+    /// The answer times to state, if any.
+    timing: Option<SimulatedTiming>,
 }
 
 impl Default for Settings {
@@ -161,6 +164,7 @@ impl Default for Settings {
             write_chunk: None,
             embedding_dims: 64,
             rate_limit: None,
+            timing: None,
         }
     }
 }
@@ -249,6 +253,16 @@ impl FakeServerBuilder {
     /// chunk boundaries fall inside lines and UTF-8 sequences.
     pub fn write_chunk_size(mut self, bytes: usize) -> Self {
         self.settings.write_chunk = Some(bytes.max(1));
+        self
+    }
+
+    /// State with each answer the time it would have taken (see
+    /// [`SimulatedTiming`]), in the [`SIMULATED_TIMING_HEADER`](super::SIMULATED_TIMING_HEADER)
+    /// response header, without waiting: record mode records these times
+    /// instead of the (tiny) measured ones, so recordings made from this
+    /// server have realistic latencies, the same every time.
+    pub fn simulated_timing(mut self, timing: SimulatedTiming) -> Self {
+        self.settings.timing = Some(timing);
         self
     }
 
@@ -623,8 +637,12 @@ async fn handle(
         .to_string();
     if route == Route::Embeddings {
         let reply = payloads::openai_embeddings(&model, &body, settings.embedding_dims);
-        return send_full(socket, &fault, &[request_id], &reply, shutdown).await;
+        let mut headers = vec![request_id];
+        headers
+            .extend((settings.timing.as_ref()).map(|t| t.header(&model, &request.body, 0, false)));
+        return send_full(socket, &fault, &headers, &reply, shutdown).await;
     }
+    let streamed = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let seen = RecordedRequest {
         seq,
         method: request.method,
@@ -633,18 +651,21 @@ async fn handle(
         body: request.body,
         received,
     };
-    let (message, request_id) = match compose(shared, route, &seen, &body, model, request_id) {
-        Ok(composed) => composed,
-        Err((request_id, body)) => {
-            write_json(socket, 400, &[request_id], &body, true).await?;
-            return Ok(true);
-        }
-    };
+    let (message, request_id) =
+        match compose(shared, route, &seen, &body, model.clone(), request_id) {
+            Ok(composed) => composed,
+            Err((request_id, body)) => {
+                write_json(socket, 400, &[request_id], &body, true).await?;
+                return Ok(true);
+            }
+        };
     let reply = Reply {
         fault: &fault,
         settings: &settings,
         route,
         request_id,
+        timing: (settings.timing.as_ref())
+            .map(|t| t.header(&model, &seen.body, message.usage.1, streamed)),
     };
     reply.send(socket, &message, &body, shutdown).await
 }
@@ -838,6 +859,8 @@ struct Reply<'a> {
     settings: &'a Settings,
     route: Route,
     request_id: (String, String),
+    /// The simulated timing header, if the server states one.
+    timing: Option<Header>,
 }
 
 impl Reply<'_> {
@@ -863,14 +886,18 @@ impl Reply<'_> {
                 _ => payloads::anthropic_stream(message),
             };
             let (fault, settings) = (self.fault, self.settings);
-            return send_stream(socket, fault, self.request_id, events, settings, shutdown).await;
+            let mut headers = vec![self.request_id];
+            headers.extend(self.timing);
+            return send_stream(socket, fault, headers, events, settings, shutdown).await;
         }
         let reply = match self.route {
             Route::Chat => payloads::openai_completion(message),
             Route::Responses => payloads::responses_response(message, body),
             _ => payloads::anthropic_message(message),
         };
-        send_full(socket, self.fault, &[self.request_id], &reply, shutdown).await
+        let mut headers = vec![self.request_id];
+        headers.extend(self.timing);
+        send_full(socket, self.fault, &headers, &reply, shutdown).await
     }
 }
 
@@ -968,16 +995,15 @@ async fn send_full(
 async fn send_stream(
     socket: &mut TcpStream,
     fault: &Fault,
-    request_id: (String, String),
+    mut headers: Vec<Header>,
     mut events: Vec<String>,
     settings: &Settings,
     shutdown: &mut watch::Receiver<bool>,
 ) -> io::Result<bool> {
-    let headers = [
-        request_id,
+    headers.extend([
         ("cache-control".to_string(), "no-cache".to_string()),
         ("transfer-encoding".to_string(), "chunked".to_string()),
-    ];
+    ]);
     let mut pending = response_head(
         200,
         "text/event-stream; charset=utf-8",

@@ -1065,15 +1065,15 @@ impl Execution {
     ) -> Result<Result<Value, String>, RunError> {
         let recording = self.tool_recording(agent, tool);
         if let Some((recorder, id)) = &recording
-            && recorder.mode() == RecorderMode::Playback
+            && let Some(answer) =
+                recorder
+                    .recorded_answer(id, &call.arguments)
+                    .map_err(|message| RunError::Tool {
+                        agent: agent.name.clone(),
+                        message,
+                    })?
         {
-            let answer = recorder
-                .play(id, &call.arguments)
-                .map_err(|message| RunError::Tool {
-                    agent: agent.name.clone(),
-                    message,
-                })?;
-            self.clock.advance(answer.duration);
+            self.clock.credit(answer.duration);
             return Ok(answer.result);
         }
         // A stateful tool works on a copy, taken back when it returns; a

@@ -20,6 +20,7 @@ mod eval_cells;
 mod eval_runs;
 mod fake_provider;
 mod fake_responses;
+mod record_modes;
 mod record_playback;
 mod reports;
 mod secrets;

@@ -328,7 +328,9 @@ async fn a_failed_re_record_keeps_the_good_recording() {
     let dir = std::env::temp_dir().join(format!("scaffold-rp-keep-{}", uuid_like()));
     let server = FakeProviderServer::start().await.unwrap();
     let options = RunOptions::new().recording(scope());
-    let recorder = ProviderRecorder::new(&dir, RecorderMode::Record);
+    // Every call re-recorded (by default, the recording would answer it).
+    let recorder = ProviderRecorder::new(&dir, RecorderMode::Record)
+        .record_policy(scaffold::provider::recorder::RecordPolicy::All);
     let wf = one_call(&server.openai_base_url(), RetryPolicy::none());
     let good = with_transport(recorder.transport(), run_with(&wf, json!("rust"), &options)).await;
     assert_eq!(good.error, None);

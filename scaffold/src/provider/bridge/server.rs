@@ -21,7 +21,7 @@ use super::{Exchange, Shared};
 use crate::clock::Clock;
 use crate::provider::http::{HttpProvider, Passed, join_url, without_secrets};
 use crate::provider::limit::{Permit, with_rate_limits};
-use crate::provider::recorder::{RecorderMode, secrets_of};
+use crate::provider::recorder::secrets_of;
 use crate::provider::transport::{ByteStream, HttpRequest};
 use crate::provider::{Attempts, CallContext, ProviderError, RecordingId};
 
@@ -451,9 +451,10 @@ fn error_response(status: StatusCode, anthropic: bool, message: &str) -> Respons
 impl Shared {
     /// The recording id of `agent`'s next call, its invocation, and (in
     /// playback) the place its recording was recorded at: its place among
-    /// the agent's calls, or in playback the first recording of the agent
-    /// not yet answered whose request is this one (calls made at once
-    /// arrive in any order).
+    /// the agent's calls, or where recordings answer calls (playback,
+    /// record mode recording what is missing) the first recording of the
+    /// agent not yet answered whose request is this one (calls made at
+    /// once arrive in any order).
     fn pick(&self, agent: &str, request: &HttpRequest) -> Picked {
         let n = {
             let mut state = self.state();
@@ -468,11 +469,10 @@ impl Shared {
                 order: None,
             };
         };
-        let recorder = self
-            .setup
-            .recorder
-            .as_ref()
-            .filter(|r| r.mode() == RecorderMode::Playback);
+        // In playback, and in record mode where a call its recording
+        // answers is answered from it, calls made at once find theirs by
+        // content.
+        let recorder = self.setup.recorder.as_ref().filter(|r| r.replays());
         let Some(recorder) = recorder else {
             let id = ids(agent, n);
             self.state().used.insert(id.clone());

@@ -159,6 +159,12 @@ impl Cassette {
         }
     }
 
+    /// Whether the recorded call succeeded: its last answer a 2xx that did
+    /// not break off.
+    pub fn succeeded(&self) -> bool {
+        (200..300).contains(&self.response.status) && !self.response.truncated
+    }
+
     /// How long the recorded client waited before attempt `attempt`: the
     /// backoff after the failed attempt before it (0 for the first).
     pub fn wait_before(&self, attempt: u32) -> u64 {
@@ -202,16 +208,30 @@ impl Cassette {
     }
 
     /// Write the cassette to `path` atomically (a temporary file in the same
-    /// folder, then a rename), creating the folder if needed.
-    pub fn save(&self, path: &Path) -> Result<(), RecorderError> {
-        crate::util::write_atomic(path, true, |f| {
-            f.write_all(self.to_pretty_json().as_bytes())
-        })
-        .map_err(|source| RecorderError::Write {
-            path: path.to_path_buf(),
-            source,
+    /// folder, then a rename), creating the folder if needed, unless the
+    /// file holds these very bytes already: then it is left alone (its
+    /// time too). Whether it was written.
+    pub fn save(&self, path: &Path) -> Result<bool, RecorderError> {
+        write_if_changed(path, self.to_pretty_json().as_bytes()).map_err(|source| {
+            RecorderError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
         })
     }
+}
+
+/// Write `bytes` to `path` atomically unless the file holds them already:
+/// a re-record that changed nothing writes no file. Whether it wrote.
+pub(crate) fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.len() == bytes.len() as u64
+        && std::fs::read(path).is_ok_and(|on_disk| on_disk == bytes)
+    {
+        return Ok(false);
+    }
+    crate::util::write_atomic(path, true, |f| f.write_all(bytes))?;
+    Ok(true)
 }
 
 /// Split an SSE byte stream into events, each keeping its terminating blank

@@ -58,6 +58,19 @@ use super::transport::{HttpRequest, Transport, TransportError};
 /// The environment variable that selects the [`RecorderMode`].
 pub const MODE_ENV: &str = "SCAFFOLD_MODE";
 
+/// The environment variable that selects the [`RecordPolicy`] of record
+/// mode.
+pub const RECORD_ENV: &str = "SCAFFOLD_RECORD";
+
+/// The response header in which a fake server (such as
+/// [`FakeProvider`](crate::testing::FakeProvider) with simulated timing)
+/// states the time to first byte and the duration it simulated
+/// (`first-byte-ms=420; duration-ms=1830`). Record mode writes these in
+/// the cassette in place of the measured ones, and counts them on the
+/// run's clock, so a suite recorded from a fake server has realistic,
+/// deterministic latencies without sleeping. Real APIs never send it.
+pub const SIMULATED_TIMING_HEADER: &str = "x-scaffold-simulated-timing";
+
 /// What the recorder does with provider calls.
 ///
 /// ```
@@ -79,8 +92,11 @@ pub enum RecorderMode {
 
 impl RecorderMode {
     /// The mode named by `SCAFFOLD_MODE` (`live`, `record` or `playback`;
-    /// unset or empty means `playback`).
+    /// unset or empty means `playback`). `SCAFFOLD_RECORD` is checked
+    /// too (see [`RecordPolicy::from_env`]): a suite's setup reads the
+    /// mode first, and a typo in either stops it at once.
     pub fn from_env() -> Result<RecorderMode, RecorderError> {
+        RecordPolicy::from_env()?;
         match std::env::var(MODE_ENV) {
             Ok(value) => RecorderMode::from_env_value(&value),
             Err(std::env::VarError::NotPresent) => Ok(RecorderMode::Playback),
@@ -130,6 +146,69 @@ impl FromStr for RecorderMode {
     }
 }
 
+/// Which calls record mode records (`SCAFFOLD_RECORD`), like VCR's record
+/// modes and Polly.js's `recordIfMissing`.
+///
+/// ```
+/// use scaffold::provider::recorder::RecordPolicy;
+/// assert_eq!(RecordPolicy::default(), RecordPolicy::Missing);
+/// assert_eq!(RecordPolicy::from_env_value("all").unwrap(), RecordPolicy::All);
+/// let e = RecordPolicy::from_env_value("everything").unwrap_err().to_string();
+/// assert!(e.contains("SCAFFOLD_RECORD") && e.contains("missing, all"), "{e}");
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum RecordPolicy {
+    /// Call the API only for a call whose recording is missing, no longer
+    /// answers its request (by the rules playback compares with) or
+    /// recorded a failure; a call its recording answers is answered from
+    /// it, with its recorded time, and its file is left alone (the
+    /// default).
+    #[default]
+    Missing,
+    /// Call the API for every call and write every recording whose bytes
+    /// change.
+    All,
+}
+
+impl RecordPolicy {
+    /// The policy named by `SCAFFOLD_RECORD` (`missing` or `all`; unset or
+    /// empty means `missing`).
+    pub fn from_env() -> Result<RecordPolicy, RecorderError> {
+        match std::env::var(RECORD_ENV) {
+            Ok(value) => RecordPolicy::from_env_value(&value),
+            Err(std::env::VarError::NotPresent) => Ok(RecordPolicy::Missing),
+            Err(std::env::VarError::NotUnicode(raw)) => Err(RecorderError::BadRecordPolicy {
+                value: raw.to_string_lossy().into_owned(),
+            }),
+        }
+    }
+
+    /// The policy for a value of `SCAFFOLD_RECORD`; empty means `missing`.
+    pub fn from_env_value(value: &str) -> Result<RecordPolicy, RecorderError> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "" | "missing" => Ok(RecordPolicy::Missing),
+            "all" => Ok(RecordPolicy::All),
+            _ => Err(RecorderError::BadRecordPolicy {
+                value: value.to_string(),
+            }),
+        }
+    }
+
+    /// `missing` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordPolicy::Missing => "missing",
+            RecordPolicy::All => "all",
+        }
+    }
+}
+
+impl fmt::Display for RecordPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Errors of the recorder's setup and of cassette files.
 #[derive(Debug, thiserror::Error)]
 pub enum RecorderError {
@@ -138,6 +217,14 @@ pub enum RecorderError {
         "{MODE_ENV}=`{value}` is not a recorder mode; allowed values: live, record, playback (unset means playback)"
     )]
     BadMode {
+        /// The value found.
+        value: String,
+    },
+    /// `SCAFFOLD_RECORD` has a value that is not a record policy.
+    #[error(
+        "{RECORD_ENV}=`{value}` is not a record policy; allowed values: missing, all (unset means missing)"
+    )]
+    BadRecordPolicy {
         /// The value found.
         value: String,
     },
@@ -349,6 +436,7 @@ pub(crate) fn split_url(url: &str) -> (&str, &str, Option<&str>) {
 pub struct ProviderRecorder {
     dir: PathBuf,
     mode: RecorderMode,
+    policy: RecordPolicy,
     patterns: Vec<RedactPattern>,
     inner: Option<Arc<dyn Transport>>,
     rerecord: Option<String>,
@@ -367,6 +455,7 @@ impl fmt::Debug for ProviderRecorder {
         f.debug_struct("ProviderRecorder")
             .field("dir", &self.dir)
             .field("mode", &self.mode)
+            .field("policy", &self.policy)
             .field("patterns", &self.patterns.len())
             .field("inner", &self.inner.is_some())
             .field("rerecord", &self.rerecord)
@@ -376,13 +465,15 @@ impl fmt::Debug for ProviderRecorder {
 
 impl ProviderRecorder {
     /// A recorder for `recordings_dir` (made absolute against the current
-    /// directory) in `mode`.
+    /// directory) in `mode`; record mode records what is missing or stale
+    /// ([`RecordPolicy::Missing`]; see [`ProviderRecorder::record_policy`]).
     pub fn new(recordings_dir: impl Into<PathBuf>, mode: RecorderMode) -> ProviderRecorder {
         let dir: PathBuf = recordings_dir.into();
         let dir = std::path::absolute(&dir).unwrap_or(dir);
         ProviderRecorder {
             dir,
             mode,
+            policy: RecordPolicy::Missing,
             patterns: Vec::new(),
             inner: None,
             rerecord: None,
@@ -393,12 +484,28 @@ impl ProviderRecorder {
         }
     }
 
-    /// A recorder for `recordings_dir` in the mode named by `SCAFFOLD_MODE`.
+    /// A recorder for `recordings_dir` in the mode named by `SCAFFOLD_MODE`,
+    /// recording what `SCAFFOLD_RECORD` says.
     pub fn from_env(recordings_dir: impl Into<PathBuf>) -> Result<ProviderRecorder, RecorderError> {
-        Ok(ProviderRecorder::new(
-            recordings_dir,
-            RecorderMode::from_env()?,
-        ))
+        Ok(
+            ProviderRecorder::new(recordings_dir, RecorderMode::from_env()?)
+                .record_policy(RecordPolicy::from_env()?),
+        )
+    }
+
+    /// Which calls record mode records: under [`RecordPolicy::Missing`]
+    /// (the default) only those whose recording is missing, stale or a
+    /// recorded failure, the others answered from their recordings; under
+    /// [`RecordPolicy::All`] every call. Either way a file is written only
+    /// when its bytes change.
+    pub fn record_policy(mut self, policy: RecordPolicy) -> ProviderRecorder {
+        self.policy = policy;
+        self.changed()
+    }
+
+    /// The record policy.
+    pub fn policy(&self) -> RecordPolicy {
+        self.policy
     }
 
     /// Also scrub matches of `pattern` from everything recorded.
@@ -467,6 +574,7 @@ impl ProviderRecorder {
         ToolRecorder {
             dir: self.dir.clone(),
             mode: self.mode,
+            policy: self.policy,
             redactor: self.redactor.clone(),
             rerecord: self.rerecord.clone(),
         }
@@ -482,6 +590,7 @@ impl ProviderRecorder {
                 inner,
                 self.dir.clone(),
                 redactor,
+                self.replays().then(|| self.bridged_playback().clone()),
             )),
             RecorderMode::Playback => Arc::new(self.playback_transport(inner, redactor)),
         }
@@ -502,30 +611,45 @@ impl ProviderRecorder {
         )
     }
 
-    /// In playback, whether the recording `id` answers `request` under
-    /// the recorder's rules (`None`: there is no such recording); `None`
-    /// in the other modes.
+    /// Whether calls are answered from the recordings that answer them:
+    /// in playback, and in record mode under [`RecordPolicy::Missing`].
+    pub(crate) fn replays(&self) -> bool {
+        match self.mode {
+            RecorderMode::Playback => true,
+            RecorderMode::Record => self.policy == RecordPolicy::Missing,
+            RecorderMode::Live => false,
+        }
+    }
+
+    /// Where calls are answered from recordings ([`Self::replays`]),
+    /// whether the recording `id` answers `request` under the recorder's
+    /// rules (`None`: there is no such recording); `None` otherwise.
     pub(crate) fn recording_answers(
         &self,
         id: &RecordingId,
         request: &HttpRequest,
     ) -> Result<Option<playback::Recorded>, String> {
-        if self.mode != RecorderMode::Playback {
+        if !self.replays() {
             return Ok(None);
         }
         self.bridged_playback().answers(id, request)
     }
 
-    /// The playback transport of bridged calls: it answers from the
-    /// cassettes itself (the agent's own client has spoken HTTP to its
-    /// bridge already).
+    /// The playback transport that answers from the cassettes itself:
+    /// bridged calls' in playback (the agent's own client has spoken HTTP
+    /// to its bridge already), and in record mode the calls whose
+    /// recordings answer them (their recorded time counted on the run's
+    /// real clock).
     fn bridged_playback(&self) -> &Arc<playback::PlaybackTransport> {
         self.bridged.get_or_init(|| {
             let inner = self.inner.clone().unwrap_or_else(ReqwestTransport::shared);
-            Arc::new(
-                self.playback_transport(inner, self.redactor.clone())
-                    .answering_here(),
-            )
+            let here = self
+                .playback_transport(inner, self.redactor.clone())
+                .answering_here();
+            Arc::new(match self.mode {
+                RecorderMode::Record => here.counting_on_real_clocks(),
+                _ => here,
+            })
         })
     }
 
@@ -577,6 +701,61 @@ mod tests {
                 && e.contains("live, record, playback"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn record_policies_parse_and_an_unknown_one_is_a_one_line_error() {
+        assert_eq!(
+            RecordPolicy::from_env_value("").unwrap(),
+            RecordPolicy::Missing
+        );
+        assert_eq!(
+            RecordPolicy::from_env_value(" ALL ").unwrap(),
+            RecordPolicy::All
+        );
+        let e = RecordPolicy::from_env_value("new_episodes")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "SCAFFOLD_RECORD=`new_episodes` is not a record policy; allowed values: missing, all (unset means missing)"
+        );
+        // Read with the mode, at a suite's setup: in a child process
+        // (setting the variable here would race with other tests).
+        let exe = std::env::current_exe().unwrap();
+        for (value, expect) in [
+            (
+                "everything",
+                "error=SCAFFOLD_RECORD=`everything` is not a record policy",
+            ),
+            ("all", "mode=record policy=all"),
+        ] {
+            let out = std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "provider::recorder::tests::record_policy_from_env_child",
+                    "--nocapture",
+                ])
+                .env(MODE_ENV, "record")
+                .env(RECORD_ENV, value)
+                .env("SCAFFOLD_RECORD_CHILD", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains(expect), "{text}");
+        }
+    }
+
+    /// Runs only as the child of the test above.
+    #[test]
+    fn record_policy_from_env_child() {
+        if std::env::var("SCAFFOLD_RECORD_CHILD").is_err() {
+            return;
+        }
+        match RecorderMode::from_env().and_then(|mode| Ok((mode, RecordPolicy::from_env()?))) {
+            Ok((mode, policy)) => println!("mode={mode} policy={policy}"),
+            Err(e) => println!("error={e}"),
+        }
     }
 
     #[test]

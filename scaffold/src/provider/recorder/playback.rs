@@ -641,6 +641,9 @@ pub(crate) struct PlaybackTransport {
     scope: Arc<Scope>,
     /// Answer here, without the server (the agent bridge's calls).
     local: bool,
+    /// Count the recorded time on real clocks too (record mode answering
+    /// a call from its recording).
+    on_real_clocks: bool,
 }
 
 impl PlaybackTransport {
@@ -661,6 +664,7 @@ impl PlaybackTransport {
             scope_index,
             scope,
             local: false,
+            on_real_clocks: false,
         }
     }
 }
@@ -676,6 +680,14 @@ impl PlaybackTransport {
         self.local = true;
         self
     }
+
+    /// This transport counting the recorded time on the run's clock even
+    /// when it is real: record mode answering a call from its recording,
+    /// so that the call lasts its recorded time in that run too.
+    pub(crate) fn counting_on_real_clocks(mut self) -> PlaybackTransport {
+        self.on_real_clocks = true;
+        self
+    }
 }
 
 /// What a recording says of a request (see [`PlaybackTransport::answers`]).
@@ -685,6 +697,9 @@ pub(crate) struct Recorded {
     pub(crate) matches: bool,
     /// Its call's place among the calls of its run, if it was numbered.
     pub(crate) order: Option<u64>,
+    /// Whether the recorded call succeeded (a recorded failure is recorded
+    /// again in record mode).
+    pub(crate) succeeded: bool,
 }
 
 impl PlaybackTransport {
@@ -732,6 +747,7 @@ impl PlaybackTransport {
         Ok(Some(Recorded {
             matches: changes.is_empty(),
             order: loaded.cassette.order,
+            succeeded: loaded.cassette.succeeded(),
         }))
     }
 }
@@ -778,7 +794,13 @@ impl Transport for PlaybackTransport {
         Ok(HttpResponse {
             status: response.status,
             headers,
-            body: on_clock(body, context.clock.as_ref(), wait, timing),
+            body: on_clock(
+                body,
+                context.clock.as_ref(),
+                self.on_real_clocks,
+                wait,
+                timing,
+            ),
         })
     }
 }
@@ -868,22 +890,29 @@ fn local_answer(recorded: &RecordedResponse) -> HttpResponse {
     }
 }
 
-/// Count the recorded time of an exchange on the run's clock: the wait
-/// before it and its first byte at once, the rest of its duration when a
-/// streamed body ends (so streamed text arrives at its recorded first byte).
-fn on_clock(body: HttpBody, clock: Option<&Clock>, wait_ms: u64, timing: Timing) -> HttpBody {
-    let Some(clock) = clock.filter(|c| c.is_virtual()) else {
+/// Count the recorded time of an exchange on the run's clock (a virtual
+/// one; a real one too when `real_too`): the wait before it and its first
+/// byte at once, the rest of its duration when a streamed body ends (so
+/// streamed text arrives at its recorded first byte).
+fn on_clock(
+    body: HttpBody,
+    clock: Option<&Clock>,
+    real_too: bool,
+    wait_ms: u64,
+    timing: Timing,
+) -> HttpBody {
+    let Some(clock) = clock.filter(|c| real_too || c.is_virtual()) else {
         return body;
     };
     let ms = Duration::from_millis;
     match body {
         HttpBody::Full(bytes) => {
-            clock.advance(ms(wait_ms.saturating_add(timing.duration_ms)));
+            clock.credit(ms(wait_ms.saturating_add(timing.duration_ms)));
             HttpBody::Full(bytes)
         }
         HttpBody::Stream(stream) => {
             let first_byte = timing.first_byte_ms.min(timing.duration_ms);
-            clock.advance(ms(wait_ms.saturating_add(first_byte)));
+            clock.credit(ms(wait_ms.saturating_add(first_byte)));
             HttpBody::Stream(Box::pin(RestOnClock {
                 inner: stream,
                 clock: clock.clone(),
@@ -913,7 +942,7 @@ impl futures_util::Stream for RestOnClock {
         if let std::task::Poll::Ready(None | Some(Err(_))) = &polled
             && let Some(rest) = self.rest.take()
         {
-            self.clock.advance(rest);
+            self.clock.credit(rest);
         }
         polled
     }
@@ -922,7 +951,7 @@ impl futures_util::Stream for RestOnClock {
 impl Drop for RestOnClock {
     fn drop(&mut self) {
         if let Some(rest) = self.rest.take() {
-            self.clock.advance(rest);
+            self.clock.credit(rest);
         }
     }
 }

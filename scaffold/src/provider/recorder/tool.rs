@@ -9,7 +9,6 @@
 //! the file, what changed and the command that re-records it. The recorded
 //! duration counts on playback's virtual clock.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +18,7 @@ use serde_json::Value;
 
 use super::diff::{diff_values, render_changes};
 use super::redact::Redactor;
-use super::{RecorderMode, messages};
+use super::{RecordPolicy, RecorderMode, messages};
 use crate::provider::RecordingId;
 
 /// The format version of a tool recording.
@@ -61,6 +60,7 @@ pub struct ToolAnswer {
 pub struct ToolRecorder {
     pub(super) dir: PathBuf,
     pub(super) mode: RecorderMode,
+    pub(super) policy: RecordPolicy,
     pub(super) redactor: Arc<Redactor>,
     pub(super) rerecord: Option<String>,
 }
@@ -83,6 +83,24 @@ impl ToolRecorder {
     /// Where the recording of `id` lives.
     pub fn path(&self, id: &RecordingId) -> PathBuf {
         self.dir.join(format!("{id}.json"))
+    }
+
+    /// What answers call `id` of the tool in place of running it: in
+    /// playback its recording (an error, saying how to re-record, when
+    /// there is none or it was made for other arguments); in record mode
+    /// under [`RecordPolicy::Missing`] its recording if it answers these
+    /// arguments (else `None`: the tool runs and is recorded); otherwise
+    /// `None`.
+    pub(crate) fn recorded_answer(
+        &self,
+        id: &RecordingId,
+        arguments: &Value,
+    ) -> Result<Option<ToolAnswer>, String> {
+        match (self.mode, self.policy) {
+            (RecorderMode::Playback, _) => self.play(id, arguments).map(Some),
+            (RecorderMode::Record, RecordPolicy::Missing) => Ok(self.play(id, arguments).ok()),
+            _ => Ok(None),
+        }
     }
 
     /// The recorded answer to `tool` called with `arguments` as call `id`;
@@ -145,7 +163,8 @@ impl ToolRecorder {
     }
 
     /// Keep call `id` of `tool`: its arguments, result and duration,
-    /// scrubbed of secrets, written atomically.
+    /// scrubbed of secrets, written atomically (unless the file holds
+    /// these very bytes already).
     pub(crate) fn record(
         &self,
         id: &RecordingId,
@@ -171,7 +190,8 @@ impl ToolRecorder {
         let mut text = serde_json::to_string_pretty(&recording).unwrap_or_default();
         text.push('\n');
         let path = self.path(id);
-        crate::util::write_atomic(&path, true, |f| f.write_all(text.as_bytes()))
+        super::cassette::write_if_changed(&path, text.as_bytes())
+            .map(|_| ())
             .map_err(|e| format!("cannot write tool recording {}: {e}", path.display()))
     }
 }
