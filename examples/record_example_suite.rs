@@ -1,6 +1,14 @@
 //! Re-records the example suite's cassettes from hand-written answers.
 //!
-//! `cargo run --example record_example_suite`
+//! `cargo run --example record_example_suite [-- FILTER]`
+//!
+//! Records what is missing or stale (`SCAFFOLD_RECORD=all` every call),
+//! of the cells whose test name contains `FILTER` (all without one): the
+//! command a playback failure names (`-- prompt-v1::sql-injection::t0`)
+//! records that cell and writes no other file. A recording is written only
+//! when its bytes change, and the fake server states realistic,
+//! deterministic answer times (`SimulatedTiming`), so recording again
+//! with nothing changed leaves every file as it was.
 //!
 //! Serves the answers of `evals/answers/code-review.yaml` from
 //! [`FakeProvider`] rules (case by a line of its code, variant by the
@@ -12,9 +20,9 @@
 //! error, a prompt variant by its system prompt), then runs `cargo test
 //! --test evals` in record mode with the providers' base URLs pointed at it.
 //! The code review eval's trials send the same requests, so its second and
-//! third trials are recorded by runs of their own (`-- code-review:: --skip
-//! ::t0 --skip ::t2` for the second), each from a server with that trial's
-//! answers. The recorder writes `evals/recordings/*.json` (and insta the
+//! third trials are recorded by runs of their own, each from a server with
+//! that trial's answers; each run selects its cells by name (`--exact`,
+//! skipping the others). The recorder writes `evals/recordings/*.json` (and insta the
 //! snapshots) exactly as it would against the real APIs; the fake keys set
 //! here never reach a file.
 
@@ -22,7 +30,9 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use scaffold::testing::{Answer, FakeProvider, FakeProviderServer, RecordedRequest, Rule};
+use scaffold::testing::{
+    Answer, FakeProvider, FakeProviderServer, RecordedRequest, Rule, SimulatedTiming,
+};
 use scaffold_examples::code_generation as codegen;
 use scaffold_examples::code_review as review;
 use scaffold_examples::{debugging, refactoring};
@@ -519,22 +529,111 @@ fn record(
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = env!("CARGO_MANIFEST_DIR");
+    let filter = filter_argument()?;
+    let names = cell_names(root)?;
+    let selected: Vec<&String> = names
+        .iter()
+        .filter(|name| filter.as_deref().is_none_or(|f| name.contains(f)))
+        .collect();
+    if selected.is_empty() {
+        let filter = filter.unwrap_or_default();
+        return Err(format!("no cell of the example suite matches `{filter}`").into());
+    }
     let answers: Answers = load(root, "evals/answers/code-review.yaml")?;
     let gen_answers: Answers = load(root, "evals/answers/code-generation.yaml")?;
     let gen_dataset: Value = load(root, "evals/code-generation.yaml")?;
-    let server = FakeProvider::builder()
-        .rules(rules(&answers, 0)?)
-        .rules(judge_rules(&answers))
-        .rules(gen_rules(&gen_answers, &gen_dataset)?)
-        .rules(more_rules(root)?)
+    // The code review eval's trials after the first are recorded by runs
+    // of their own; every other selected cell by the first run.
+    let runs: Vec<u32> = std::iter::once(0)
+        .chain(1..trials().min(REVIEW_TRIALS))
+        .collect();
+    for run in runs {
+        let cells: Vec<&String> = selected
+            .iter()
+            .copied()
+            .filter(|name| review_trial_run(name) == run)
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let server = if run == 0 {
+            FakeProvider::builder()
+                .rules(rules(&answers, 0)?)
+                .rules(judge_rules(&answers))
+                .rules(gen_rules(&gen_answers, &gen_dataset)?)
+                .rules(more_rules(root)?)
+        } else {
+            FakeProvider::builder().rules(rules(&answers, run)?)
+        }
+        .simulated_timing(SimulatedTiming::realistic())
         .start()
         .await?;
-    let recordings = format!("{root}/evals/recordings");
-    let _ = std::fs::remove_dir_all(&recordings);
-    record(root, &server, "all", &[])?;
-    record_review_trials(root, &answers).await?;
-    println!("recorded into {recordings}");
+        // Exactly these cells: every other one skipped by its whole name.
+        let mut selection = vec!["--exact".to_string()];
+        for name in names.iter().filter(|n| !cells.contains(n)) {
+            selection.extend(["--skip".to_string(), name.clone()]);
+        }
+        record(root, &server, &format!("t{run}"), &selection)?;
+    }
+    println!(
+        "recorded {} cell(s) into {root}/evals/recordings",
+        selected.len()
+    );
     Ok(())
+}
+
+/// The test filter given after `--`, if any.
+fn filter_argument() -> Result<Option<String>, String> {
+    let mut args = std::env::args().skip(1);
+    let filter = args.next();
+    if let Some(arg) = filter.as_deref()
+        && (arg.starts_with('-') || args.next().is_some())
+    {
+        return Err(format!(
+            "usage: cargo run --example record_example_suite [-- FILTER] \
+             (the cells whose test name contains FILTER; got `{arg}`)"
+        ));
+    }
+    Ok(filter.filter(|f| !f.is_empty()))
+}
+
+/// The test names of the suite's cells (`cargo test --test evals -- --list`).
+fn cell_names(root: &str) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let output = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args(["test", "--test", "evals", "--", "--list"])
+        .env("SCAFFOLD_MODE", "record")
+        .env("OPENAI_API_KEY", "sk-proj-recording-canary-0000")
+        .env("ANTHROPIC_API_KEY", "sk-ant-recording-canary-0000")
+        .output()?;
+    if !output.status.success() {
+        return Err(format!(
+            "listing the suite's cells failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.strip_suffix(": test"))
+        // Without its kind (`[eval] `): `--exact` takes either.
+        .map(|name| name.split_once("] ").map_or(name, |(_, name)| name))
+        .map(str::to_string)
+        .collect())
+}
+
+/// The run that records cell `name`: the code review eval's trial `n` for
+/// `n` from 1 (its answers differ), else the first (0).
+fn review_trial_run(name: &str) -> u32 {
+    let trial = name
+        .strip_prefix("code-review::")
+        .and_then(|rest| rest.rsplit_once("::t"))
+        .and_then(|(_, n)| n.parse::<u32>().ok());
+    match trial {
+        Some(n) if n < trials().min(REVIEW_TRIALS) => n,
+        _ => 0,
+    }
 }
 
 /// The trials the suite runs: `SCAFFOLD_TRIALS`, else the code review eval's.
@@ -543,26 +642,4 @@ fn trials() -> u32 {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(REVIEW_TRIALS)
-}
-
-/// The code review eval's trials after the first, each from a server with
-/// that trial's answers.
-async fn record_review_trials(
-    root: &str,
-    answers: &Answers,
-) -> Result<(), Box<dyn std::error::Error>> {
-    for trial in 1..trials().min(REVIEW_TRIALS) {
-        let server = FakeProvider::builder()
-            .rules(rules(answers, trial)?)
-            .start()
-            .await?;
-        // The eval's cells of this trial: libtest takes one filter, and
-        // skips as many patterns as it is given.
-        let mut selection = vec!["code-review::".to_string()];
-        for other in (0..trials()).filter(|t| *t != trial) {
-            selection.extend(["--skip".to_string(), format!("::t{other}")]);
-        }
-        record(root, &server, &format!("t{trial}"), &selection)?;
-    }
-    Ok(())
 }

@@ -39,7 +39,7 @@ fn code_review() -> Eval<ReviewState> {
     Eval::new()
         .trials(3)
         .min_pass_rate(0.7)
-        .rerecord_command("cargo run --example record_example_suite")
+        .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .scorer(scorer::output_valid())
         // Every finding got a fix (the fixer ran when there were findings).
         .scorer(scorer::custom(

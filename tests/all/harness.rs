@@ -428,6 +428,6 @@ fn a_trial_without_recordings_fails_naming_the_recording_and_the_command() {
     );
     assert_eq!(
         failure[2],
-        "  record it with: SCAFFOLD_TRIALS=4 cargo run --example record_example_suite"
+        "  record it with: SCAFFOLD_TRIALS=4 cargo run --example record_example_suite -- prompt-v2::sql-injection::t3"
     );
 }

@@ -10,7 +10,7 @@ use scaffold_examples::code_generation::{self as codegen, CodeGenState};
 fn code_generation() -> Eval<CodeGenState> {
     Eval::new()
         .min_pass_rate(1.0)
-        .rerecord_command("cargo run --example record_example_suite")
+        .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .scorer(scorer::custom(
             "tests-pass",
             |ctx: &ScorerContext<'_, CodeGenState>| match &ctx.state.tests {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 fn debugging() -> Eval<DebugState> {
     Eval::new()
         .min_pass_rate(0.8)
-        .rerecord_command("cargo run --example record_example_suite")
+        .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .scorer(scorer::custom(
             "fixed",
             |ctx: &ScorerContext<'_, DebugState>| {

@@ -12,7 +12,7 @@ fn fix_quality() -> Eval<ReviewState> {
     let judge = || Anthropic::new("claude-sonnet-4-5-20250929");
     Eval::new()
         .min_pass_rate(1.0)
-        .rerecord_command("cargo run --example record_example_suite")
+        .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .judge(judge())
         .scorer(
             scorer::llm_judge(judge())

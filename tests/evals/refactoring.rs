@@ -12,7 +12,7 @@ use scaffold_examples::refactoring::{self as refactor, RefactorState};
 fn refactoring() -> Eval<RefactorState> {
     Eval::new()
         .min_pass_rate(0.8)
-        .rerecord_command("cargo run --example record_example_suite")
+        .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .scorer(scorer::custom(
             "verified",
             |ctx: &ScorerContext<'_, RefactorState>| {

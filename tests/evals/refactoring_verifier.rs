@@ -14,7 +14,7 @@ fn refactoring_verifier() -> Eval<RefactorState> {
     let parent = ForkFrom::file("evals/sessions/refactoring-rename-gpt-4o-mini.json");
     Eval::new()
         .min_pass_rate(0.5)
-        .rerecord_command("cargo run --example record_example_suite")
+        .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .fork_from(parent.at(ForkPoint::phase("verification").first()))
         .scorer(scorer::custom(
             "caught",
