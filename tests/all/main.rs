@@ -2,11 +2,13 @@
 //! test binary (each binary links scaffold and the example suite: one link
 //! instead of five). `evals` stays its own `harness = false` target.
 
+mod ci_story;
 mod code_generation;
 #[path = "../common/mod.rs"]
 mod common;
 mod file_tools;
 mod first_suite;
+mod fixture;
 mod graded;
 mod harness;
 mod resume;

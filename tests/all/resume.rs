@@ -3,116 +3,18 @@
 //! part-way, then run again with `SCAFFOLD_RESUME=1`. Also the harness's
 //! other environment variables on the same fixture.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 use scaffold::_cargo_scaffold_support::eval::EvalResults;
 use scaffold::store::{SessionFilter, SessionStatus, Store};
-use serde_json::Value;
 
 use crate::common;
+use crate::fixture::{CELLS, FixtureDir, fixture_command, run, run_as_nextest, written_results};
 
 use common::{TempDir, text};
-
-const CELLS: [&str; 8] = [
-    "resume-fixture::alpha::c1",
-    "resume-fixture::beta::c1",
-    "resume-fixture::alpha::c2",
-    "resume-fixture::beta::c2",
-    "resume-fixture::alpha::c3",
-    "resume-fixture::beta::c3",
-    "resume-fixture::alpha::c4",
-    "resume-fixture::beta::c4",
-];
-
-/// The fixture's test executable, built once per process with a nested
-/// `cargo test --no-run` (it is `test = false`, so `cargo test` does not build it).
-fn fixture() -> &'static Path {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let out = Command::new(env!("CARGO"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "test",
-                "--test",
-                "resume_fixture",
-                "--no-run",
-                "--message-format=json",
-            ])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo runs");
-        assert!(out.status.success(), "building the fixture failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| {
-                m["reason"] == "compiler-artifact" && m["target"]["name"] == "resume_fixture"
-            })
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo names the fixture's executable")
-    })
-}
-
-/// The files of one fixture run.
-trait FixtureDir {
-    fn db(&self) -> PathBuf;
-    fn log(&self) -> PathBuf;
-    fn out(&self) -> PathBuf;
-    /// How many times each cell started, from the fixture's log.
-    fn started(&self) -> BTreeMap<String, usize>;
-}
-
-impl FixtureDir for TempDir {
-    fn db(&self) -> PathBuf {
-        self.join("scaffold.db")
-    }
-
-    fn log(&self) -> PathBuf {
-        self.join("cells.log")
-    }
-
-    fn out(&self) -> PathBuf {
-        self.join("reports")
-    }
-
-    fn started(&self) -> BTreeMap<String, usize> {
-        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
-        let mut counts = BTreeMap::new();
-        for line in text.lines().filter(|l| !l.is_empty()) {
-            *counts.entry(line.to_string()).or_insert(0) += 1;
-        }
-        counts
-    }
-}
-
-/// The fixture, set up to use `dir` and nothing of the caller's environment.
-fn fixture_command(dir: &TempDir, args: &[&str], envs: &[(&str, &str)]) -> Command {
-    let mut cmd = common::clean(Command::new(fixture()));
-    cmd.current_dir(dir.path())
-        .args(args)
-        .env("SCAFFOLD_DATABASE", dir.db())
-        .env("SCAFFOLD_SNAPSHOTS", "off")
-        .env("SCAFFOLD_OUTPUT", dir.out())
-        .env("RESUME_FIXTURE_LOG", dir.log())
-        .env_remove("RESUME_FIXTURE_SLEEP_MS")
-        .env_remove("RESUME_FIXTURE_QUARANTINE")
-        .env_remove("RESUME_FIXTURE_PRICED")
-        .env_remove("RESUME_FIXTURE_MAX_COST");
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn run(dir: &TempDir, args: &[&str], envs: &[(&str, &str)]) -> Output {
-    fixture_command(dir, args, envs)
-        .output()
-        .expect("the fixture runs")
-}
 
 /// The lines of stderr that are errors.
 fn error_lines(out: &Output) -> Vec<String> {
@@ -121,28 +23,6 @@ fn error_lines(out: &Output) -> Vec<String> {
         .filter(|l| l.starts_with("error"))
         .map(str::to_string)
         .collect()
-}
-
-/// Run `cells` each in a process of its own, as nextest does, in the run
-/// `run_id`: their results are recorded and the run is left unfinished.
-fn run_as_nextest(dir: &TempDir, run_id: &str, cells: &[&str]) {
-    for cell in cells {
-        let out = run(dir, &["--exact", cell], &[("NEXTEST_RUN_ID", run_id)]);
-        assert!(out.status.success(), "{}", text(&out));
-        assert!(!text(&out).contains("Run: "), "no summary under nextest");
-    }
-}
-
-/// The results document the fixture wrote, and its cells' test names, sorted.
-fn written_results(dir: &TempDir) -> (EvalResults, Vec<String>) {
-    let json = EvalResults::load(dir.out().join("resume-fixture.json")).unwrap();
-    let mut cells: Vec<String> = json
-        .results
-        .iter()
-        .map(|c| c.test_name(&json.eval, json.config.trials))
-        .collect();
-    cells.sort();
-    (json, cells)
 }
 
 /// `CELLS[i]` for each of `indices`, sorted.
@@ -281,15 +161,22 @@ fn a_killed_run_resumes_without_redoing_finished_cells() {
         )),
         "{out}"
     );
-    // The first cell fails on purpose: its stored verdict is reported, with a note.
+    // The first cell fails on purpose, a failure its gate allows: its stored
+    // verdict is reported again, as the first run reported it.
     assert!(
-        out.contains(&format!(
-            "(finished in run {run_id} before the interruption; not run again)"
-        )),
+        out.contains(
+            "test [eval] resume-fixture::alpha::c1 ... ignored (FAILED, allowed by the gate: \
+             min_pass_rate 75%)"
+        ),
         "{out}"
     );
     assert!(
-        out.contains("8 tests") && out.contains("7 passed; 1 failed"),
+        out.contains("test [gate] resume-fixture            ... ok"),
+        "{out}"
+    );
+    assert!(
+        out.contains("running 9 tests")
+            && out.contains("test result: ok. 8 passed; 0 failed; 1 ignored"),
         "{out}"
     );
     assert!(out.contains(&format!("Run: {run_id}")), "{out}");
@@ -740,7 +627,7 @@ fn trials_variants_output_and_snapshot_settings() {
         assert!(out.status.success(), "{}", text(&out));
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .filter(|l| l.ends_with(": test"))
+            .filter(|l| l.ends_with(": test") && !l.starts_with("[gate] "))
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
@@ -890,7 +777,11 @@ fn trials_variants_output_and_snapshot_settings() {
 #[test]
 fn an_errored_cell_is_excluded_loudly_or_counts_as_zero() {
     let dir = TempDir::new("resume-excluded");
-    let failing = [("RESUME_FIXTURE_ERROR", "beta::c2")];
+    // Counted as zero in a gate that allows no failure: the cell fails its test.
+    let failing = [
+        ("RESUME_FIXTURE_ERROR", "beta::c2"),
+        ("RESUME_FIXTURE_MIN_PASS_RATE", "1"),
+    ];
     let out = run(&dir, &["--test-threads", "1"], &failing);
     let all = text(&out);
     assert!(
@@ -902,7 +793,10 @@ fn an_errored_cell_is_excluded_loudly_or_counts_as_zero() {
     let out = run(&dir, &["--test-threads", "1"], &excluded);
     let all = text(&out);
     assert!(
-        all.contains("test [eval] resume-fixture::beta::c2  ... ok"),
+        all.contains(
+            "test [eval] resume-fixture::beta::c2  ... ignored (ERRORED, excluded from the \
+             statistics)"
+        ),
         "{all}"
     );
     assert!(
@@ -932,9 +826,13 @@ fn an_errored_cell_is_excluded_loudly_or_counts_as_zero() {
 #[test]
 fn a_quarantined_cell_fails_loudly_without_failing_its_test_or_the_gate() {
     let dir = TempDir::new("resume-quarantine");
-    // Not quarantined: the failing cell fails its test (the run passes the
-    // gate at 75%, but under nextest that cell's process would fail).
-    let out = run(&dir, &["--test-threads", "1"], &[]);
+    // Not quarantined, in a gate that allows no failure: the failing cell
+    // fails its test.
+    let out = run(
+        &dir,
+        &["--test-threads", "1"],
+        &[("RESUME_FIXTURE_MIN_PASS_RATE", "1")],
+    );
     let all = text(&out);
     assert!(
         all.contains("test [eval] resume-fixture::alpha::c1 ... FAILED"),
@@ -949,11 +847,17 @@ fn a_quarantined_cell_fails_loudly_without_failing_its_test_or_the_gate() {
     let all = text(&out);
     assert!(out.status.success(), "{all}");
     assert!(
-        all.contains("test [eval] resume-fixture::alpha::c1 ... ok"),
+        all.contains(
+            "test [eval] resume-fixture::alpha::c1 ... ignored (FAILED, quarantined: not counted \
+             by the gate)"
+        ),
         "{all}"
     );
     assert!(
-        all.contains("QUARANTINED resume-fixture::alpha::c1 failed; not counted, its test passes:"),
+        all.contains(
+            "QUARANTINED resume-fixture::alpha::c1 failed; not counted by the gate, its test is \
+             ignored:"
+        ),
         "{all}"
     );
     assert!(

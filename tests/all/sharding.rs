@@ -27,8 +27,8 @@ fn every_cell() -> BTreeSet<String> {
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.strip_suffix(": test"))
-        .map(|l| l.trim_start_matches("[eval] ").to_string())
+        .filter_map(|l| l.strip_suffix(": test")?.strip_prefix("[eval] "))
+        .map(str::to_string)
         .collect()
 }
 
@@ -68,7 +68,8 @@ fn nextest_shards_merge_into_the_whole_suite() {
             ],
             &[("SCAFFOLD_DATABASE", db.as_os_str())],
         );
-        // Prompt v1's cells that fail their checks fail their tests; the
+        // Prompt v1's cells fail their checks, failures the code review
+        // eval's gate (70%) allows: their tests pass under nextest. The
         // cells a shard failed are compared with the results below.
         let shard_failed = failed_cells(&text(&out));
         assert!(
@@ -100,7 +101,7 @@ fn nextest_shards_merge_into_the_whole_suite() {
         EvalResults::merge(mine).unwrap()
     };
     let (mut unique, mut total) = (BTreeSet::new(), 0);
-    let mut failed_in_results = BTreeSet::new();
+    let (mut failed_in_results, mut allowed) = (BTreeSet::new(), 0);
     for (eval, inputs, variants) in [
         ("code-review", 11, 2),
         ("fix-quality", 4, 1),
@@ -121,9 +122,14 @@ fn nextest_shards_merge_into_the_whole_suite() {
             merged
                 .results
                 .iter()
-                .filter(|c| !c.passed && !c.quarantined)
+                .filter(|c| !c.passed && !c.quarantined && !merged.allowed_failure(c))
                 .map(|c| c.test_name(&merged.eval, merged.config.trials)),
         );
+        allowed += merged
+            .results
+            .iter()
+            .filter(|c| merged.allowed_failure(c))
+            .count();
         assert_eq!(merged.config.inputs, inputs);
         assert!(
             merged.gate_passed(),
@@ -134,8 +140,9 @@ fn nextest_shards_merge_into_the_whole_suite() {
     }
     assert_eq!(unique.len(), total, "a cell twice");
     assert_eq!(unique, every_cell());
-    assert!(!failed_in_results.is_empty(), "prompt v1 fails cells");
+    assert!(allowed > 0, "prompt v1 fails cells");
     assert_eq!(failed_by_nextest, failed_in_results);
+    assert!(failed_by_nextest.is_empty(), "{failed_by_nextest:?}");
     // Shards of two evals do not merge.
     let err = EvalResults::merge(parts.clone()).unwrap_err();
     assert!(matches!(err, MergeError::EvalMismatch { .. }), "{err}");

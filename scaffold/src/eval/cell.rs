@@ -141,6 +141,12 @@ pub struct CellResult {
     /// Left out of the statistics: the run errored under
     /// [`OnError::Exclude`](super::OnError::Exclude).
     pub excluded: bool,
+    /// The run failed because a call could not be played back: a recording
+    /// is missing, or the request differs from its recording. What the run
+    /// took and spent is not what the cell would take: its latency and cost
+    /// are unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unplayable: bool,
 }
 
 impl CellResult {
@@ -161,6 +167,7 @@ impl CellResult {
             signal_count: 0,
             retries: 0,
             excluded: false,
+            unplayable: false,
         }
     }
 
@@ -285,6 +292,7 @@ impl<S: State> Eval<S> {
         );
         graded.excluded =
             self.on_error == OnError::Exclude && graded.error.is_some() && !unplayable;
+        graded.unplayable = unplayable;
         if graded.error.is_some() {
             count_as_zero(&mut graded.scores);
         }
@@ -357,6 +365,7 @@ impl<S: State> Eval<S> {
             signal_count: result.signals.len(),
             retries: 0,
             excluded: false,
+            unplayable: false,
         };
         (cell, result)
     }

@@ -62,6 +62,11 @@ pub struct GateOptions {
     /// the pass rate (see `deciding_scorer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub primary_scorer: Option<String>,
+    /// Strict: every counted cell must pass, whatever `min_pass_rate` says,
+    /// and a cell that fails fails its test ([`Eval::strict`](crate::eval::Eval::strict),
+    /// or `SCAFFOLD_STRICT=1` for every eval of a run; default false).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
 }
 
 impl Default for GateOptions {
@@ -73,11 +78,30 @@ impl Default for GateOptions {
             on_lower_bound: false,
             min_trials_for_winner: 0,
             primary_scorer: None,
+            strict: false,
         }
     }
 }
 
 impl GateOptions {
+    /// Whether a gate of `min_pass_rate` lets a counted cell fail without
+    /// failing the run: not strict, and a threshold below 100%. A cell that
+    /// fails in an eval that allows no failure fails its test; one the gate
+    /// allows is reported as an allowed failure (libtest: `ignored`, JUnit:
+    /// `<skipped>`) and the gate judges the run.
+    ///
+    /// ```
+    /// use scaffold::eval::GateOptions;
+    /// let options = GateOptions::default();
+    /// assert!(options.allows_failures(0.8));
+    /// assert!(!options.allows_failures(1.0));
+    /// let strict = GateOptions { strict: true, ..GateOptions::default() };
+    /// assert!(!strict.allows_failures(0.8));
+    /// ```
+    pub fn allows_failures(&self, min_pass_rate: f64) -> bool {
+        !self.strict && min_pass_rate < 1.0
+    }
+
     /// Whether the options can be used: the confidence is a probability
     /// strictly between 0 and 1 (`0.95`, not `95`). The harness checks this
     /// at set-up, naming the eval.
@@ -184,6 +208,14 @@ pub struct Gate {
     /// Quarantine patterns that matched no cell.
     #[serde(default)]
     pub unmatched_quarantine: Vec<String>,
+    /// Strict: every counted cell had to pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strict: bool,
+    /// What fails the run whatever the pass rate: cells missing from a run
+    /// that is not finished, cells that could not be played back, session
+    /// snapshots that changed. The gate passes only without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_by: Vec<String>,
 }
 
 impl Gate {
@@ -213,17 +245,39 @@ impl Gate {
                 self.quarantined_cells
             ));
         }
-        if self.passed {
-            format!(
-                "passed: {what} ({basis}) ≥ min_pass_rate {}",
-                pct(self.min_pass_rate)
-            )
-        } else {
-            format!(
-                "FAILED: {what} ({basis}) is below min_pass_rate {}",
-                pct(self.min_pass_rate)
-            )
+        let min = pct(self.min_pass_rate);
+        let judged = match (self.statistic_passed(), self.strict) {
+            (true, false) => format!("{what} ({basis}) ≥ min_pass_rate {min}"),
+            (true, true) => format!("{what} ({basis}), strict: every cell passed"),
+            (false, false) => format!("{what} ({basis}) is below min_pass_rate {min}"),
+            (false, true) => format!(
+                "strict: {} of {} cells failed ({what}, {basis})",
+                self.cells - self.passes,
+                self.cells
+            ),
+        };
+        match (self.passed, self.blocked_by.as_slice()) {
+            (true, _) => format!("passed: {judged}"),
+            (false, []) => format!("FAILED: {judged}"),
+            (false, blocked) => format!("FAILED: {} ({judged})", blocked.join("; ")),
         }
+    }
+
+    /// Whether the statistic alone passes: at least `min_pass_rate`, and
+    /// every counted cell passed when strict (nothing to judge when every
+    /// cell is quarantined).
+    fn statistic_passed(&self) -> bool {
+        let nothing_to_judge = self.cells == 0 && self.quarantined_cells > 0;
+        nothing_to_judge
+            || (self.value + 1e-12 >= self.min_pass_rate
+                && (!self.strict || self.passes == self.cells))
+    }
+
+    /// The gate with `reasons` that fail the run whatever the pass rate.
+    pub(crate) fn blocked(mut self, reasons: Vec<String>) -> Gate {
+        self.blocked_by.extend(reasons);
+        self.passed = self.statistic_passed() && self.blocked_by.is_empty();
+        self
     }
 }
 
@@ -381,10 +435,8 @@ pub(crate) fn judge<'a>(
     } else {
         (GateStatistic::PassRate, pass_rate)
     };
-    // With every cell quarantined there is nothing to judge: the summary says so.
-    let passed = (n == 0 && quarantined_cells > 0) || value + 1e-12 >= min_pass_rate;
-    Gate {
-        passed,
+    let gate = Gate {
+        passed: false,
         min_pass_rate,
         statistic,
         value,
@@ -406,7 +458,11 @@ pub(crate) fn judge<'a>(
             .filter(|(_, m)| !m)
             .map(|(p, _)| p.clone())
             .collect(),
-    }
+        strict: options.strict,
+        blocked_by: Vec::new(),
+    };
+    // With every cell quarantined there is nothing to judge: the summary says so.
+    gate.blocked(Vec::new())
 }
 
 /// The examples that were this module's doctests (its items are

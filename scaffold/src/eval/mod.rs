@@ -291,7 +291,10 @@ impl<S: State> Eval<S> {
         self
     }
 
-    /// The share of cells that must pass (default 1.0).
+    /// The share of cells that must pass (default 1.0). Below 1.0 the gate
+    /// allows failures: a cell that fails its checks is reported as an
+    /// allowed failure (libtest `ignored`, JUnit `<skipped>`, the table's
+    /// `FAIL`) and the eval's `[gate]` test judges the run.
     pub fn min_pass_rate(mut self, rate: f64) -> Self {
         self.min_pass_rate = rate.clamp(0.0, 1.0);
         self
@@ -325,6 +328,21 @@ impl<S: State> Eval<S> {
     /// ```
     pub fn gate_on_lower_bound(mut self, on: bool) -> Self {
         self.gate.on_lower_bound = on;
+        self
+    }
+
+    /// Strict (default false): every cell that fails its checks fails its
+    /// own test and the run, whatever `min_pass_rate` says; for evals that
+    /// allow nothing. `SCAFFOLD_STRICT=1` makes every eval of a run strict.
+    ///
+    /// ```
+    /// use scaffold::eval::Eval;
+    /// # #[derive(Clone, Default, serde::Serialize, serde::Deserialize)] struct S;
+    /// let eval = Eval::<S>::new().min_pass_rate(0.8).strict(true);
+    /// assert!(!eval.gate_options().allows_failures(0.8));
+    /// ```
+    pub fn strict(mut self, on: bool) -> Self {
+        self.gate.strict = on;
         self
     }
 

@@ -453,6 +453,15 @@ pub struct CellRecord {
     /// every statistic and of the gate.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub excluded: bool,
+    /// The cell could not be played back: its requests differ from its
+    /// recordings, or it has none. Its verdict is not the workflow's: it
+    /// fails the run whatever the gate says (re-record it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unplayable: bool,
+    /// The cell's session differed from its snapshot (or had none yet): it
+    /// fails the run whatever the gate says (review with `cargo insta review`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot_changed: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -481,7 +490,15 @@ impl CellRecord {
             quarantined: false,
             retries: 0,
             excluded: false,
+            unplayable: false,
+            snapshot_changed: false,
         }
+    }
+
+    /// Whether the cell fails the run by itself, whatever the gate says:
+    /// it could not be played back or its snapshot changed.
+    pub fn fails_the_run(&self) -> bool {
+        self.unplayable || self.snapshot_changed
     }
 
     /// `{variant}::{case}`, plus `::t{n}` when the eval ran `trials > 1`
@@ -627,6 +644,8 @@ impl From<&CellResult> for CellRecord {
             quarantined: false,
             retries: c.retries,
             excluded: c.excluded,
+            unplayable: c.unplayable,
+            snapshot_changed: false,
         }
     }
 }
@@ -917,7 +936,7 @@ impl EvalResults {
         let unknown: Vec<String> = self
             .summary
             .values()
-            .filter(|s| !s.cost_known())
+            .filter(|s| s.cost.unpriced_cells > 0)
             .map(|s| {
                 format!(
                     "`{}` ({} of {} cells)",
@@ -940,14 +959,45 @@ impl EvalResults {
 
     /// The gate's verdict and what it was based on (see [`gate`]).
     pub fn gate_verdict(&self) -> Gate {
-        gate::judge(
+        let gate = gate::judge(
             self.results
                 .iter()
                 .filter(|c| !c.excluded)
                 .map(|c| (c.variant.as_str(), c.case.as_str(), c.passed, c.quarantined)),
             self.config.min_pass_rate,
             &self.gate_options,
-        )
+        );
+        gate.blocked(self.run_failures())
+    }
+
+    /// Whether failed `cell` is a failure its eval's gate allows: counted
+    /// (not quarantined or excluded), failing only its own checks (not
+    /// unplayable, its snapshot unchanged), in an eval whose gate allows
+    /// failures ([`GateOptions::allows_failures`]). Its test is ignored,
+    /// JUnit skips it, and the gate judges the run.
+    pub fn allowed_failure(&self, cell: &CellRecord) -> bool {
+        !(cell.passed || cell.quarantined || cell.excluded || cell.fails_the_run())
+            && (self.gate_options).allows_failures(self.config.min_pass_rate)
+    }
+
+    /// What fails the run whatever the pass rate: cells missing from a run
+    /// that is not finished, cells that could not be played back, changed
+    /// snapshots; each as a phrase for the gate's line.
+    fn run_failures(&self) -> Vec<String> {
+        let count = |f: fn(&CellRecord) -> bool| self.results.iter().filter(|c| f(c)).count();
+        let mut reasons: Vec<String> = self.partial().into_iter().collect();
+        for (n, what) in [
+            (count(|c| c.unplayable), "could not be played back"),
+            (
+                count(|c| c.snapshot_changed && !c.unplayable),
+                "changed their session snapshot",
+            ),
+        ] {
+            if n > 0 {
+                reasons.push(format!("{n} cell(s) {what}"));
+            }
+        }
+        reasons
     }
 
     /// Per variant × case over its trials, in the order the cases come in

@@ -146,9 +146,10 @@ impl RecordedCell {
     pub fn new(
         eval: impl Into<String>,
         cell: impl Into<String>,
-        record: CellRecord,
+        mut record: CellRecord,
         snapshot_ok: bool,
     ) -> Self {
+        record.snapshot_changed |= !snapshot_ok;
         RecordedCell {
             eval: eval.into(),
             cell: cell.into(),
@@ -203,6 +204,7 @@ fn record_op(path: &str, run_id: &str, cell: &RecordedCell) -> Result<RunOp, Sto
         passed: cell.record.passed,
         snapshot_ok: cell.snapshot_ok,
         finished_at: to_i64(path, "cell finishedAtMs", cell.finished_at_ms)?,
+        session: Some(cell.record.session_id.clone()).filter(|s| !s.is_empty()),
     })
 }
 
@@ -219,14 +221,17 @@ fn cells(conn: &Connection, path: &str, run: &str) -> Result<Vec<RecordedCell>, 
             .get_ref(2)
             .and_then(|v| Ok(v.as_str()?))
             .ctx(path, what)?;
-        let record: CellRecord = serde_json::from_str(record).ctx(path, || {
+        let mut record: CellRecord = serde_json::from_str(record).ctx(path, || {
             format!("parsing the record of cell {cell} of run {run}")
         })?;
         let finished_at: i64 = row.get(4).ctx(path, what)?;
+        let snapshot_ok: bool = row.get(3).ctx(path, what)?;
+        // Written before records carried it.
+        record.snapshot_changed |= !snapshot_ok;
         out.push(RecordedCell {
             eval,
             record,
-            snapshot_ok: row.get(3).ctx(path, what)?,
+            snapshot_ok,
             finished_at_ms: to_u64(path, "cell_results.finished_at", finished_at)?,
             cell,
         });
@@ -359,6 +364,27 @@ fn stored_configs(
         .collect()
 }
 
+/// Whether every cell run `run` planned is recorded: each eval it planned
+/// cells of has that many (false when a plan is unknown).
+fn whole(conn: &Connection, path: &str, run: &str) -> Result<bool, StoreError> {
+    let stored = stored_configs(conn, path, run)?;
+    let what = || format!("counting the cells of eval run {run}");
+    let mut st = conn
+        .prepare_cached("SELECT eval, COUNT(*) FROM cell_results WHERE run_id = ?1 GROUP BY eval")
+        .ctx(path, what)?;
+    let counts: BTreeMap<String, i64> = st
+        .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect())
+        .ctx(path, what)?;
+    Ok(!stored.is_empty()
+        && stored.iter().all(|(eval, s)| {
+            s.planned_cells.is_some_and(|planned| {
+                let recorded = counts.get(eval).copied().unwrap_or(0);
+                usize::try_from(recorded).is_ok_and(|n| n >= planned)
+            })
+        }))
+}
+
 /// The eval layer's methods of the store: runs typed with its records.
 impl Store {
     /// Begin an eval run, or join it: beginning an id already stored keeps
@@ -377,6 +403,18 @@ impl Store {
     pub fn record_cell(&self, run_id: &str, cell: &RecordedCell) -> Result<(), StoreError> {
         let op = record_op(self.path(), run_id, cell)?;
         self.write_run(op)
+    }
+
+    /// Mark run `run_id` finished if every cell it planned is recorded (what
+    /// the last process of a nextest run does: none sees the whole run);
+    /// whether it is.
+    pub fn finish_eval_run_if_whole(&self, run_id: &str) -> Result<bool, StoreError> {
+        let id = run_id.to_owned();
+        if !self.read(move |conn, path| whole(conn, path, &id))? {
+            return Ok(false);
+        }
+        self.finish_eval_run(run_id)?;
+        Ok(true)
     }
 
     /// The cells recorded in run `run_id`, by eval and cell (empty for a run

@@ -11,6 +11,11 @@
 //!   `h = (n - 1) q / 100`, the result is `x[⌊h⌋] + (h - ⌊h⌋) (x[⌊h⌋+1] - x[⌊h⌋])`.
 //! * **per case** — totals divided by the number of cells (a cell is one
 //!   case run once: variant × case × trial).
+//! * **unmeasured cells** — a cell that could not be played back, or whose
+//!   run errored, has no latency or cost of its own ([`Unmeasured`]): the
+//!   latency and cost statistics leave it out and count it
+//!   ([`VariantSummary::unmeasured`]); with no cell left, a variant's latency
+//!   and cost are unknown, never 0.
 //! * **pass rate interval** — the Wilson score interval; see [`trials`] for
 //!   it, pass@k, pass^k and flakiness across trials. With several trials
 //!   per case it is taken at the effective sample size of the cells
@@ -138,14 +143,113 @@ impl LatencyStats {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CostStats {
-    /// Over every cell (of the priced calls).
+    /// Over every measured cell (of the priced calls).
     pub total: f64,
-    /// Mean per cell.
+    /// Mean per measured cell.
     pub per_case: f64,
-    /// Cells with a provider call whose model has no price: with any, the
-    /// variant's cost is unknown (never shown as a figure, never ranked).
+    /// Measured cells with a provider call whose model has no price: with
+    /// any, the variant's cost is unknown (never shown as a figure, never
+    /// ranked).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unpriced_cells: usize,
+}
+
+/// Why a cell has no latency or cost of its own: what was measured is not
+/// what the cell would take. (Its metrics keep what its calls spent.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unmeasured {
+    /// Its calls could not be played back: a recording is missing, or the
+    /// request differs from it.
+    Unplayable,
+    /// Its run returned an error.
+    Errored,
+}
+
+impl Unmeasured {
+    /// Why, in words: `could not be played back` or `errored`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unmeasured::Unplayable => "could not be played back",
+            Unmeasured::Errored => "errored",
+        }
+    }
+}
+
+impl CellRecord {
+    /// Why the cell's latency and cost are unknown (`None`: they are its
+    /// metrics'): it could not be played back, or its run errored (a record
+    /// written before cells said they were unplayable reads as errored).
+    pub fn unmeasured(&self) -> Option<Unmeasured> {
+        if self.unplayable {
+            Some(Unmeasured::Unplayable)
+        } else if self.error.is_some() {
+            Some(Unmeasured::Errored)
+        } else {
+            None
+        }
+    }
+
+    /// The cell's latency in ms, when known ([`CellRecord::unmeasured`]).
+    pub fn known_latency(&self) -> Option<f64> {
+        self.unmeasured()
+            .is_none()
+            .then_some(self.metrics.latency_ms as f64)
+    }
+
+    /// The cell's cost in USD, when known: measured, and every call priced.
+    pub fn known_cost(&self) -> Option<f64> {
+        (self.unmeasured().is_none() && self.metrics.unpriced_calls == 0)
+            .then_some(self.metrics.cost_usd)
+    }
+}
+
+/// A variant's cells of unknown latency and cost ([`Unmeasured`]), by why:
+/// left out of its latency and cost statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnmeasuredCells {
+    /// Cells that could not be played back.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unplayable: usize,
+    /// Cells whose run errored.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errored: usize,
+}
+
+impl UnmeasuredCells {
+    /// How many cells, for any reason.
+    pub fn total(&self) -> usize {
+        self.unplayable + self.errored
+    }
+
+    /// Whether there are none.
+    pub fn is_none(&self) -> bool {
+        self.total() == 0
+    }
+
+    fn add(&mut self, why: Unmeasured) {
+        match why {
+            Unmeasured::Unplayable => self.unplayable += 1,
+            Unmeasured::Errored => self.errored += 1,
+        }
+    }
+
+    /// Why, in words, of `cells` cells: `6 of 6 cells could not be played
+    /// back`, `1 of 4 cells errored`, `3 of 6 cells: 2 could not be played
+    /// back, 1 errored`; `None` when there are none.
+    pub fn describe(&self, cells: usize) -> Option<String> {
+        let of = |n: usize| format!("{n} of {cells} cell{}", if cells == 1 { "" } else { "s" });
+        let (unplayable, errored) = (
+            Unmeasured::Unplayable.reason(),
+            Unmeasured::Errored.reason(),
+        );
+        match (self.unplayable, self.errored) {
+            (0, 0) => None,
+            (u, 0) => Some(format!("{} {unplayable}", of(u))),
+            (0, e) => Some(format!("{} {errored}", of(e))),
+            (u, e) => Some(format!("{}: {u} {unplayable}, {e} {errored}", of(u + e))),
+        }
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -178,14 +282,20 @@ pub struct VariantSummary {
     pub passed: usize,
     /// `passed / cells`.
     pub pass_rate: f64,
-    /// Mean latency per cell in ms (= `latency.mean`).
+    /// Mean latency per measured cell in ms (= `latency.mean`; 0 and
+    /// unknown without one: see [`VariantSummary::known_latency`]).
     pub avg_latency: f64,
-    /// Mean cost per cell in USD (= `cost.perCase`).
+    /// Mean cost per measured cell in USD (= `cost.perCase`; see
+    /// [`VariantSummary::known_cost`]).
     pub avg_cost: f64,
-    /// Latency statistics.
+    /// Latency statistics of the measured cells.
     pub latency: LatencyStats,
-    /// Cost totals.
+    /// Cost totals of the measured cells.
     pub cost: CostStats,
+    /// The cells of unknown latency and cost, left out of `latency`, `cost`,
+    /// `avg_latency` and `avg_cost` (see [`Unmeasured`]).
+    #[serde(default, skip_serializing_if = "UnmeasuredCells::is_none")]
+    pub unmeasured: UnmeasuredCells,
     /// Token totals.
     pub tokens: TokenStats,
     /// Per scorer, by name.
@@ -198,15 +308,69 @@ pub struct VariantSummary {
 }
 
 impl VariantSummary {
-    /// Whether the variant's cost is known: every provider call it made
-    /// was priced (see [`CostStats::unpriced_cells`]).
-    pub fn cost_known(&self) -> bool {
-        self.cost.unpriced_cells == 0
+    /// The cells whose latency and cost the statistics count: all but the
+    /// unmeasured ones.
+    pub fn measured_cells(&self) -> usize {
+        self.cells.saturating_sub(self.unmeasured.total())
     }
 
-    /// The mean cost per cell, when known.
+    /// Whether the variant's latency is known: some cell of it was
+    /// measured (see [`VariantSummary::unmeasured`]).
+    pub fn latency_known(&self) -> bool {
+        self.measured_cells() > 0
+    }
+
+    /// Whether the variant's cost is known: some cell of it was measured,
+    /// and every provider call of its measured cells was priced (see
+    /// [`CostStats::unpriced_cells`]).
+    pub fn cost_known(&self) -> bool {
+        self.latency_known() && self.cost.unpriced_cells == 0
+    }
+
+    /// The mean latency per measured cell, when known.
+    pub fn known_latency(&self) -> Option<f64> {
+        self.latency_known().then_some(self.avg_latency)
+    }
+
+    /// The mean cost per measured cell, when known.
     pub fn known_cost(&self) -> Option<f64> {
         self.cost_known().then_some(self.avg_cost)
+    }
+
+    /// Why the variant's cost is unknown, in words (`None` when known): no
+    /// cell measured (`6 of 6 cells could not be played back`), or a model
+    /// with no price.
+    pub fn cost_unknown_reason(&self) -> Option<String> {
+        match self.latency_unknown_reason() {
+            Some(why) => Some(why),
+            None if !self.cost_known() => Some(format!(
+                "no price for a model it called, in {} of {} cells",
+                self.cost.unpriced_cells,
+                self.measured_cells()
+            )),
+            None => None,
+        }
+    }
+
+    /// Why the variant's latency is unknown, in words (`None` when known):
+    /// `6 of 6 cells could not be played back`.
+    pub fn latency_unknown_reason(&self) -> Option<String> {
+        if self.latency_known() {
+            return None;
+        }
+        Some(
+            self.unmeasured
+                .describe(self.cells)
+                .unwrap_or_else(|| "no cells".into()),
+        )
+    }
+
+    /// The cells left out of a known latency and cost, in words (`None`
+    /// when none was, or none is known): `1 of 6 cells errored`.
+    pub fn left_out(&self) -> Option<String> {
+        self.latency_known()
+            .then(|| self.unmeasured.describe(self.cells))
+            .flatten()
     }
 }
 
@@ -231,9 +395,24 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
     let n = cells.len();
     let per = |total: f64| if n == 0 { 0.0 } else { total / n as f64 };
     let passed = cells.iter().filter(|c| c.passed).count();
-    let latencies: Vec<f64> = cells.iter().map(|c| c.metrics.latency_ms as f64).collect();
+    // Latency and cost are of the measured cells; the others are counted.
+    let mut unmeasured = UnmeasuredCells::default();
+    let mut measured = Vec::with_capacity(n);
+    for c in cells {
+        match c.unmeasured() {
+            Some(why) => unmeasured.add(why),
+            None => measured.push(*c),
+        }
+    }
+    let per_measured = |total: f64| match measured.len() {
+        0 => 0.0,
+        m => total / m as f64,
+    };
+    let latencies: Vec<f64> = (measured.iter())
+        .map(|c| c.metrics.latency_ms as f64)
+        .collect();
     let latency = LatencyStats::of(&latencies);
-    let total_cost: f64 = cells.iter().map(|c| c.metrics.cost_usd).sum();
+    let total_cost: f64 = measured.iter().map(|c| c.metrics.cost_usd).sum();
     let input: u64 = cells.iter().map(|c| c.metrics.input_tokens).sum();
     let output: u64 = cells.iter().map(|c| c.metrics.output_tokens).sum();
     let total: u64 = cells.iter().map(|c| c.metrics.total_tokens).sum();
@@ -254,16 +433,16 @@ fn summarize_variant(variant: &str, cells: &[&CellRecord]) -> VariantSummary {
         passed,
         pass_rate: per(passed as f64),
         avg_latency: latency.mean,
-        avg_cost: per(total_cost),
+        avg_cost: per_measured(total_cost),
         latency,
         cost: CostStats {
             total: total_cost,
-            per_case: per(total_cost),
-            unpriced_cells: cells
-                .iter()
+            per_case: per_measured(total_cost),
+            unpriced_cells: (measured.iter())
                 .filter(|c| c.metrics.unpriced_calls > 0)
                 .count(),
         },
+        unmeasured,
         tokens: TokenStats {
             input,
             output,
@@ -312,6 +491,64 @@ mod tests {
         assert_eq!((s.min, s.max, s.pass_rate), (2.0, 9.0, 1.0));
         assert_eq!(ScoreStats::of(&[3.0], 0).stddev, 0.0);
         assert_eq!(ScoreStats::of(&[], 0).count, 0);
+    }
+
+    /// A cell that could not be played back, or errored, has no latency or
+    /// cost of its own: the variant's means leave it out and count it, and
+    /// a variant with no other cell has an unknown latency and cost, never
+    /// 0 (issue 36).
+    #[test]
+    fn unmeasured_cells_are_left_out_of_latency_and_cost_and_counted() {
+        let cell = |case: &str, ms: u64, usd: f64| {
+            let mut c = CellRecord::new("v", case);
+            c.metrics.latency_ms = ms;
+            c.metrics.cost_usd = usd;
+            c
+        };
+        let mut unplayable = cell("a", 0, 0.0);
+        (unplayable.unplayable, unplayable.error) = (true, Some("playback: no recording".into()));
+        let mut errored = cell("b", 5, 0.001);
+        errored.error = Some("HTTP 500".into());
+        let ok = [cell("c", 1000, 0.02), cell("d", 3000, 0.04)];
+        let s = &summarize(&[
+            unplayable.clone(),
+            errored.clone(),
+            ok[0].clone(),
+            ok[1].clone(),
+        ])[0];
+        assert_eq!((s.cells, s.measured_cells()), (4, 2));
+        assert_eq!(
+            s.unmeasured,
+            UnmeasuredCells {
+                unplayable: 1,
+                errored: 1
+            }
+        );
+        assert_eq!((s.known_latency(), s.latency.min), (Some(2000.0), 1000.0));
+        assert!((s.known_cost().unwrap() - 0.03).abs() < 1e-12);
+        assert!((s.cost.total - 0.06).abs() < 1e-12);
+        assert_eq!(
+            s.left_out().as_deref(),
+            Some("2 of 4 cells: 1 could not be played back, 1 errored")
+        );
+
+        let s = &summarize(&[unplayable.clone(), unplayable])[0];
+        assert_eq!((s.known_latency(), s.known_cost()), (None, None));
+        assert!(!s.latency_known() && !s.cost_known());
+        let why = "2 of 2 cells could not be played back";
+        assert_eq!(s.latency_unknown_reason().as_deref(), Some(why));
+        assert_eq!(s.cost_unknown_reason().as_deref(), Some(why));
+        assert_eq!(s.left_out(), None);
+        assert_eq!(
+            summarize(&[errored])[0].latency_unknown_reason().as_deref(),
+            Some("1 of 1 cell errored")
+        );
+
+        // Written as counts, absent when there are none.
+        let json = serde_json::to_value(s).unwrap();
+        assert_eq!(json["unmeasured"], serde_json::json!({"unplayable": 2}));
+        let measured = serde_json::to_value(&summarize(&ok)[0]).unwrap();
+        assert!(measured.get("unmeasured").is_none(), "{measured}");
     }
 
     #[test]

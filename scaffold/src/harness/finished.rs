@@ -156,8 +156,6 @@ pub(crate) struct Finished {
     row_count: usize,
     /// Cells that do not fit a row, by their position among all the cells.
     records: Vec<(usize, CellRecord)>,
-    /// How many of the cells differed from their snapshot.
-    drift: usize,
 }
 
 /// Room set aside per expected cell: most rows fit.
@@ -179,14 +177,8 @@ impl Finished {
         self.row_count + self.records.len()
     }
 
-    /// How many of them differed from their snapshot.
-    pub(crate) fn drift(&self) -> usize {
-        self.drift
-    }
-
     /// Keep `record` (a summary, [`CellRecord::into_summary`], or a whole record).
-    pub(crate) fn push(&mut self, record: CellRecord, snapshot_ok: bool) {
-        self.drift += usize::from(!snapshot_ok);
+    pub(crate) fn push(&mut self, record: CellRecord) {
         let position = self.len();
         if let Err(record) = self.push_row(record) {
             self.records.push((position, *record));
@@ -201,6 +193,8 @@ impl Finished {
             && record.error.is_none()
             && record.assertions.is_empty()
             && record.session_id.is_empty()
+            && record.retries == 0
+            && !(record.excluded || record.unplayable || record.snapshot_changed)
             && record.scores.values().all(|s| s.detail.is_none());
         if !fits {
             return Err(Box::new(record));
@@ -402,11 +396,10 @@ mod tests {
             CellRecord::new("gpt", "no-scores"),
         ];
         let mut finished = Finished::with_capacity(cells.len());
-        for (i, cell) in cells.iter().enumerate() {
-            finished.push(cell.clone(), i != 2);
+        for cell in &cells {
+            finished.push(cell.clone());
         }
         assert_eq!(finished.len(), 6);
-        assert_eq!(finished.drift(), 1);
         // Only the cells with text of their own are kept as records.
         assert_eq!(finished.records.len(), 2);
         assert_eq!(finished.row_count, 4);
@@ -418,9 +411,9 @@ mod tests {
         let mut finished = Finished::default();
         let mut failing = CellRecord::new("gpt", "z");
         failing.error = Some("boom".into());
-        finished.push(passing("gpt", "a", 0), true);
-        finished.push(failing.clone(), true);
-        finished.push(failing.clone(), true);
+        finished.push(passing("gpt", "a", 0));
+        finished.push(failing.clone());
+        finished.push(failing.clone());
         let records = finished.into_records();
         assert_eq!(
             records,
@@ -432,7 +425,7 @@ mod tests {
     fn names_are_kept_once_and_rows_are_small() {
         let mut finished = Finished::default();
         for trial in 0..100 {
-            finished.push(passing("gpt", "case-0042", trial), true);
+            finished.push(passing("gpt", "case-0042", trial));
         }
         // gpt, accuracy, ratio, cost, qa: the case id is in each row.
         assert_eq!(finished.names.names.len(), 5);
@@ -532,7 +525,7 @@ mod tests {
         proptest!(config, |(cells in proptest::collection::vec(record, 0..40))| {
             let mut finished = Finished::with_capacity(cells.len());
             for cell in &cells {
-                finished.push(cell.clone(), true);
+                finished.push(cell.clone());
             }
             let back = finished.into_records();
             // Compared as JSON text and bits: NaN is not equal to itself.

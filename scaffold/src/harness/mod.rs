@@ -36,6 +36,8 @@
 //!   includes them. Needs a database file (not `:memory:`) and the run's
 //!   own selection of cells (test filter and flags, `SCAFFOLD_TAGS`,
 //!   `SCAFFOLD_VARIANTS`); a run that another live process runs is refused.
+//! - `SCAFFOLD_STRICT` (`1` or `0`): `1` makes every eval strict: every
+//!   cell that fails its checks fails its test and the run.
 //! - `SCAFFOLD_MAX_COST` (US dollars above 0): the run's cost budget, for
 //!   every eval, replacing their `max_cost_usd`; once the finished cells
 //!   have spent it no cell starts and the run stays unfinished (see
@@ -61,26 +63,38 @@
 //! finished cell is recorded, durably, before its test reports (a cell
 //! whose record the store cannot write fails, and no cell starts after
 //! it), so a run killed at any point can be resumed; the run is marked
-//! finished after its summary, which prints `Run: <id>`. A nextest run is
-//! never marked finished (no process sees all of it): resume it with `SCAFFOLD_RESUME=<id>` to get
-//! its summary, or merge its results with `cargo scaffold merge`.
+//! finished after its summary, which prints `Run: <id>`, when no cell it
+//! planned is missing. A nextest run is marked finished by the process that
+//! records its last planned cell; no process sees all of it: judge it with
+//! `cargo scaffold gate --run <id>`, report it with `cargo scaffold report
+//! --run <id>`.
+//!
+//! Each eval's gate is a test of its own, `[gate] {eval}`, after the cells
+//! (not under nextest): it fails when the eval fails the run. A cell that
+//! fails its checks fails its test when its eval allows no failure
+//! (`min_pass_rate` 1.0, or strict: `Eval::strict`, `SCAFFOLD_STRICT=1`);
+//! when the gate allows failures, its test is reported `ignored` with the
+//! reason and the gate test judges the run, so libtest's closing line, the
+//! exit code, the JUnit report and the summary agree.
 //!
 //! After the cells, for each eval the harness prints the table (format
-//! `table`), applies the `min_pass_rate` gate, compares with the baseline,
-//! and writes `{eval}.json`, `{eval}.md`, `{eval}.junit.xml`,
+//! `table`), the gate's verdict, the baseline comparison, and writes `{eval}.json`, `{eval}.md`, `{eval}.junit.xml`,
 //! `{eval}.html` as selected (plus `{eval}.comparison.json` with a
 //! baseline). With `markdown` selected and `GITHUB_STEP_SUMMARY` set, the
 //! Markdown is appended to the step summary.
 
 mod budget;
+mod cell;
 pub(crate) mod erased;
 mod finished;
 mod fork;
+mod judge;
 mod memory;
 pub(crate) mod registry;
 mod selection;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
+mod summary;
 mod totals;
 
 pub(crate) use erased::ErasedEval;
@@ -173,29 +187,6 @@ fn run_tag(id: &str) -> String {
     format!("run:{id}")
 }
 
-/// What the summary of each eval adds up for the run.
-#[derive(Default)]
-struct Tally {
-    /// Cells a resumed run finished before its interruption.
-    resumed: usize,
-    /// Session snapshots that changed.
-    drift: usize,
-    /// Failed tests explained by their cells' checks.
-    explained: usize,
-    /// What the evals add up to, and whose gates failed.
-    totals: RunTotals,
-    /// A baseline that could not be read, or a comparison that blocks.
-    blocked: bool,
-}
-
-/// What every eval's summary shares.
-struct Summary<'a> {
-    /// Where the reports go.
-    dir: &'a Path,
-    baseline: &'a Baseline,
-    timestamp: String,
-}
-
 /// The harness's shared state.
 struct Harness {
     evals: Vec<Box<dyn ErasedEval>>,
@@ -212,8 +203,6 @@ struct Harness {
     /// Cells whose calls could not be played back (a stale or missing
     /// recording): their snapshots were not compared.
     unplayable: AtomicUsize,
-    /// Cells that passed their checks and failed on their snapshot alone.
-    drifted_passing: AtomicUsize,
     output: Option<PathBuf>,
     store: Option<Store>,
     run: Option<RunState>,
@@ -247,6 +236,17 @@ struct Harness {
     budgets: Vec<Option<Arc<Budget>>>,
     /// Per eval: the cells this process runs or reports.
     planned: Vec<usize>,
+    /// Per eval: its cells this process has yet to finish (its gate test waits).
+    countdowns: Vec<judge::Countdown>,
+    /// Per eval: the results its gate test judged, for the summary.
+    judged: Vec<Mutex<Option<judge::Judged>>>,
+    /// The tests this harness failed (cells and gates); libtest counting
+    /// more means some crashed.
+    failed_tests: AtomicUsize,
+    /// The results' timestamp, the same for every eval of the run.
+    timestamp: OnceLock<String>,
+    /// `SCAFFOLD_BASELINE`.
+    baseline: summary::Baseline,
 }
 
 /// Why the suite could not start.
@@ -897,7 +897,10 @@ impl Setup {
         if let Some(fork) = fork.as_ref().filter(|_| !args.list) {
             eprintln!("{}", fork.banner);
         }
-        let gate_options = gate_options(manifest_dir, &evals).map_err(line)?;
+        let mut gate_options = gate_options(manifest_dir, &evals).map_err(line)?;
+        for options in gate_options.iter_mut() {
+            options.strict |= settings.strict;
+        }
         Ok(Setup {
             mode,
             client,
@@ -1075,8 +1078,8 @@ impl Cells {
                     cells.planned.insert(name.clone());
                 }
                 let h = shared.clone();
-                let trial = Trial::test(name, move || match h.get() {
-                    Some(h) => h.run_trial(e, index),
+                let trial = Trial::ignorable_test(name, move || match h.get() {
+                    Some(h) => h.cell_test(e, index),
                     None => Err("the harness was not set up".into()),
                 })
                 .with_kind("eval")
@@ -1101,12 +1104,42 @@ impl Cells {
                 cells.trials.push(trial);
             });
         }
+        if !nextest {
+            cells.push_gates(evals, args, shared);
+        }
         cells.inputs = cases.iter().map(HashSet::len).collect();
         cells.tags = tags;
         // Held until every trial has run: no room to spare (at 10,000 cells the
         // doubled vector left 0.5 MB unused).
         cells.trials.shrink_to_fit();
         cells
+    }
+
+    /// After every cell, one test per eval that has cells: its gate
+    /// (`[gate] {eval}`, see `judge.rs`). Not under nextest, whose
+    /// processes each run one test and never see the whole run.
+    fn push_gates(
+        &mut self,
+        evals: &[Box<dyn ErasedEval>],
+        args: &Arguments,
+        shared: &Arc<OnceLock<Harness>>,
+    ) {
+        let one_test = args.exact && args.filter.is_some() && !args.list;
+        for (e, eval) in evals.iter().enumerate() {
+            if self.selected[e] == 0 {
+                continue;
+            }
+            let h = shared.clone();
+            let gate = Trial::ignorable_test(eval.name(), move || match h.get() {
+                Some(h) => h.run_gate(e),
+                None => Err("the harness was not set up".into()),
+            })
+            .with_kind("gate");
+            if one_test && args.is_filtered_out(&gate) {
+                continue;
+            }
+            self.trials.push(gate);
+        }
     }
 
     /// Per eval, its gate options and the cells planned for the run.
@@ -1250,7 +1283,6 @@ impl Harness {
                 .map(|&n| Mutex::new(Finished::with_capacity(n)))
                 .collect(),
             unplayable: AtomicUsize::new(0),
-            drifted_passing: AtomicUsize::new(0),
             whole_left: AtomicUsize::new(setup.settings.whole_records),
             summarized: AtomicBool::new(resumed_summaries),
             store_errors: Mutex::new(Vec::new()),
@@ -1263,6 +1295,11 @@ impl Harness {
             gate_options: setup.gate_options,
             limits: (setup.mode != RecorderMode::Playback).then(RateLimits::new),
             budgets: setup.budgets,
+            countdowns: running.iter().map(|&n| judge::Countdown::new(n)).collect(),
+            judged: running.iter().map(|_| Mutex::new(None)).collect(),
+            failed_tests: AtomicUsize::new(0),
+            timestamp: OnceLock::new(),
+            baseline: summary::Baseline::from_env(),
             planned: running,
         }
     }
@@ -1345,6 +1382,12 @@ impl Harness {
         }
         if under_nextest() {
             // One cell per process: the cell's own verdict is the result.
+            // The process that records the run's last cell marks it finished.
+            if let (Some(store), Some(run)) = (&self.store, &self.run)
+                && let Err(e) = store.finish_eval_run_if_whole(&run.id)
+            {
+                eprintln!("warning: cannot mark run {} finished: {e}", run.id);
+            }
             return conclusion.exit_code();
         }
         // The summary is the run's peak at 10,000 cells: it goes on what the
@@ -1387,861 +1430,17 @@ impl Harness {
         flushed.is_err() || !errors.is_empty()
     }
 
-    fn push_finished(&self, eval: usize, record: CellRecord, snapshot_ok: bool) {
-        let Some(finished) = self.finished.get(eval) else {
-            return;
-        };
-        if record.passed && !snapshot_ok {
-            self.drifted_passing.fetch_add(1, Ordering::Relaxed);
-        }
-        match finished.lock() {
-            Ok(mut f) => f.push(record, snapshot_ok),
-            Err(poisoned) => poisoned.into_inner().push(record, snapshot_ok),
-        }
-        self.trim.cell_finished();
-    }
-
-    /// A cell of the eval at index `eval` finished in the run before it was
-    /// interrupted: its stored verdict.
-    fn report_done(
-        &self,
-        eval: usize,
-        id: &CellId,
-        run: &str,
-        done: &RecordedCell,
-    ) -> Result<(), Failed> {
-        self.push_finished(eval, done.record.clone(), done.snapshot_ok);
-        // Checked before the interruption; still this run's snapshot.
-        if let Snapshots::Dir(dir) = &self.snapshots {
-            snapshot::reference(dir, id)?;
-        }
-        let quarantined = done.snapshot_ok && self.quarantined(eval, &done.record);
-        let ok = (done.record.passed || quarantined || done.record.excluded) && done.snapshot_ok;
-        if let Some(p) = &self.progress {
-            p.tick(!ok);
-        }
-        if ok {
-            if done.record.excluded {
-                warn_excluded(&done.cell, done.record.error.as_deref());
-            } else if !done.record.passed {
-                self.warn_quarantined(&done.cell, &done.record.failures());
-            }
-            return Ok(());
-        }
-        let mut failures = if done.record.passed {
-            Vec::new()
-        } else {
-            done.record.failures()
-        };
-        if !done.snapshot_ok {
-            failures.push(format!(
-                "the session differed from its snapshot {} (review with `cargo insta review`)",
-                self.snapshot_file(&id.snapshot_path())
-            ));
-        }
-        failures.push(format!(
-            "(finished in run {run} before the interruption; not run again)"
-        ));
-        Err(failures.join("\n").into())
-    }
-
-    /// Where the snapshot at `name` (a [`CellId::snapshot_path`]) lives, for messages.
-    fn snapshot_file(&self, name: &str) -> String {
-        match &self.snapshots {
-            Snapshots::Dir(dir) if *dir == self.manifest_dir.join("snapshots") => {
-                format!("snapshots/{name}.snap")
-            }
-            Snapshots::Dir(dir) => dir.join(format!("{name}.snap")).display().to_string(),
-            Snapshots::Off => format!("{name}.snap"),
-        }
-    }
-
-    fn run_trial(&self, eval: usize, cell: usize) -> Result<(), Failed> {
-        let erased = &self.evals[eval];
-        let Some(id) = erased.cell_id(cell) else {
-            return Err(format!("eval `{}` has no cell #{cell}", erased.name()).into());
-        };
-        let name = id.to_string();
-        let name = name.as_str();
-        if let Some(run) = &self.run
-            && let Some(done) = run.done.get(name)
-        {
-            return self.report_done(eval, &id, &run.id, done);
-        }
-        if let Some(cause) = self.store_broken.get() {
-            self.not_started.fetch_add(1, Ordering::Relaxed);
-            if let Some(p) = &self.progress {
-                p.tick(true);
-            }
-            return Err(format!(
-                "not started: the session store could not record an earlier cell: {cause}"
-            )
-            .into());
-        }
-        if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
-            self.check_budget(budget)?;
-        }
-        let env = &self.envs[eval];
-        let outcome = self.runtime.block_on(async {
-            match &self.limits {
-                Some(limits) => with_rate_limits(limits.clone(), erased.run_cell(cell, env)).await,
-                None => erased.run_cell(cell, env).await,
-            }
-        });
-        let unplayable = playback_failed(&outcome.session.signals);
-        if unplayable {
-            self.unplayable.fetch_add(1, Ordering::Relaxed);
-        }
-        let mut failures = error_once(outcome.result.failures(), outcome.result.error.as_deref());
-        if unplayable {
-            failures = only_the_run_error(failures);
-        }
-        let snapshot_ok = self.check_snapshot(&outcome, unplayable, &mut failures);
-        let eval_name = outcome.result.id.eval.clone();
-        let recorded = RecordedCell::new(
-            eval_name,
-            name,
-            CellRecord::from(&outcome.result),
-            snapshot_ok,
-        );
-        if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
-            budget.spend(recorded.record.metrics.cost_usd);
-        }
-        drop(outcome);
-        let (stored, store_failure) = self.store_cell(name, &recorded);
-        // Quarantine and exclusion excuse the workflow's failures, never a
-        // changed snapshot, recordings that no longer fit the requests or
-        // a store that cannot write.
-        let excusable = store_failure.is_none() && snapshot_ok && !unplayable;
-        let quarantined =
-            !failures.is_empty() && excusable && self.quarantined(eval, &recorded.record);
-        let excluded =
-            (recorded.record.excluded && excusable).then(|| recorded.record.error.clone());
-        failures.extend(store_failure);
-        let link = self.transcript_link(&recorded.eval, &recorded.record);
-        let record = if stored && !self.keep_whole() {
-            // Nothing more of this cell stays in memory than its summary:
-            // the store has the whole record, the reports that show more
-            // are written from it.
-            recorded.record.into_summary()
-        } else {
-            recorded.record
-        };
-        self.push_finished(eval, record, snapshot_ok);
-        if let Some(p) = &self.progress {
-            p.tick(!failures.is_empty() && !quarantined && excluded.is_none());
-        }
-        if quarantined {
-            self.warn_quarantined(name, &failures);
-            Ok(())
-        } else if let Some(error) = excluded {
-            warn_excluded(name, error.as_deref());
-            Ok(())
-        } else if failures.is_empty() {
-            Ok(())
-        } else {
-            failures.extend(link);
-            Err(failures.join("\n").into())
-        }
-    }
-
-    /// Where the HTML report shows the cell's transcript, for its failure
-    /// message (so a CI log points at it); none unless HTML is written.
-    fn transcript_link(&self, eval: &str, record: &CellRecord) -> Option<String> {
-        if !self.formats.contains(&Format::Html) {
-            return None;
-        }
-        let page = self
-            .reports_dir()
-            .join(format!("{eval}.{}", Format::Html.extension()));
-        let anchor = reports::html::cell_anchor(eval, &record.variant, &record.case, record.trial);
-        Some(format!("transcript: {}#{anchor}", page.display()))
-    }
-
-    /// Where the reports go: `SCAFFOLD_OUTPUT`, else `target/scaffold`.
-    fn reports_dir(&self) -> PathBuf {
-        self.output
-            .clone()
-            .unwrap_or_else(|| results_dir(&self.manifest_dir))
-    }
-
-    /// Record the cell in the run, durable before the test reports (a run
-    /// killed after this resumes past the cell): whether its record is
-    /// stored, and why the cell fails when the store could not be written
-    /// (no cell starts after it).
-    fn store_cell(&self, name: &str, recorded: &RecordedCell) -> (bool, Option<String>) {
-        let (Some(store), Some(run)) = (&self.store, &self.run) else {
-            return (false, None);
-        };
-        let error = match store.record_cell(&run.id, recorded) {
-            Ok(()) => return (true, None),
-            // The cell's record is stored; earlier writes (its session's signals, say) are not.
-            Err(e @ StoreError::QueuedWrites { .. }) => {
-                return self.store_failed_with(true, e.to_string());
-            }
-            Err(e) => format!("cell {name} was not recorded: {e}"),
-        };
-        self.store_failed_with(false, error)
-    }
-
-    /// Note the store's error `e`: no cell starts after it.
-    fn store_failed_with(&self, stored: bool, e: String) -> (bool, Option<String>) {
-        self.store_error(e.clone());
-        let _ = self.store_broken.set(e.clone());
-        (
-            stored,
-            Some(format!("the session store could not be written: {e}")),
-        )
-    }
-
-    /// Fail a cell that may not start because `budget` is spent. Under
-    /// nextest (a process per cell) what the run spent is what its cells
-    /// recorded in the store.
-    fn check_budget(&self, budget: &Budget) -> Result<(), Failed> {
-        if under_nextest()
-            && let (Some(store), Some(run)) = (&self.store, &self.run)
-        {
-            let cells = store.recorded_cells(&run.id).map_err(|e| {
-                format!("not started: the cost budget could not be checked in the store: {e}")
-            })?;
-            budget.spent_as_recorded(&cells);
-        }
-        if !budget.is_spent() {
-            return Ok(());
-        }
-        if let Some(p) = &self.progress {
-            p.tick(true);
-        }
-        Err(budget.not_started().into())
-    }
-
-    /// The summary's lines of the budgets that kept cells from starting
-    /// (each once), and how many cells they kept.
-    fn budget_lines(&self) -> (Vec<String>, usize) {
-        let run = self.run.as_ref().map(|r| r.id.as_str());
-        let (mut lines, mut skipped) = (Vec::new(), 0);
-        let mut seen: Vec<&Arc<Budget>> = Vec::new();
-        for (index, budget) in self.budgets.iter().enumerate() {
-            let Some(budget) = budget else { continue };
-            if seen.iter().any(|b| Arc::ptr_eq(b, budget)) {
-                continue;
-            }
-            seen.push(budget);
-            // A budget of every eval counts every eval's cells.
-            let planned: usize = (index..self.budgets.len())
-                .filter(|&i| {
-                    self.budgets[i]
-                        .as_ref()
-                        .is_some_and(|b| Arc::ptr_eq(b, budget))
-                })
-                .map(|i| self.planned.get(i).copied().unwrap_or(0))
-                .sum();
-            skipped += budget.skipped();
-            lines.extend(budget.line(planned, run));
-        }
-        (lines, skipped)
-    }
-
-    /// Check the cell's snapshot, adding what fails to `failures`; whether
-    /// the session matched it. The session of a cell whose calls could not
-    /// be played back is not its workflow's behaviour: it is not compared
-    /// (no diff, no `.snap.new` to accept), its recordings must change first.
-    fn check_snapshot(
-        &self,
-        outcome: &erased::CellOutcome,
-        unplayable: bool,
-        failures: &mut Vec<String>,
-    ) -> bool {
-        let Snapshots::Dir(dir) = &self.snapshots else {
-            return true;
-        };
-        let id = &outcome.result.id;
-        let existed = dir.join(format!("{}.snap", id.snapshot_path())).is_file();
-        let checked = match unplayable {
-            true => snapshot::reference(dir, id).map(|()| true),
-            false => snapshot::check(
-                (dir, &self.insta_workspace),
-                outcome,
-                (&self.source.0, self.source.1),
-            ),
-        };
-        match checked {
-            Ok(true) => true,
-            Ok(false) if !existed => {
-                failures.push(format!(
-                    "no snapshot of this session yet: {} is new (accept it with `cargo insta \
-                     review`, or run with INSTA_UPDATE=always)",
-                    self.snapshot_file(&id.snapshot_path())
-                ));
-                false
-            }
-            Ok(false) => {
-                failures.push(format!(
-                    "the session differs from {} (review with `cargo insta review`)",
-                    self.snapshot_file(&id.snapshot_path())
-                ));
-                false
-            }
-            Err(e) => {
-                failures.push(e);
-                true
-            }
-        }
-    }
-
-    /// Whether the next finished cell keeps its whole record in memory;
-    /// notes that the results hold summaries when it does not.
-    fn keep_whole(&self) -> bool {
-        let whole = self
-            .whole_left
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .is_ok();
-        if !whole {
-            self.summarized.store(true, Ordering::Relaxed);
-        }
-        whole
-    }
-
-    /// Whether the cell `record` of the eval at index `eval` is
-    /// quarantined: its failed checks neither fail its test nor count
-    /// towards the gate. Snapshot drift still fails it.
-    fn quarantined(&self, eval: usize, record: &CellRecord) -> bool {
-        self.gate_options.get(eval).is_some_and(|options| {
-            options
-                .quarantine
-                .iter()
-                .any(|p| gate::quarantine_matches(p, &record.variant, &record.case))
-        })
-    }
-
-    /// Say loudly that quarantined cell `name` failed and was let pass.
-    fn warn_quarantined(&self, name: &str, failures: &[String]) {
-        let mut text = format!("QUARANTINED {name} failed; not counted, its test passes:");
-        for f in failures {
-            text.push_str(&format!("\n    {f}"));
-        }
-        eprintln!("{text}");
-    }
-
     fn store_error(&self, e: String) {
         match self.store_errors.lock() {
             Ok(mut list) => list.push(e),
             Err(poisoned) => poisoned.into_inner().push(e),
         }
     }
-
-    /// Per eval: print the table, apply the gate, compare with the
-    /// baseline, write the reports; then mark the run finished.
-    fn summarize(&self, num_failed: u64) -> ExitCode {
-        // Taken, not cloned: at 10,000 cells the records are most of the memory.
-        let mut finished: Vec<Finished> = self
-            .finished
-            .iter()
-            .map(|f| match f.lock() {
-                Ok(mut f) => std::mem::take(&mut *f),
-                Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-            })
-            .collect();
-        let dir = self.reports_dir();
-        let baseline = Baseline::from_env();
-        let mut tally = Tally::default();
-        if let Baseline::Invalid(e) = &baseline {
-            eprintln!("\nerror: {BASELINE_ENV}: {e}");
-            tally.blocked = true;
-        }
-        let summary = Summary {
-            dir: &dir,
-            baseline: &baseline,
-            timestamp: crate::util::now_rfc3339(),
-        };
-        for (index, f) in finished.iter_mut().enumerate() {
-            self.summarize_eval(index, std::mem::take(f), &summary, &mut tally);
-        }
-        for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
-            eprintln!("\n{line}");
-        }
-        let (budget_lines, over_budget) = self.budget_lines();
-        for line in &budget_lines {
-            eprintln!("\n{line}");
-        }
-        let store_failed = self.finish_run(tally.resumed, over_budget);
-        let unplayable = self.print_replay_notes(tally.drift);
-        // Cells that fail only their checks are judged by the gate; anything
-        // else that failed (snapshot drift, a crashed cell) fails the run.
-        // Cells a budget kept from starting failed as not started.
-        let explained =
-            tally.explained + self.drifted_passing.load(Ordering::Relaxed) + over_budget;
-        let crashed = num_failed as usize > explained;
-        let mut reasons = tally.totals.gate_reasons();
-        for (failed, reason) in [
-            (tally.blocked, "the baseline comparison blocks".to_string()),
-            (
-                tally.drift > 0,
-                format!("{} session snapshot(s) changed", tally.drift),
-            ),
-            (
-                unplayable > 0,
-                format!("{unplayable} cell(s) could not be played back"),
-            ),
-            (crashed, "cells crashed before they were graded".into()),
-            (
-                store_failed,
-                "the session store could not be written".into(),
-            ),
-            (
-                over_budget > 0,
-                format!("{over_budget} cell(s) kept from starting by a budget"),
-            ),
-        ] {
-            if failed {
-                reasons.push(reason);
-            }
-        }
-        if crashed {
-            eprintln!("\nsome cells crashed before they could be graded (see above).");
-        }
-        eprintln!("\n{}", tally.totals.line(&reasons));
-        // Recordings that no longer fit the requests fail the run whatever
-        // the gate says, as the snapshot they changed did before.
-        if reasons.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        }
-    }
-
-    /// Summarize eval `index` from its finished cells `f` (and those a
-    /// resumed run finished before): table, gate, baseline, reports.
-    fn summarize_eval(&self, index: usize, f: Finished, summary: &Summary<'_>, tally: &mut Tally) {
-        let eval = &self.evals[index];
-        tally.drift += f.drift();
-        let mut cells = f.into_records();
-        if let Some(run) = self.run.as_ref().filter(|r| r.resuming) {
-            let (cells_resumed, cells_drifted) = add_resumed(run, eval.as_ref(), &mut cells);
-            tally.resumed += cells_resumed;
-            tally.drift += cells_drifted;
-        }
-        if cells.is_empty() {
-            return;
-        }
-        // The cells whose tests failed on their checks: a quarantined or
-        // excluded cell's test passed, so it explains no failed test.
-        tally.explained += cells
-            .iter()
-            .filter(|c| !c.passed && !c.quarantined && !c.excluded)
-            .count();
-        let config = run_config(eval.as_ref(), distinct_inputs(&cells));
-        let options = self.gate_options[index].clone();
-        let timestamp = summary.timestamp.clone();
-        let mut results = EvalResults::new_with(eval.name(), timestamp, config, options, cells);
-        if self.budgets[index]
-            .as_ref()
-            .is_some_and(|b| b.skipped() > 0)
-        {
-            // Cells did not start: the results say how many are missing.
-            results = results.with_planned_cells(self.planned[index]);
-        }
-        let gate_passed = self.print_verdict(&results);
-        tally.totals.add(&results, gate_passed);
-        let comparison = match summary.baseline.for_eval(eval.name()) {
-            Ok(Some(base)) => {
-                let cmp = compare(&base, &results, &CompareOptions::default());
-                tally.blocked |= print_comparison(&cmp);
-                // The baseline too: its transcripts stand beside regressions.
-                Some((cmp, base))
-            }
-            Ok(None) => None,
-            Err(e) => {
-                eprintln!("  Baseline: error: {e}");
-                tally.blocked = true;
-                None
-            }
-        };
-        let against = comparison.as_ref().map(|(cmp, base)| (cmp, base));
-        self.write_reports(summary.dir, &mut results, against);
-    }
-
-    /// Print the table (when asked for), the gate and the notes of
-    /// `results`; whether the gate passed.
-    fn print_verdict(&self, results: &EvalResults) -> bool {
-        if self.formats.contains(&Format::Table) {
-            eprintln!("\n{}", reports::table::render_results(results));
-        } else {
-            eprintln!();
-        }
-        let gate = results.gate_verdict();
-        eprintln!("  Gate: {}", gate.describe());
-        for line in gate.notes(&results.eval, &results.notable_trials()) {
-            eprintln!("  {line}");
-        }
-        if let Some(line) = results.cost_warning() {
-            eprintln!("  {line}");
-        }
-        if let Some(line) = results.excluded_line() {
-            eprintln!("  {line}");
-        }
-        gate.passed
-    }
-
-    /// Name the run and mark it finished unless a budget stopped it (it
-    /// stays unfinished, to be resumed); whether the store failed.
-    fn finish_run(&self, resumed: usize, over_budget: usize) -> bool {
-        let (Some(store), Some(run)) = (&self.store, &self.run) else {
-            return false;
-        };
-        let resumed = match resumed {
-            0 => String::new(),
-            n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
-        };
-        eprintln!("\nRun: {}{resumed}", run.id);
-        if over_budget > 0 {
-            return false;
-        }
-        if let Err(e) = store.finish_eval_run(&run.id) {
-            eprintln!("error: the session store could not be written: {e}");
-            return true;
-        }
-        let claim = match run.claim.lock() {
-            Ok(mut c) => c.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
-        if let Some(claim) = claim {
-            claim.release_finished();
-        }
-        false
-    }
-
-    /// Say how many snapshots changed (`drift`) and how many cells could
-    /// not be played back; returns the latter.
-    fn print_replay_notes(&self, drift: usize) -> usize {
-        if drift > 0 {
-            eprintln!(
-                "\n{drift} session snapshot(s) changed: review them with `cargo insta review`."
-            );
-        }
-        let unplayable = self.unplayable.load(Ordering::Relaxed);
-        if unplayable > 0 {
-            eprintln!(
-                "\n{unplayable} cell(s) could not be played back: their requests differ from \
-                 their recordings, or have none (their snapshots were not compared); \
-                 re-record them as each failure above says."
-            );
-        }
-        unplayable
-    }
-
-    /// Write the selected report files of one eval into `dir`.
-    fn write_reports(
-        &self,
-        dir: &Path,
-        results: &mut EvalResults,
-        against: Option<(&crate::eval::Comparison, &EvalResults)>,
-    ) {
-        let comparison = against.map(|(cmp, _)| cmp);
-        // Each report file, by its format; `None` is the baseline comparison.
-        let mut files: Vec<(PathBuf, Option<Format>)> = self
-            .formats
-            .iter()
-            .filter(|&&f| f != Format::Table)
-            .map(|&f| {
-                let path = dir.join(format!("{}.{}", results.eval, f.extension()));
-                (path, Some(f))
-            })
-            .collect();
-        if comparison.is_some() && self.formats.contains(&Format::Json) {
-            files.push((dir.join(format!("{}.comparison.json", results.eval)), None));
-        }
-        if files.is_empty() {
-            return;
-        }
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("  warning: cannot create {}: {e}", dir.display());
-            return;
-        }
-        for (path, format) in files {
-            // Whole or not at all: a report cut short by a store error must
-            // not pass for this run's, nor must the last run's.
-            let written = crate::util::write_atomic(&path, false, |out| match format {
-                Some(format) => self.write_report(out, format, results, against),
-                None => comparison.map_or(Ok(()), |cmp| {
-                    std::io::Write::write_all(out, reports::json::render_comparison(cmp).as_bytes())
-                }),
-            });
-            let label = if format == Some(Format::Json) {
-                "Results"
-            } else {
-                "Report"
-            };
-            match written {
-                Ok(()) => eprintln!("  {label}: {}", path.display()),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&path);
-                    eprintln!("  warning: cannot write {}: {e}", path.display());
-                }
-            }
-        }
-        if self.formats.contains(&Format::Markdown)
-            && let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty())
-        {
-            let md = reports::markdown::render(results, comparison);
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&summary)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{md}\n").as_bytes()));
-            if let Err(e) = appended {
-                eprintln!(
-                    "  warning: cannot append to GITHUB_STEP_SUMMARY {}: {e}",
-                    PathBuf::from(summary).display()
-                );
-            }
-        }
-    }
-
-    /// Write the report `format` of `results` to `out`. The JSON, JUnit and
-    /// HTML reports show what a cell summary drops: when the results hold
-    /// summaries, they are written cell by cell with the whole records read
-    /// from the store a chunk at a time.
-    fn write_report(
-        &self,
-        out: &mut impl std::io::Write,
-        format: Format,
-        results: &mut EvalResults,
-        against: Option<(&crate::eval::Comparison, &EvalResults)>,
-    ) -> std::io::Result<()> {
-        let comparison = against.map(|(cmp, _)| cmp);
-        // The baseline's transcripts stand beside regressions when its
-        // sessions are in this store.
-        let transcripts = (self.store.as_ref()).map(|s| {
-            let t = Transcripts::new(s, self.transcripts);
-            match against {
-                Some((_, base)) => t.baseline(base),
-                None => t,
-            }
-        });
-        let (Some(store), Some(run), true) = (
-            &self.store,
-            &self.run,
-            self.summarized.load(Ordering::Relaxed),
-        ) else {
-            return match (format, &transcripts) {
-                (Format::Html, Some(t)) => out.write_all(
-                    reports::html::render_with_transcripts(results, comparison, t).as_bytes(),
-                ),
-                (Format::Markdown, _) => {
-                    out.write_all(self.markdown(results, comparison).as_bytes())
-                }
-                _ => out.write_all(reports::render(format, results, comparison).as_bytes()),
-            };
-        };
-        let (eval, trials) = (results.eval.clone(), results.config.trials);
-        let details = |chunk: &[CellRecord]| {
-            let names = chunk.iter().map(|c| c.test_name(&eval, trials)).collect();
-            store
-                .cell_records(&run.id, &eval, names)
-                .map_err(|e| e.to_string())
-        };
-        match format {
-            Format::Json => reports::json::write_streamed(results, out, details),
-            Format::Junit => reports::junit::write_streamed(results, comparison, out, details),
-            Format::Html => match &transcripts {
-                Some(t) => reports::html::write_streamed_with_transcripts(
-                    results, comparison, out, details, t,
-                ),
-                None => reports::html::write_streamed(results, comparison, out, details),
-            },
-            Format::Markdown => out.write_all(self.markdown(results, comparison).as_bytes()),
-            Format::Table => out.write_all(reports::render(format, results, comparison).as_bytes()),
-        }
-    }
-
-    /// The Markdown report, its failed cells linked to the HTML report
-    /// written beside it (when it is).
-    fn markdown(
-        &self,
-        results: &EvalResults,
-        comparison: Option<&crate::eval::Comparison>,
-    ) -> String {
-        match self.formats.contains(&Format::Html) {
-            true => reports::markdown::render_linked(
-                results,
-                comparison,
-                &format!("{}.{}", results.eval, Format::Html.extension()),
-            ),
-            false => reports::markdown::render(results, comparison),
-        }
-    }
-}
-
-/// Say loudly that cell `name` errored and is left out of the statistics.
-fn warn_excluded(name: &str, error: Option<&str>) {
-    eprintln!(
-        "EXCLUDED {name} errored; left out of the statistics and the gate (OnError::Exclude): {}",
-        error.unwrap_or("(no error recorded)")
-    );
-}
-
-/// Whether a cell's calls could not be played back: a `provider:error`
-/// of code `playback` (a request that differs from its recording, a missing
-/// or unusable recording).
-fn playback_failed(signals: &[crate::signal::Signal]) -> bool {
-    signals.iter().any(|s| {
-        s.name == crate::signal::names::PROVIDER_ERROR
-            && s.payload.get("code").and_then(|c| c.as_str()) == Some("playback")
-    })
-}
-
-/// The failures of a cell that could not be played back: the run's error
-/// alone (the missing or stale recording and how to record it); every check
-/// that failed for want of the recorded answers would only repeat it.
-fn only_the_run_error(failures: Vec<String>) -> Vec<String> {
-    let run: Vec<String> = failures
-        .iter()
-        .filter(|f| f.starts_with("run failed: "))
-        .cloned()
-        .collect();
-    if run.is_empty() { failures } else { run }
-}
-
-/// `failures` with the run's `error` written out once: a later line that
-/// quotes it (the `output-valid` scorer's) refers to it instead, so that a
-/// stale recording's diff is printed once per cell.
-fn error_once(failures: Vec<String>, error: Option<&str>) -> Vec<String> {
-    let Some(error) = error.filter(|e| !e.is_empty()) else {
-        return failures;
-    };
-    let mut written = false;
-    failures
-        .into_iter()
-        .map(|line| match (line.contains(error), written) {
-            (false, _) => line,
-            (true, false) => {
-                written = true;
-                line
-            }
-            (true, true) => line.replace(error, "the run's error (above)"),
-        })
-        .collect()
-}
-
-/// Add to `cells`, the cells of `eval` this process reported, the cells
-/// finished before the interruption of `run` that it did not report (left
-/// out by a filter): they belong to the run's results too. Returns how many
-/// of `eval`'s cells the interrupted run had finished, and how many of the
-/// added ones differed from their snapshot.
-fn add_resumed(
-    run: &RunState,
-    eval: &dyn ErasedEval,
-    cells: &mut Vec<CellRecord>,
-) -> (usize, usize) {
-    let reported: HashSet<String> = cells
-        .iter()
-        .map(|r| r.test_name(eval.name(), eval.trials()))
-        .collect();
-    let mut resumed = reported
-        .iter()
-        .filter(|c| run.done.contains_key(*c))
-        .count();
-    let mut drift = 0;
-    for d in run.done.values().filter(|d| {
-        d.eval == eval.name() && run.planned.contains(&d.cell) && !reported.contains(&d.cell)
-    }) {
-        cells.push(d.record.clone());
-        drift += usize::from(!d.snapshot_ok);
-        resumed += 1;
-    }
-    (resumed, drift)
-}
-
-/// Print a baseline comparison; returns whether it blocks.
-fn print_comparison(cmp: &crate::eval::Comparison) -> bool {
-    let s = &cmp.summary;
-    eprintln!(
-        "  Baseline ({}): {}; pass rate {:+.1} pts; {} regression(s), {} improvement(s), {} new, {} removed",
-        cmp.baseline.timestamp,
-        s.verdict.as_str(),
-        s.pass_rate_delta * 100.0,
-        cmp.regressions.len(),
-        cmp.improvements.len(),
-        cmp.new_cases.len(),
-        cmp.removed_cases.len()
-    );
-    if !s.should_block {
-        return false;
-    }
-    eprintln!(
-        "  Baseline: BLOCKED: {}",
-        s.block_reason.as_deref().unwrap_or("regressions")
-    );
-    for r in &cmp.regressions {
-        let severity = match r.severity {
-            crate::eval::compare::Severity::Critical => "critical",
-            crate::eval::compare::Severity::Warning => "warning",
-        };
-        eprintln!("    [{severity}] {}: {}", r.case_id, r.description);
-    }
-    true
-}
-
-/// What `SCAFFOLD_BASELINE` names.
-enum Baseline {
-    /// Not set.
-    None,
-    /// One results file (for the eval it names).
-    File(PathBuf, Box<EvalResults>),
-    /// A directory of `{eval}.json` files.
-    Dir(PathBuf),
-    /// Set, but unreadable.
-    Invalid(String),
-}
-
-impl Baseline {
-    fn from_env() -> Baseline {
-        let Some(raw) = std::env::var_os(BASELINE_ENV).filter(|v| !v.is_empty()) else {
-            return Baseline::None;
-        };
-        let path = PathBuf::from(raw);
-        if path.is_dir() {
-            return Baseline::Dir(path);
-        }
-        match EvalResults::load(&path) {
-            Ok(r) => Baseline::File(path, Box::new(r)),
-            Err(e) => Baseline::Invalid(e.to_string()),
-        }
-    }
-
-    /// The baseline of eval `name`, if there is one.
-    fn for_eval(&self, name: &str) -> Result<Option<EvalResults>, String> {
-        match self {
-            Baseline::None | Baseline::Invalid(_) => Ok(None),
-            Baseline::File(path, r) => {
-                if r.eval == name {
-                    Ok(Some(EvalResults::clone(r)))
-                } else {
-                    eprintln!(
-                        "  Baseline: {} holds eval `{}`, not `{name}`: not compared",
-                        path.display(),
-                        r.eval
-                    );
-                    Ok(None)
-                }
-            }
-            Baseline::Dir(dir) => {
-                let path = dir.join(format!("{name}.json"));
-                if !path.exists() {
-                    eprintln!("  Baseline: no {}: not compared", path.display());
-                    return Ok(None);
-                }
-                EvalResults::load(&path)
-                    .map(Some)
-                    .map_err(|e| e.to_string())
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::cell::{error_once, only_the_run_error, playback_failed};
     use super::erased::erase;
     use super::registry::Built;
     use super::*;
@@ -2444,6 +1643,7 @@ mod tests {
 
     fn settings(test_threads: Option<usize>) -> Settings {
         Settings {
+            strict: false,
             trials: None,
             variants: None,
             output: None,

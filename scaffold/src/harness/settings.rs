@@ -32,6 +32,9 @@ pub const DEFAULT_WHOLE_RECORDS: usize = 256;
 /// Environment variable: the run's cost budget in US dollars; once its
 /// cells have spent it, no new cell starts.
 pub const MAX_COST_ENV: &str = "SCAFFOLD_MAX_COST";
+/// Environment variable: `1` makes every eval of the run strict (every
+/// failed cell fails its test and the run; see `Eval::strict`).
+pub const STRICT_ENV: &str = "SCAFFOLD_STRICT";
 /// Environment variable: how many cells run at once, as libtest reads it
 /// (`--test-threads` wins).
 pub const TEST_THREADS_ENV: &str = "RUST_TEST_THREADS";
@@ -83,6 +86,8 @@ pub(crate) struct Settings {
     pub(crate) test_threads: Option<usize>,
     /// `SCAFFOLD_MAX_COST`, in US dollars.
     pub(crate) max_cost: Option<f64>,
+    /// `SCAFFOLD_STRICT`: every eval strict.
+    pub(crate) strict: bool,
 }
 
 /// The value of `name`, trimmed; `None` when unset or blank.
@@ -190,7 +195,18 @@ impl Settings {
         };
         let test_threads = at_least_one::<usize>(TEST_THREADS_ENV, "threads")?;
         let max_cost = var(MAX_COST_ENV)?.map(|raw| max_cost(&raw)).transpose()?;
+        let strict = match var(STRICT_ENV)?.map(|v| v.to_ascii_lowercase()).as_deref() {
+            None | Some("0" | "false" | "no" | "off") => false,
+            Some("1" | "true" | "yes" | "on") => true,
+            Some(_) => {
+                return Err(format!(
+                    "{STRICT_ENV}: expected `1` (every eval strict: any failed cell fails the                      run) or `0`, got `{}`",
+                    var(STRICT_ENV)?.unwrap_or_default()
+                ));
+            }
+        };
         Ok(Settings {
+            strict,
             max_cost,
             whole_records,
             test_threads,

@@ -14,20 +14,26 @@ pub(crate) struct RunTotals {
     passed: usize,
     /// Failed and counted: neither quarantined nor excluded.
     failed: usize,
+    /// Of those, failures their eval's gate allows (their tests ignored).
+    allowed: usize,
     quarantined: usize,
     excluded: usize,
     /// Variant × case cells whose trials disagree.
     flaky: usize,
     /// The evals whose gate failed, in order.
     gates_failed: Vec<String>,
+    /// Evals whose gate test the test filter left out: not judged.
+    gates_not_judged: usize,
     cost_usd: f64,
 }
 
 impl RunTotals {
-    /// Count the cells of one eval's `results`, whose gate passed or not.
-    pub(crate) fn add(&mut self, results: &EvalResults, gate_passed: bool) {
+    /// Count the cells of one eval's `results`, whose gate passed or not
+    /// (`None`: not judged, its test filtered out).
+    pub(crate) fn add(&mut self, results: &EvalResults, gate_passed: Option<bool>) {
         self.evals += 1;
         for cell in &results.results {
+            self.allowed += usize::from(results.allowed_failure(cell));
             self.cells += 1;
             self.cost_usd += cell.metrics.cost_usd;
             match () {
@@ -38,8 +44,10 @@ impl RunTotals {
             }
         }
         self.flaky += results.flaky().count();
-        if !gate_passed {
-            self.gates_failed.push(results.eval.clone());
+        match gate_passed {
+            Some(true) => {}
+            Some(false) => self.gates_failed.push(results.eval.clone()),
+            None => self.gates_not_judged += 1,
         }
     }
 
@@ -55,6 +63,9 @@ impl RunTotals {
     /// each of `reasons` (empty: the run passed).
     pub(crate) fn line(&self, reasons: &[String]) -> String {
         let mut counts = format!("{} passed, {} failed", self.passed, self.failed);
+        if self.allowed > 0 {
+            counts.push_str(&format!(" ({} allowed by their gate)", self.allowed));
+        }
         for (n, what) in [
             (self.quarantined, "quarantined"),
             (self.excluded, "excluded"),
@@ -64,11 +75,14 @@ impl RunTotals {
                 counts.push_str(&format!(", {n} {what}"));
             }
         }
-        let gates = format!(
-            "gates {}/{} passed",
-            self.evals - self.gates_failed.len(),
-            self.evals
-        );
+        let judged = self.evals - self.gates_not_judged;
+        let mut gates = format!("gates {}/{judged} passed", judged - self.gates_failed.len(),);
+        if self.gates_not_judged > 0 {
+            gates.push_str(&format!(
+                " ({} not judged: the test filter left out their [gate] tests)",
+                self.gates_not_judged
+            ));
+        }
         let verdict = match reasons {
             [] => "passed".to_string(),
             _ => format!("FAILED: {}", reasons.join("; ")),
@@ -115,8 +129,8 @@ mod tests {
             cell("b", 0, true, 0.002),
             cell("q", 0, false, 0.0),
         ];
-        totals.add(&results("review", first), true);
-        totals.add(&results("gen", vec![cell("c", 0, false, 0.0)]), false);
+        totals.add(&results("review", first), Some(true));
+        totals.add(&results("gen", vec![cell("c", 0, false, 0.0)]), Some(false));
         let mut reasons = totals.gate_reasons();
         reasons.push("1 session snapshot(s) changed".into());
         assert_eq!(
@@ -130,7 +144,10 @@ mod tests {
     #[test]
     fn a_run_without_reasons_passed() {
         let mut totals = RunTotals::default();
-        totals.add(&results("review", vec![cell("a", 0, true, 0.0)]), true);
+        totals.add(
+            &results("review", vec![cell("a", 0, true, 0.0)]),
+            Some(true),
+        );
         assert_eq!(
             totals.line(&[]),
             "Total: 1 eval(s), 1 cells: 1 passed, 0 failed; gates 1/1 passed; cost $0; \

@@ -2,13 +2,96 @@
 
 pub(crate) use crate::util::fmt::{duration, p_value, pct, usd};
 
-/// A variant's mean cost per cell, or `unknown` when a model it called
-/// has no price (never a misleading `$0`).
-pub(crate) fn cost_per_case(s: &crate::eval::stats::VariantSummary) -> String {
-    match s.known_cost() {
-        Some(cost) => usd(cost),
-        None => "unknown".into(),
+use crate::eval::stats::VariantSummary;
+
+/// What a report shows for a figure that is not known: never `$0` or `0ms`.
+pub(crate) const UNKNOWN: &str = "unknown";
+
+/// A variant's mean cost per cell, or `unknown` when a model it called has
+/// no price or no cell of it has a cost of its own (never a misleading `$0`).
+pub(crate) fn cost_per_case(s: &VariantSummary) -> String {
+    s.known_cost().map_or_else(|| UNKNOWN.into(), usd)
+}
+
+/// A variant's mean latency per cell (`2.1s`), or `unknown` when no cell of
+/// it has a latency of its own (never a misleading `0ms`).
+pub(crate) fn latency_avg(s: &VariantSummary) -> String {
+    s.known_latency().map_or_else(|| UNKNOWN.into(), duration)
+}
+
+/// A cell's latency (`812ms`), or `unknown` when it could not be played
+/// back or errored.
+pub(crate) fn cell_latency(c: &crate::eval::CellRecord) -> String {
+    c.known_latency().map_or_else(|| UNKNOWN.into(), duration)
+}
+
+/// A cell's cost (`$0.0042`), or `unknown` when it could not be played
+/// back, errored or called a model with no price.
+pub(crate) fn cell_cost(c: &crate::eval::CellRecord) -> String {
+    c.known_cost().map_or_else(|| UNKNOWN.into(), usd)
+}
+
+/// Why a cell's latency and cost are unknown, in a few words: `could not
+/// be played back`, `errored`; for its cost alone, `no price for a model it
+/// called`.
+pub(crate) fn cell_unknown_reason(c: &crate::eval::CellRecord) -> Option<&'static str> {
+    match c.unmeasured() {
+        Some(why) => Some(why.reason()),
+        None if c.known_cost().is_none() => Some("no price for a model it called"),
+        None => None,
     }
+}
+
+/// The baseline's, the candidate's and the change of the mean latency and
+/// of the mean cost per cell of a baseline comparison, as table cells: a
+/// figure unknown on a side is `unknown`, and its change `–`.
+pub(crate) fn baseline_figures(cmp: &crate::eval::Comparison) -> ([String; 3], [String; 3]) {
+    let (b, c, s) = (&cmp.baseline, &cmp.candidate, &cmp.summary);
+    let row = |base: Option<f64>, cand: Option<f64>, pct: f64, f: fn(f64) -> String| {
+        let change = match (base, cand) {
+            (Some(_), Some(_)) => format!("{:+.0}%", pct * 100.0),
+            _ => "–".into(),
+        };
+        let shown = |v: Option<f64>| v.map_or_else(|| UNKNOWN.into(), f);
+        [shown(base), shown(cand), change]
+    };
+    (
+        row(
+            b.known_latency(),
+            c.known_latency(),
+            s.avg_latency_delta_pct,
+            duration,
+        ),
+        row(b.known_cost(), c.known_cost(), s.cost_delta_pct, usd),
+    )
+}
+
+/// The notes of the variants' figures, each a heading and its entries
+/// (`entry` of the variant and why, each as the report writes it: `alias
+/// (no price …)`): the variants whose latency and cost are unknown, those
+/// whose cost alone is, and those whose known figures leave some cells out.
+/// Headings without entries are left out.
+pub(crate) fn figure_notes<'s>(
+    summaries: impl IntoIterator<Item = &'s VariantSummary>,
+    entry: impl Fn(&str, &str) -> String,
+) -> Vec<(&'static str, Vec<String>)> {
+    let mut notes: [(&'static str, Vec<String>); 3] = [
+        ("Latency and cost unknown", Vec::new()),
+        ("Cost unknown", Vec::new()),
+        ("Left out of latency and cost", Vec::new()),
+    ];
+    for s in summaries {
+        let entry = |why: String| entry(&s.variant, &why);
+        if let Some(why) = s.latency_unknown_reason() {
+            notes[0].1.push(entry(why));
+        } else if let Some(why) = s.cost_unknown_reason() {
+            notes[1].1.push(entry(why));
+        }
+        if let Some(why) = s.left_out() {
+            notes[2].1.push(entry(why));
+        }
+    }
+    notes.into_iter().filter(|(_, v)| !v.is_empty()).collect()
 }
 
 /// A scorer's column heading: a scorer named like a metric column

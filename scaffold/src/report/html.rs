@@ -22,7 +22,8 @@ use std::io::{self, Write};
 
 use super::escape::xml;
 use super::fmt::{
-    ci_heading, cost_per_case, detectable_cell, duration, gate_rule, interval, num, pass_k, pct,
+    baseline_figures, cell_cost, cell_latency, cell_unknown_reason, ci_heading, cost_per_case,
+    detectable_cell, duration, figure_notes, gate_rule, interval, latency_avg, num, pass_k, pct,
     points, scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
 use super::plot::{self, Series};
@@ -289,9 +290,14 @@ fn variants(out: &mut String, results: &EvalResults) {
         .map(|c| c.pareto_frontier.clone())
         .unwrap_or_default();
     for s in results.summaries() {
+        // An unknown figure says why on hover; the figures beside it are `–`.
+        let latency_why = s.latency_unknown_reason().or_else(|| s.left_out());
+        let cost_why = s.cost_unknown_reason().or_else(|| s.left_out());
+        let known = |on: bool, v: f64, f: fn(f64) -> String| if on { f(v) } else { "–".into() };
+        let latency = s.latency_known();
         let _ = write!(
             out,
-            "<tr><td>{}{}{}</td><td class=\"num\">{}/{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+            "<tr><td>{}{}{}</td><td class=\"num\">{}/{} ({})</td><td class=\"num\">{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
             swatch(results, &s.variant),
             xml(&s.variant),
             if frontier.contains(&s.variant) {
@@ -304,12 +310,14 @@ fn variants(out: &mut String, results: &EvalResults) {
             pct(s.pass_rate),
             s.pass_rate_interval
                 .map_or_else(|| "–".to_string(), |i| interval(&i)),
-            duration(s.latency.mean),
-            duration(s.latency.p50),
-            duration(s.latency.p95),
-            duration(s.latency.p99),
+            title(latency_why.as_deref()),
+            xml(&latency_avg(s)),
+            known(latency, s.latency.p50, duration),
+            known(latency, s.latency.p95, duration),
+            known(latency, s.latency.p99, duration),
+            title(cost_why.as_deref()),
             xml(&cost_per_case(s)),
-            xml(&usd(s.cost.total)),
+            xml(&known(s.cost_known(), s.cost.total, usd)),
             num(s.tokens.per_case.round())
         );
         for name in &scorers {
@@ -331,6 +339,15 @@ fn variants(out: &mut String, results: &EvalResults) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
+    for (heading, entries) in figure_notes(results.summaries(), |v, why| {
+        format!("<code>{}</code> ({})", xml(v), xml(why))
+    }) {
+        let _ = writeln!(
+            out,
+            "<p class=\"figures\"><strong>{heading}:</strong> {}.</p>",
+            entries.join(", ")
+        );
+    }
     if let Some(cmp) = &results.comparison {
         if let Some(r) = &cmp.recommendation {
             let _ = writeln!(
@@ -357,6 +374,12 @@ fn variants(out: &mut String, results: &EvalResults) {
         );
     }
     out.push_str("</section>\n");
+}
+
+/// ` title="…"` saying why a figure is unknown, or nothing.
+fn title(why: Option<&str>) -> String {
+    why.map(|w| format!(" title=\"{}\"", xml(w)))
+        .unwrap_or_default()
 }
 
 /// `[a-z0-9-]` only, for element ids.
@@ -418,7 +441,8 @@ fn plots(out: &mut String, results: &EvalResults) {
             )
         );
     }
-    let latency = series_of(&|c| Some(c.metrics.latency_ms as f64));
+    // A cell of unknown latency has no place on a latency axis.
+    let latency = series_of(&|c| c.known_latency());
     let _ = writeln!(
         out,
         "<figure>{}</figure>",
@@ -454,11 +478,28 @@ fn plots(out: &mut String, results: &EvalResults) {
         .collect();
     let frontier = match &results.comparison {
         Some(c) => c.pareto_frontier.clone(),
-        None => summaries.iter().map(|s| s.variant.clone()).collect(),
+        None => (summaries.iter())
+            .filter(|s| s.latency_known())
+            .map(|s| s.variant.clone())
+            .collect(),
+    };
+    let unplaced: Vec<String> = (summaries.iter())
+        .filter_map(|s| {
+            let why = s.cost_unknown_reason()?;
+            Some(format!("<code>{}</code> ({})", xml(&s.variant), xml(&why)))
+        })
+        .collect();
+    let caption = if unplaced.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<figcaption class=\"unplaced\">Not placed, cost unknown: {}.</figcaption>",
+            unplaced.join(", ")
+        )
     };
     let _ = writeln!(
         out,
-        "<figure>{}</figure>",
+        "<figure>{}{caption}</figure>",
         plot::cost_quality("plot-cost-quality", quality_label, &points, &frontier)
     );
     out.push_str("</section>\n");
@@ -515,19 +556,24 @@ fn comparison(out: &mut String, cmp: &Comparison) {
             _ => " · does not block".into(),
         }
     );
-    let _ = writeln!(
+    let _ = write!(
         out,
-        "<table><thead><tr><th></th><th class=\"num\">Baseline</th><th class=\"num\">Candidate</th><th class=\"num\">Change</th></tr></thead><tbody>\n<tr><td>Pass rate</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n<tr><td>Latency / case</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.0}%</td></tr>\n<tr><td>Cost / case</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.0}%</td></tr>\n</tbody></table>",
+        "<table><thead><tr><th></th><th class=\"num\">Baseline</th><th class=\"num\">Candidate</th><th class=\"num\">Change</th></tr></thead><tbody>\n<tr><td>Pass rate</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
         pct(cmp.baseline.pass_rate),
         pct(cmp.candidate.pass_rate),
         points(s.pass_rate_delta),
-        duration(cmp.baseline.avg_latency_ms),
-        duration(cmp.candidate.avg_latency_ms),
-        s.avg_latency_delta_pct * 100.0,
-        xml(&usd(cmp.baseline.avg_cost_usd)),
-        xml(&usd(cmp.candidate.avg_cost_usd)),
-        s.cost_delta_pct * 100.0
     );
+    let (latency, cost) = baseline_figures(cmp);
+    for (what, [base, cand, change]) in [("Latency / case", latency), ("Cost / case", cost)] {
+        let _ = writeln!(
+            out,
+            "<tr><td>{what}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            xml(&base),
+            xml(&cand),
+            xml(&change)
+        );
+    }
+    out.push_str("</tbody></table>\n");
     if !cmp.regressions.is_empty() {
         let _ = writeln!(
             out,
@@ -717,7 +763,7 @@ fn row(
     } = *mark;
     let _ = write!(
         out,
-        "<tr id=\"{anchor}\" class=\"cell {}\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        "<tr id=\"{anchor}\" class=\"cell {}\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\"{}>{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td>",
         if c.passed { "passed" } else { "failed" },
         xml(&c.variant),
         xml(&c.case),
@@ -733,8 +779,10 @@ fn row(
             ""
         },
         if c.passed { "pass" } else { "fail" },
-        duration(c.metrics.latency_ms as f64),
-        xml(&usd(c.metrics.cost_usd)),
+        title(cell_unknown_reason(c).filter(|_| c.known_latency().is_none())),
+        cell_latency(c),
+        title(cell_unknown_reason(c)),
+        xml(&cell_cost(c)),
         c.metrics.total_tokens
     );
     for name in scorers {
@@ -751,7 +799,8 @@ fn row(
             None => out.push_str("<td class=\"num\">–</td>"),
         }
     }
-    let failures = c.failures();
+    // A cell that could not be played back shows that cause alone.
+    let failures = super::why::why(c);
     if failures.is_empty() {
         out.push_str("<td></td>");
     } else {
@@ -762,6 +811,70 @@ fn row(
         out.push_str("</ul></td>");
     }
     out.push_str("</tr>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::fixtures::{NO_RECORDING, one_variant_unplayable};
+
+    /// The row of the cells table with `id`.
+    fn cell_row<'h>(html: &'h str, id: &str) -> &'h str {
+        let start = html.find(&format!("<tr id=\"{id}\"")).unwrap();
+        let end = html[start..].find("</tr>").unwrap() + start;
+        &html[start..end]
+    }
+
+    /// A variant none of whose cells could be played back shows its
+    /// latency and cost as unknown with the reason (in the variants table,
+    /// the cells and the plots), is on no frontier and has no place on the
+    /// cost axis; its cells say why once: the recording is missing (issue 36).
+    #[test]
+    fn a_variant_that_could_not_be_played_back_has_unknown_figures_and_one_reason() {
+        let html = super::render(&one_variant_unplayable(), None);
+        let variants = &html[html.find("<section id=\"variants\">").unwrap()..];
+        let variants = &variants[..variants.find("</section>").unwrap()];
+        let row = variants
+            .lines()
+            .find(|l| l.contains("unplayable</td>"))
+            .unwrap();
+        assert!(!row.contains("frontier"), "{row}");
+        assert!(
+            row.contains(
+                "<td class=\"num\" title=\"3 of 3 cells could not be played back\">unknown</td>"
+            ),
+            "{row}"
+        );
+        assert!(!row.contains("$0<") && !row.contains(">0ms<"), "{row}");
+        assert!(variants.contains(
+            "<strong>Latency and cost unknown:</strong> <code>unplayable</code> (3 of 3 cells could not be played back)."
+        ));
+        assert!(
+            variants.contains("<strong>by cost:</strong> played ·"),
+            "{variants}"
+        );
+
+        let plot = &html[html.find("<svg id=\"plot-cost-quality\"").unwrap()..];
+        let figure = &plot[..plot.find("</figure>").unwrap()];
+        assert!(!figure.contains("data-variant=\"unplayable\""), "{figure}");
+        assert!(figure.contains("Not placed, cost unknown: <code>unplayable</code>"));
+        let latency = &html[html.find("<svg id=\"plot-latency\"").unwrap()..];
+        let latency = &latency[..latency.find("</svg>").unwrap()];
+        assert_eq!(
+            latency.matches("class=\"dot\"").count(),
+            3,
+            "played's cells only"
+        );
+
+        let row = cell_row(&html, "cell-qa-unplayable-capital-t0");
+        assert!(
+            row.contains("<td class=\"num\" title=\"could not be played back\">unknown</td>"),
+            "{row}"
+        );
+        let why = &row[row.find("<ul class=\"failures\">").unwrap()..];
+        assert_eq!(why.matches("<li>").count(), 1, "{why}");
+        assert!(why.contains(&super::xml(&format!("run failed: {NO_RECORDING}"))));
+        assert!(!why.contains("no output"), "{why}");
+    }
 }
 
 /// The examples that were this module's doctests (its items are

@@ -9,7 +9,12 @@
 //! cell that ran but failed assertions or scorers has a `<failure>` whose
 //! `message` is the first failure and whose text lists them all; a
 //! quarantined cell that failed is `<skipped message="quarantined: …">`
-//! (its test passes, and the gate leaves it out). `time` is the cell's
+//! (its test is ignored, and the gate leaves it out), and so is a failure
+//! its eval's gate allows (`min_pass_rate` below 1, not strict:
+//! `<skipped message="failed, allowed by the gate (min_pass_rate 75%): …">`,
+//! as pytest writes an expected failure), whose run the `gate` testcase
+//! judges. A cell that could not be played back or whose snapshot changed
+//! is never skipped: it fails the run. `time` is the cell's
 //! latency in seconds; `<system-out>` holds the session id, the output (cut
 //! at 4000 characters) and, for flaky or quarantined cells, a `FLAKY` /
 //! `QUARANTINED` line. The suite's properties include the gate's statistic,
@@ -52,8 +57,8 @@ pub fn write_streamed<W: Write>(
     let gate_failed = gate_case(&mut verdicts, results, &gate);
     let blocked = comparison.is_some_and(|cmp| baseline_case(&mut verdicts, results, cmp));
     let tests = cells.len() + 1 + usize::from(comparison.is_some());
-    // Quarantined and excluded cells pass their tests: skipped here.
-    let skipped_cell = |c: &&CellRecord| !c.passed && (c.quarantined || c.excluded);
+    // Quarantined, excluded and allowed cells are ignored by libtest: skipped here.
+    let skipped_cell = |c: &&CellRecord| skipped_as(results, c).is_some();
     let counted = || cells.iter().filter(|c| !c.passed && !skipped_cell(c));
     let errors = counted().filter(|c| c.error.is_some()).count();
     let failures = counted().filter(|c| c.error.is_none()).count()
@@ -115,18 +120,32 @@ pub fn write_streamed<W: Write>(
     out.flush()
 }
 
-/// Write the `gate` testcase; returns whether it failed: the gate failed,
-/// or the run is not finished.
+/// Write the `gate` testcase; returns whether it failed: the gate failed
+/// (a run not finished, unplayable cells and changed snapshots included).
 fn gate_case(out: &mut String, results: &EvalResults, gate: &Gate) -> bool {
-    let mut why: Vec<String> = results.partial().into_iter().collect();
-    if !gate.passed {
-        why.push(gate.describe());
-    }
     let mut said = vec![gate.describe()];
     said.extend(gate.notes(&results.eval, &results.notable_trials()));
-    let failure = (!why.is_empty()).then(|| why.join("; "));
+    let failure = (!gate.passed).then(|| gate.describe());
     verdict_case(out, results, "gate", failure, &said);
-    !why.is_empty()
+    !gate.passed
+}
+
+/// Why failed `cell` is `<skipped>` (its test ignored, not failed), if it
+/// is: quarantined, excluded, or a failure its eval's gate allows (the
+/// `gate` testcase then judges the run).
+fn skipped_as(results: &EvalResults, cell: &CellRecord) -> Option<String> {
+    if cell.passed || cell.fails_the_run() {
+        return None;
+    }
+    match (cell.quarantined, cell.excluded) {
+        (true, _) => Some("quarantined".into()),
+        (false, true) => Some("excluded".into()),
+        _ if results.allowed_failure(cell) => Some(format!(
+            "failed, allowed by the gate (min_pass_rate {})",
+            crate::util::fmt::pct(results.config.min_pass_rate)
+        )),
+        _ => None,
+    }
 }
 
 /// Write a testcase of the run's own verdict (`gate`, `baseline`), failed
@@ -207,12 +226,7 @@ fn testcase(
         seconds(cell.metrics.latency_ms)
     );
     let failures = cell.failures();
-    let skipped_as = match (cell.quarantined, cell.excluded) {
-        (true, _) => Some("quarantined"),
-        (false, true) => Some("excluded"),
-        (false, false) => None,
-    };
-    if let (false, Some(why)) = (cell.passed, skipped_as) {
+    if let Some(why) = skipped_as(results, cell) {
         let first = failures.first().cloned().unwrap_or_else(|| "failed".into());
         let _ = writeln!(
             out,

@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 
 use super::escape::{md_cell, md_code, md_code_cell, md_text};
 use super::fmt::{
-    ci_heading, cost_per_case, detectable_cell, duration, gate_rule, interval, markers, num,
-    pass_k, pct, points, scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
+    ci_heading, cost_per_case, detectable_cell, duration, figure_notes, gate_rule, interval,
+    latency_avg, markers, num, pass_k, pct, points, scorer_heading, sign_flip_cell, t_test_cell,
+    usd, wilcoxon_cell,
 };
 use crate::eval::compare::{Regression, Severity};
 use crate::eval::{CaseTrials, Comparison, EvalResults, VariantSummary};
@@ -38,7 +39,7 @@ fn render_page(results: &EvalResults, baseline: Option<&Comparison>, html: Optio
     let total = results.counted().count();
     let verdict = results.gate_verdict();
     // A run that is not finished is not passed, whatever its cells say.
-    let gate = verdict.passed && results.complete;
+    let gate = verdict.passed;
     let _ = writeln!(
         out,
         "## {} Eval {}: {passed}/{total} cells passed ({})\n",
@@ -62,8 +63,8 @@ fn render_page(results: &EvalResults, baseline: Option<&Comparison>, html: Optio
     );
     // Computed once for the notes and the flaky section.
     let notable = results.notable_trials();
-    if let Some(partial) = results.partial() {
-        let _ = writeln!(out, "> **error: {}**\n", md_text(&partial));
+    for blocked in &verdict.blocked_by {
+        let _ = writeln!(out, "> **error: {}**\n", md_text(blocked));
     }
     for note in verdict
         .notes(&results.eval, &notable)
@@ -106,9 +107,16 @@ fn summary_table(out: &mut String, results: &EvalResults) {
         row(out, s, &scorers);
     }
     out.push('\n');
+    let entry = |v: &str, why: &str| format!("{} ({})", md_code(v), md_text(why));
+    for (heading, entries) in figure_notes(results.summaries(), entry) {
+        let _ = writeln!(out, "{heading}: {}.\n", entries.join(", "));
+    }
 }
 
 fn row(out: &mut String, s: &VariantSummary, scorers: &[String]) {
+    // An unknown latency or cost is `unknown` once and `–` beside it.
+    let known = |on: bool, v: f64, f: fn(f64) -> String| if on { f(v) } else { "–".into() };
+    let latency = s.latency_known();
     let _ = write!(
         out,
         "| {} | {}/{} ({}) | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -118,12 +126,12 @@ fn row(out: &mut String, s: &VariantSummary, scorers: &[String]) {
         pct(s.pass_rate),
         s.pass_rate_interval
             .map_or_else(|| "–".to_string(), |i| interval(&i)),
-        duration(s.latency.mean),
-        duration(s.latency.p50),
-        duration(s.latency.p95),
-        duration(s.latency.p99),
+        latency_avg(s),
+        known(latency, s.latency.p50, duration),
+        known(latency, s.latency.p95, duration),
+        known(latency, s.latency.p99, duration),
         cost_per_case(s),
-        usd(s.cost.total),
+        known(s.cost_known(), s.cost.total, usd),
         num(s.tokens.per_case.round()),
     );
     for name in scorers {
@@ -304,12 +312,15 @@ fn failures(out: &mut String, results: &EvalResults, html: Option<&str>) {
             ),
             None => label,
         };
+        let mark = match () {
+            _ if c.quarantined => " (QUARANTINED)",
+            _ if results.allowed_failure(c) => " (allowed by the gate)",
+            _ => "",
+        };
         let _ = writeln!(
             out,
-            "| {}{} | {} |",
-            cell,
-            if c.quarantined { " (QUARANTINED)" } else { "" },
-            md_cell(&c.failures().join("; "))
+            "| {cell}{mark} | {} |",
+            md_cell(&super::why::why(c).join("; "))
         );
     }
     if failed.len() > MAX_FAILURES {
@@ -348,20 +359,10 @@ fn comparison(out: &mut String, cmp: &Comparison) {
         pct(c.pass_rate),
         points(s.pass_rate_delta)
     );
-    let _ = writeln!(
-        out,
-        "| Latency / case | {} | {} | {:+.0}% |",
-        duration(b.avg_latency_ms),
-        duration(c.avg_latency_ms),
-        s.avg_latency_delta_pct * 100.0
-    );
-    let _ = writeln!(
-        out,
-        "| Cost / case | {} | {} | {:+.0}% |",
-        usd(b.avg_cost_usd),
-        usd(c.avg_cost_usd),
-        s.cost_delta_pct * 100.0
-    );
+    let (latency, cost) = super::fmt::baseline_figures(cmp);
+    for (what, [base, cand, change]) in [("Latency / case", latency), ("Cost / case", cost)] {
+        let _ = writeln!(out, "| {what} | {base} | {cand} | {change} |");
+    }
     let _ = writeln!(out, "| Cells | {} | {} | |\n", b.cells, c.cells);
     if !cmp.regressions.is_empty() {
         let _ = writeln!(out, "#### Regressions ({})\n", cmp.regressions.len());
@@ -455,6 +456,42 @@ mod examples {
         let md = crate::report::markdown::render(&EvalResults::for_tests("qa", 1, vec![c]), None);
         assert!(md.starts_with("## ❌ Eval `qa`: 0/1 cells passed (0%)"));
         assert!(md.contains("| `gpt-4o::sql-injection` | run failed: timeout \\| retry |"));
+    }
+
+    /// A variant none of whose cells could be played back has unknown
+    /// figures, said with the reason, is neither cheapest nor fastest, and
+    /// its failed cells say why once: the missing recording (issue 36).
+    #[test]
+    fn a_variant_that_could_not_be_played_back_has_unknown_figures() {
+        let results = crate::report::fixtures::one_variant_unplayable();
+        let md = crate::report::markdown::render(&results, None);
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| unplayable |"))
+            .unwrap();
+        assert!(
+            row.contains("| unknown | – | – | – | unknown | – |"),
+            "{row}"
+        );
+        assert!(
+            md.contains("**Cheapest:** `played` ($0.02 / case) · **Fastest:** `played` (1.5s avg)"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "Latency and cost unknown: `unplayable` (3 of 3 cells could not be played back)."
+            ),
+            "{md}"
+        );
+        let failed = md
+            .lines()
+            .find(|l| l.starts_with("| `unplayable::capital` |"))
+            .unwrap();
+        assert!(
+            failed.contains("run failed: agent `answerer`: playback"),
+            "{failed}"
+        );
+        assert!(!failed.contains("no output"), "{failed}");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod stream;
 pub mod table;
 mod transcript;
 mod viewer;
+pub(crate) mod why;
 
 use std::str::FromStr;
 
@@ -154,5 +155,47 @@ mod examples {
         let results = EvalResults::for_tests("qa", 1, vec![CellRecord::new("a", "c1")]);
         assert!(render(Format::Junit, &results, None).starts_with("<?xml"));
         assert!(render(Format::Markdown, &results, None).starts_with("## "));
+    }
+}
+
+/// Results the reports' unit tests share.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::eval::results::AssertionRecord;
+    use crate::eval::{CellRecord, EvalResults};
+
+    /// The error of a cell whose recording is missing.
+    pub(crate) const NO_RECORDING: &str = "agent `answerer`: playback: no recording \
+        `qa__capital__unplayable__answerer__inv0`\n  record it with: SCAFFOLD_MODE=record \
+        cargo test --test evals -- qa::unplayable::capital";
+
+    /// Two variants of three cases: `played` passes two at 1.5s and $0.02
+    /// each; no cell of `unplayable` could be played back (its sessions took
+    /// 0ms and spent $0), and each failed its assertion for want of the
+    /// recorded answer.
+    pub(crate) fn one_variant_unplayable() -> EvalResults {
+        let mut cells = Vec::new();
+        for case in ["capital", "math", "poem"] {
+            let mut c = CellRecord::new("played", case);
+            c.passed = case != "poem";
+            c.metrics.latency_ms = 1500;
+            c.metrics.cost_usd = 0.02;
+            cells.push(c);
+            let mut c = CellRecord::new("unplayable", case);
+            c.unplayable = true;
+            c.error = Some(NO_RECORDING.replace("capital", case));
+            c.assertions.push(AssertionRecord {
+                assertion: serde_json::json!({"type": "output.contains", "text": "Paris"}),
+                passed: false,
+                message: "the run produced no output".into(),
+                expected: None,
+                actual: None,
+                trajectory: None,
+                children: Vec::new(),
+                borderline: false,
+            });
+            cells.push(c);
+        }
+        EvalResults::for_tests("qa", 1, cells)
     }
 }

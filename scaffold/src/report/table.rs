@@ -3,7 +3,7 @@
 //! Fastest; after it, for a results document, the flaky and quarantined
 //! cells, the borderline judgements and the significance verdict.
 
-use super::fmt::{ci_heading, interval, markers, pass_k};
+use super::fmt::{UNKNOWN, ci_heading, figure_notes, interval, markers, pass_k};
 use crate::eval::compare::{deciding_scorer, quality};
 use crate::eval::{EvalResults, VariantSummary};
 use crate::util::fmt::plural;
@@ -75,7 +75,8 @@ pub fn render(header: &TableHeader<'_>, summaries: &[VariantSummary]) -> String 
             if confidence.is_some() {
                 row.push(s.pass_rate_interval.map_or("-".into(), |i| interval(&i)));
             }
-            row.extend([latency(s.avg_latency), super::fmt::cost_per_case(s)]);
+            let avg = s.known_latency().map_or_else(|| UNKNOWN.into(), latency);
+            row.extend([avg, super::fmt::cost_per_case(s)]);
             for name in &scorer_names {
                 row.push(match s.scores.get(*name) {
                     Some(st) => format!("{:.2} ± {:.2}", st.mean, st.stddev),
@@ -145,12 +146,17 @@ fn verdict_lines(summaries: &[VariantSummary], primary: Option<&str>) -> String 
     // variant the comparison recommends (see `eval::compare`).
     let primary = deciding_scorer(summaries, primary);
     let quality_of = |s: &VariantSummary| quality(s, primary);
+    let f = |x: f64, y: f64| x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+    // An unknown figure breaks no tie.
+    let known = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => f(x, y),
+        _ => std::cmp::Ordering::Equal,
+    };
     let best = summaries.iter().min_by(|a, b| {
-        let f = |x: f64, y: f64| x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
         f(quality_of(b), quality_of(a))
-            .then(f(a.avg_cost, b.avg_cost))
+            .then(known(a.known_cost(), b.known_cost()))
             .then(f(b.pass_rate, a.pass_rate))
-            .then(f(a.avg_latency, b.avg_latency))
+            .then(known(a.known_latency(), b.known_latency()))
             .then(a.variant.cmp(&b.variant))
     });
     // A variant that passed no cell is best at nothing.
@@ -164,11 +170,13 @@ fn verdict_lines(summaries: &[VariantSummary], primary: Option<&str>) -> String 
         };
         out.push_str(&format!("  Best: {} ({reason})\n", best.variant));
     }
-    // Only a known cost is ranked; an unpriced model's is unknown.
+    // Only a known figure is ranked: an unpriced model's cost is unknown,
+    // and so are the latency and cost of a variant none of whose cells could
+    // be played back or ran without error.
     let cheapest = summaries
         .iter()
         .filter_map(|s| Some((s, s.known_cost()?)))
-        .min_by(|(_, a), (_, b)| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        .min_by(|(_, a), (_, b)| f(*a, *b));
     if let Some((c, cost)) = cheapest {
         out.push_str(&format!(
             "  Cheapest: {} ({} avg)\n",
@@ -176,28 +184,15 @@ fn verdict_lines(summaries: &[VariantSummary], primary: Option<&str>) -> String 
             dollars(cost)
         ));
     }
-    let unknown: Vec<&str> = summaries
+    let fastest = summaries
         .iter()
-        .filter(|s| !s.cost_known())
-        .map(|s| s.variant.as_str())
-        .collect();
-    if !unknown.is_empty() {
-        out.push_str(&format!(
-            "  Cost unknown: {} (a model with no price; see the warning)\n",
-            unknown.join(", ")
-        ));
+        .filter_map(|s| Some((s, s.known_latency()?)))
+        .min_by(|(_, a), (_, b)| f(*a, *b));
+    if let Some((s, ms)) = fastest {
+        out.push_str(&format!("  Fastest: {} ({})\n", s.variant, latency(ms)));
     }
-    let fastest = summaries.iter().min_by(|a, b| {
-        a.avg_latency
-            .partial_cmp(&b.avg_latency)
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    if let Some(f) = fastest {
-        out.push_str(&format!(
-            "  Fastest: {} ({})\n",
-            f.variant,
-            latency(f.avg_latency)
-        ));
+    for (heading, entries) in figure_notes(summaries, |v, why| format!("{v} ({why})")) {
+        out.push_str(&format!("  {heading}: {}\n", entries.join(", ")));
     }
     out
 }
@@ -286,6 +281,7 @@ mod examples {
             avg_cost: 0.04,
             latency: Default::default(),
             cost: Default::default(),
+            unmeasured: Default::default(),
             tokens: Default::default(),
             scores: Default::default(),
             pass_rate_interval: Some(crate::eval::stats::wilson_interval(4, 5, 0.95)),
@@ -302,6 +298,26 @@ mod examples {
         assert!(out.contains("│ gpt-4o "));
         assert!(out.contains("4/5 (80%) │ 38–96%"));
         assert!(out.contains("Cheapest: gpt-4o ($0.04 avg)"));
+    }
+
+    /// A variant none of whose cells could be played back is not the
+    /// cheapest at $0 nor the fastest at 0ms: its latency and cost are
+    /// unknown, and the table says why (issue 36).
+    #[test]
+    fn a_variant_that_could_not_be_played_back_has_unknown_figures() {
+        let results = crate::report::fixtures::one_variant_unplayable();
+        let out = crate::report::table::render_results(&results);
+        let row = out.lines().find(|l| l.contains("│ unplayable")).unwrap();
+        assert!(row.contains("│ unknown "), "{row}");
+        assert!(!row.contains("$0 ") && !row.contains("0ms"), "{row}");
+        assert!(out.contains("  Cheapest: played ($0.02 avg)\n"), "{out}");
+        assert!(out.contains("  Fastest: played (1.5s avg)\n"), "{out}");
+        assert!(
+            out.contains(
+                "  Latency and cost unknown: unplayable (3 of 3 cells could not be played back)\n"
+            ),
+            "{out}"
+        );
     }
 
     #[test]

@@ -239,6 +239,17 @@
     if (compare.options.length > 1) bar.appendChild(compare);
     bar.appendChild(el('span', 'meta', 'session ' + d.session));
     box.appendChild(bar);
+    if (d.cause) {
+      // A cell that could not be played back: that cause alone.
+      var cause = el('div', 'cause');
+      cause.appendChild(el('strong', null, 'Could not be played back: '));
+      cause.appendChild(el('pre', null, d.cause));
+      if (d.unjudged) {
+        cause.appendChild(el('p', 'meta', d.unjudged + ' failed assertion' + (d.unjudged === 1 ? '' : 's') +
+          ' not shown: they failed for want of the recorded answers.'));
+      }
+      box.appendChild(cause);
+    }
     var asserts = renderAssertions(d, box);
     box.appendChild(asserts.list);
     var view = el('div', 'view');

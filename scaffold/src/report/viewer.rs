@@ -31,6 +31,8 @@ nav#jump { margin: 8px 0; padding: 6px 10px; border-left: 3px solid var(--bad); 
 #filters { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
 .transcript .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; }
 .transcript input[type=search] { flex: 1; padding: 4px 8px; }
+.transcript .cause { border-left: 3px solid var(--bad); background: #fef2f2; padding: 4px 8px; margin: 0 0 8px; }
+.transcript .cause pre { white-space: pre-wrap; word-break: break-word; margin: 2px 0; font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; }
 ul.assertions { list-style: none; padding: 0; margin: 0 0 8px; }
 li.assertion { padding: 4px 8px; border-left: 3px solid var(--ok); margin: 2px 0; background: #fff; cursor: pointer; }
 li.assertion.fail { border-left-color: var(--bad); }
@@ -260,6 +262,14 @@ struct CellData<'a> {
     session: &'a str,
     variant: &'a str,
     assertions: Vec<AssertionView<'a>>,
+    /// Why a cell that could not be played back failed: the run's error,
+    /// shown alone (its assertions, which failed for want of the recorded
+    /// answers, are left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<&'a str>,
+    /// The failed assertions left out with `cause`.
+    #[serde(skip_serializing_if = "is_zero")]
+    unjudged: usize,
     t: Transcript,
     #[serde(skip_serializing_if = "Option::is_none")]
     b: Option<Transcript>,
@@ -297,9 +307,12 @@ pub(crate) fn cell_data(
     let Some(signals) = session_signals(t.store, &c.session_id) else {
         return String::new();
     };
+    // A cell that could not be played back failed for that cause alone.
+    let cause = c.error.as_deref().filter(|_| c.unplayable);
     let assertions = c
         .assertions
         .iter()
+        .filter(|a| cause.is_none() || a.passed)
         .map(|a| AssertionView {
             kind: a.type_name(),
             passed: a.passed,
@@ -311,6 +324,11 @@ pub(crate) fn cell_data(
         session: &c.session_id,
         variant: &c.variant,
         assertions,
+        cause,
+        unjudged: match cause {
+            Some(_) => c.assertions.iter().filter(|a| !a.passed).count(),
+            None => 0,
+        },
         t: Transcript::from_signals(&signals),
         b: baseline_session
             .and_then(|id| session_signals(t.store, id))
@@ -320,6 +338,10 @@ pub(crate) fn cell_data(
         "<script type=\"application/json\" id=\"t-{anchor}\">{}</script>\n",
         script_json(&data)
     )
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn session_signals(store: &Store, id: &str) -> Option<Vec<Signal>> {
@@ -383,6 +405,8 @@ pub fn session_page(session_id: &str, signals: &[Signal]) -> String {
         session: session_id,
         variant: "",
         assertions: Vec::new(),
+        cause: None,
+        unjudged: 0,
         t: Transcript::from_signals(signals),
         b: None,
     };

@@ -10,7 +10,7 @@
 //! of one nextest run claim it [`ClaimKind::Shared`], all at once.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::StoreError;
@@ -94,16 +94,10 @@ pub(crate) fn claim(
     match locked {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
-            let mut note = String::new();
-            let _ = file.read_to_string(&mut note);
-            let holder = match note.trim() {
-                "" => "the processes of its nextest run".to_string(),
-                note => note.to_string(),
-            };
             return Err(StoreError::RunClaimed {
                 path: name.to_owned(),
                 id: id.to_owned(),
-                holder,
+                holder: holder(&mut file),
             });
         }
         Err(TryLockError::Error(e)) => return Err(io(e)),
@@ -124,6 +118,33 @@ pub(crate) fn claim(
         kind,
     })
 }
+
+/// Who holds the claim of `file`, which this process could not take. Shared
+/// holders (the processes of a nextest run) write no note: if a shared
+/// lock can be had, they are the holders. Else one process holds it
+/// exclusively and writes its note right after taking the lock: read it,
+/// waiting for it a little if it is not written yet (a claim taken at the
+/// same moment), rather than take the empty file for a nextest run's.
+fn holder(file: &mut File) -> String {
+    if file.try_lock_shared().is_ok() {
+        let _ = file.unlock();
+        return "the processes of its nextest run".into();
+    }
+    for _ in 0..NOTE_WAITS {
+        let mut note = String::new();
+        let read = file
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut note));
+        if read.is_ok() && !note.trim().is_empty() {
+            return note.trim().to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    "another process (it has not written its note)".into()
+}
+
+/// How many times [`holder`] reads an exclusive holder's note, 10 ms apart.
+const NOTE_WAITS: usize = 100;
 
 /// The claim of an in-memory store, which no other process can see.
 pub(crate) fn in_memory(kind: ClaimKind) -> RunClaim {
@@ -156,6 +177,26 @@ mod tests {
         drop(first);
         let again = claim(&db, "s.db", "run/1", ClaimKind::Exclusive).unwrap();
         drop((again, other));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_refused_claim_names_the_holder_that_has_not_written_its_note_yet() {
+        let (db, dir) = db();
+        // An exclusive holder between taking the lock and writing its note.
+        let _first = claim(&db, "s.db", "r", ClaimKind::Exclusive).unwrap();
+        let path = claim_path(&db, "r");
+        let writer = OpenOptions::new().write(true).open(&path).unwrap();
+        writer.set_len(0).unwrap();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            (&writer).write_all(b"process 4242 (since then)").unwrap();
+        });
+        let err = claim(&db, "s.db", "r", ClaimKind::Exclusive)
+            .unwrap_err()
+            .to_string();
+        late.join().unwrap();
+        assert!(err.contains("process 4242"), "{err}");
         let _ = std::fs::remove_dir_all(dir);
     }
 

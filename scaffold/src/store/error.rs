@@ -147,6 +147,23 @@ pub enum StoreError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A cell's record was refused because writes of its session failed
+    /// before it (a full disk): its session is not whole, so the cell is
+    /// not recorded as finished.
+    #[error(
+        "session store {path}: session {session} lost {count} write(s) (its signals are not all \
+         stored), so its cell is not recorded; the first: {first}"
+    )]
+    SessionIncomplete {
+        /// The database.
+        path: String,
+        /// The session.
+        session: String,
+        /// How many of its writes failed.
+        count: usize,
+        /// The first failure.
+        first: String,
+    },
     /// Writes queued earlier (by `begin_session`, `append`, `finish_session`) failed.
     ///
     /// Reported once, by the first call on the store after the failure

@@ -57,6 +57,9 @@ pub(crate) enum RunOp {
         passed: bool,
         snapshot_ok: bool,
         finished_at: i64,
+        /// The cell's session: a cell whose session lost a write is not
+        /// recorded (it did not run as far as the store knows).
+        session: Option<String>,
     },
     Finish {
         run_id: String,
@@ -70,6 +73,14 @@ pub(crate) enum RunOp {
 }
 
 impl RunOp {
+    /// The session of the cell this op records, if it records one.
+    pub(crate) fn session(&self) -> Option<&str> {
+        match self {
+            RunOp::Record { session, .. } => session.as_deref(),
+            _ => None,
+        }
+    }
+
     /// Run the write on the writer's transaction.
     pub(crate) fn write(&self, conn: &Connection, path: &str) -> Result<(), StoreError> {
         match self {
@@ -106,6 +117,7 @@ impl RunOp {
                 passed,
                 snapshot_ok,
                 finished_at,
+                ..
             } => {
                 // A cell recorded again (a retried test) keeps its latest result.
                 let inserted = conn

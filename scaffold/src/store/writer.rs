@@ -271,6 +271,9 @@ pub(crate) struct Writer {
     running: FastMap<Running>,
     /// Frames in the WAL after the last commit, as SQLite's WAL hook tells.
     wal_frames: Arc<AtomicU32>,
+    /// Sessions whose queued writes failed: how many, and the first error.
+    /// Their cell's record is refused ([`StoreError::SessionIncomplete`]).
+    lost: FastMap<(usize, String)>,
 }
 
 /// Why a batch was not written.
@@ -316,6 +319,7 @@ impl Writer {
             config,
             running: FastMap::default(),
             wal_frames,
+            lost: FastMap::default(),
         })
     }
 
@@ -449,6 +453,9 @@ impl Writer {
                 // Those waiting get their own answer: their writes are tried
                 // again alone; the others are reported by a later call.
                 let unanswered = batch.iter().filter(|c| !c.waited_for()).count();
+                for c in batch.iter().filter(|c| !c.waited_for()) {
+                    self.note_lost(c, &e);
+                }
                 if unanswered > 0 {
                     self.shared.record(e, unanswered);
                 }
@@ -460,6 +467,7 @@ impl Writer {
                 self.forget(batch);
                 if batch.len() == 1 {
                     if let Err(e) = batch[0].settle(Err(e)) {
+                        self.note_lost(&batch[0], &e);
                         self.shared.record(e, 1);
                     }
                 } else {
@@ -484,7 +492,20 @@ impl Writer {
             }
         };
         if let Err(e) = command.settle(outcome) {
+            self.note_lost(command, &e);
             self.shared.record(e, 1);
+        }
+    }
+
+    /// Note that `command`, a write nobody waits for, failed with `e`: its
+    /// session is not whole.
+    fn note_lost(&mut self, command: &Command, e: &StoreError) {
+        if let Some(session) = command.session() {
+            let entry = self
+                .lost
+                .entry(session.to_owned())
+                .or_insert_with(|| (0, e.to_string()));
+            entry.0 += 1;
         }
     }
 
@@ -504,6 +525,7 @@ impl Writer {
             shared,
             config,
             running,
+            lost,
             ..
         } = self;
         let path = shared.path.as_str();
@@ -572,7 +594,17 @@ impl Writer {
                     }
                     finish(&tx, path, id, end).map_err(BatchError::Write)?;
                 }
-                Command::Run { op, .. } => op.write(&tx, path).map_err(BatchError::Write)?,
+                Command::Run { op, .. } => {
+                    if let Some((count, first)) = op.session().and_then(|id| lost.get(id)) {
+                        return Err(BatchError::Write(StoreError::SessionIncomplete {
+                            path: path.to_owned(),
+                            session: op.session().unwrap_or_default().to_owned(),
+                            count: *count,
+                            first: first.clone(),
+                        }));
+                    }
+                    op.write(&tx, path).map_err(BatchError::Write)?
+                }
                 Command::Delete { .. } | Command::Flush(_) | Command::Read(_) => {}
             }
         }

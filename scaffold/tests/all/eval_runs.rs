@@ -247,6 +247,48 @@ fn a_recorded_cell_is_committed_when_record_cell_returns() {
     drop(store);
 }
 
+/// A cell whose session lost a write (a full disk, here an append to a
+/// session that was never begun) is not recorded, even when another call
+/// on the store took the queued error first (as another cell would).
+#[test]
+fn a_cell_whose_session_lost_writes_is_not_recorded() {
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    store
+        .begin_eval_run(&EvalRunMeta::new("r", "harness"))
+        .unwrap();
+    let signal = Signal {
+        index: 0,
+        name: "x".into(),
+        payload: json!(0),
+        at_ms: 0,
+        agent: None,
+    };
+    store.append("never-begun", &[signal]).unwrap();
+    // Another cell's call reports the failure: it is not about that cell.
+    assert!(matches!(
+        store.flush(),
+        Err(StoreError::QueuedWrites { .. })
+    ));
+    let mut lost = cell("qa", "a", "c1", true);
+    lost.record.session_id = "never-begun".into();
+    let err = store.record_cell("r", &lost).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::SessionIncomplete { session, count: 1, .. } if session == "never-begun"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("its cell is not recorded"),
+        "{err}"
+    );
+    assert!(store.recorded_cells("r").unwrap().is_empty());
+    // A whole session's cell is recorded as ever.
+    store
+        .record_cell("r", &cell("qa", "a", "c2", true))
+        .unwrap();
+    assert_eq!(store.recorded_cells("r").unwrap().len(), 1);
+}
+
 #[test]
 fn a_version_1_database_is_migrated_in_place() {
     let dir = TempDir::new();
@@ -419,6 +461,7 @@ fn options() -> GateOptions {
         on_lower_bound: true,
         min_trials_for_winner: 3,
         primary_scorer: Some("s".into()),
+        strict: true,
     }
 }
 

@@ -592,7 +592,7 @@ fn junit_fails_the_gate_testcase_when_only_the_gate_fails() {
 }
 
 #[test]
-fn junit_skips_quarantined_cells_as_their_tests_pass() {
+fn junit_skips_quarantined_and_allowed_failures_as_their_tests_are_ignored() {
     let r = trial_results();
     let xml = report::render(Format::Junit, &r, None);
     let suite = junit_suite(&xml);
@@ -600,23 +600,32 @@ fn junit_skips_quarantined_cells_as_their_tests_pass() {
     for cell in &r.results {
         let case = junit_case(&suite, &cell.label(trials));
         match &case.status {
-            junit_parser::TestStatus::Skipped(s) => {
-                assert!(cell.quarantined && !cell.passed, "{}", case.name);
+            junit_parser::TestStatus::Skipped(s) if cell.quarantined => {
+                assert!(!cell.passed, "{}", case.name);
                 assert!(
                     s.message.starts_with("quarantined: output.contains: "),
                     "{}",
                     s.message
                 );
             }
-            junit_parser::TestStatus::Failure(_) => {
-                assert!(!cell.quarantined && !cell.passed, "{}", case.name)
+            // The gate (80%) allows the rest: pytest's xfail, as skipped.
+            junit_parser::TestStatus::Skipped(s) => {
+                assert!(!cell.passed && r.allowed_failure(cell), "{}", case.name);
+                assert!(
+                    s.message.starts_with(
+                        "failed, allowed by the gate (min_pass_rate 80%): output.contains: "
+                    ),
+                    "{}",
+                    s.message
+                );
             }
+            junit_parser::TestStatus::Failure(_) => panic!("{}: failed", case.name),
             junit_parser::TestStatus::Success => assert!(cell.passed, "{}", case.name),
             junit_parser::TestStatus::Error(e) => panic!("{}: {}", case.name, e.message),
         }
     }
-    // gpt-4o::sqli failed two trials, quarantined; claude::xss two, not.
-    assert_eq!((suite.skipped, suite.failures, suite.errors), (2, 2, 0));
+    // gpt-4o::sqli failed two trials, quarantined; claude::xss two, allowed.
+    assert_eq!((suite.skipped, suite.failures, suite.errors), (4, 0, 0));
     assert_eq!(suite.tests, r.results.len() as u64 + 1);
     assert!(r.gate_passed());
     assert!(junit_case(&suite, "gate").status.is_success());
@@ -652,14 +661,18 @@ fn an_unfinished_run_fails_the_gate_testcase_and_says_so_in_json() {
     let planned = r.results.len() + 7;
     let partial = r.clone().with_planned_cells(planned);
     let suite = junit_suite(&report::render(Format::Junit, &partial, None));
-    let message = failure(junit_case(&suite, "gate")).expect("the gate testcase fails");
-    assert_eq!(
-        message,
-        format!(
-            "run not finished: 7 of {planned} planned cells missing ({} recorded)",
-            r.results.len()
-        )
+    let gate = failure(junit_case(&suite, "gate")).expect("the gate testcase fails");
+    let message = format!(
+        "run not finished: 7 of {planned} planned cells missing ({} recorded)",
+        r.results.len()
     );
+    // Never `complete: false` beside a passing gate, in any report.
+    assert!(
+        gate.starts_with(&format!("FAILED: {message} (pass rate 83.3%")),
+        "{gate}"
+    );
+    assert!(!partial.gate_verdict().passed);
+    assert_eq!(partial.gate_verdict().blocked_by, [message.clone()]);
     let table = report::render(Format::Table, &partial, None);
     assert!(
         table.contains(&format!("  Partial: {message}\n")),
@@ -676,6 +689,7 @@ fn an_unfinished_run_fails_the_gate_testcase_and_says_so_in_json() {
         value["cellCounts"],
         json!({"planned": planned, "recorded": 18, "missing": 7})
     );
+    assert_eq!(value["gate"]["passed"], json!(false));
     assert_eq!(EvalResults::from_json(&json).unwrap(), partial);
     // A whole run says so too; a document without the field reads as whole.
     let value: serde_json::Value =
@@ -752,6 +766,12 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 /// Render `html` with headless Chromium and return the DOM it built; `None`
 /// (with a message) when Chromium is not installed outside CI.
 fn chromium_dom(html: &str) -> Option<String> {
+    chromium_dom_at(html, "")
+}
+
+/// [`chromium_dom`] of the page opened at `#hash` (`""`: none): the page's
+/// script opens the transcript of the cell the hash names.
+fn chromium_dom_at(html: &str, hash: &str) -> Option<String> {
     let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
     if !Path::new(CHROMIUM).exists() {
         assert!(
@@ -786,7 +806,7 @@ fn chromium_dom(html: &str) -> Option<String> {
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
+        .arg(format!("file://{}{hash}", page.display()))
         .output()
         .expect("chromium runs");
     let dom = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -1124,4 +1144,243 @@ fn a_frontier_of_one_variant_is_visible() {
     assert_ne!(attr(ring, "stroke"), "none");
     assert_eq!(plot.matches("class=\"frontier-mark\"").count(), 1);
     assert!(staircase(plot).is_empty(), "no path that draws nothing");
+}
+
+// ------------------------------------------------------------ unknown figures
+
+mod unplayable {
+    //! Issue 36 end to end: an eval of two variants recorded against the
+    //! fake provider, then played back, one variant never recorded. Its
+    //! cells could not be played back: their latency and cost are unknown
+    //! in every report (never `0ms`, never `$0`), it is neither cheapest nor
+    //! fastest nor on the frontier, and the HTML says why each of its cells
+    //! failed once: the missing recording, not every check that wanted its
+    //! answer.
+
+    use scaffold::_cargo_scaffold_support::eval::{
+        CellEnv, CellRecord, EvalResults, EvalRunMeta, RecordedCell, RunConfig,
+    };
+    use scaffold::_cargo_scaffold_support::report::html::{
+        TranscriptSelection, Transcripts, cell_anchor, render_with_transcripts,
+    };
+    use scaffold::_cargo_scaffold_support::report::{self, Format, json};
+    use scaffold::dataset::{Format as DatasetFormat, load_str};
+    use scaffold::eval::Eval;
+    use scaffold::prelude::*;
+    use scaffold::provider::openai::OpenAi;
+    use scaffold::provider::recorder::{ProviderRecorder, RecorderMode};
+    use scaffold::testing::{Answer, FakeProviderServer, Rule};
+    use serde::{Deserialize, Serialize};
+    use serde_json::json as value;
+
+    #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+    struct Qa {
+        question: String,
+        answer: String,
+    }
+
+    const DATASET: &str = r#"
+name: capitals
+cases:
+  - id: france
+    input: {q: "Capital of France?"}
+    assertions:
+      - type: output.contains
+        text: Paris
+  - id: spain
+    input: {q: "Capital of Spain?"}
+    assertions:
+      - type: output.contains
+        text: Paris
+"#;
+
+    fn eval(base_url: &str) -> Eval<Qa> {
+        let workflow = || {
+            let agent = Agent::<Qa>::new("answerer")
+                .provider(
+                    OpenAi::new("gpt-4o-mini")
+                        .base_url(base_url)
+                        .api_key("sk-test"),
+                )
+                .prompt(|s| s.question.clone())
+                .update(|t, s| s.answer = t);
+            Workflow::new("qa", Qa::default())
+                .start(|input, s| s.question = input["q"].as_str().unwrap_or_default().into())
+                .phase("answer", Phase::run(agent))
+                .output(|s| value!(s.answer))
+        };
+        Eval::new()
+            .name("capitals")
+            .variant("recorded", workflow())
+            .variant("unrecorded", workflow())
+            .dataset(load_str(DATASET, DatasetFormat::Yaml, "capitals.yaml").unwrap())
+            .scorer(scaffold::scorer::output_valid())
+    }
+
+    fn env(dir: &std::path::Path, mode: RecorderMode, store: Option<Store>) -> CellEnv {
+        let recorder = ProviderRecorder::new(dir, mode);
+        CellEnv {
+            store,
+            transport: Some(recorder.transport()),
+            virtual_time: mode == RecorderMode::Playback,
+            tools: Some(recorder.tools()),
+            recorder: Some(recorder),
+            bridges: None,
+        }
+    }
+
+    /// The cells of `eval` run in playback after the cells of `recorded`
+    /// alone were recorded, as the harness runs and records them.
+    async fn played_back(store: &Store) -> EvalResults {
+        let server = FakeProviderServer::builder()
+            .rule(Rule::when().then(Answer::text("Paris").usage(20, 3)))
+            .start()
+            .await
+            .expect("fake provider");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let eval = eval(&server.openai_base_url());
+        let record = env(dir.path(), RecorderMode::Record, None);
+        for cell in eval.cells().filter(|c| c.id.variant == "recorded") {
+            let (result, _) = eval.run_cell(&cell, &record).await;
+            assert!(result.passed, "{:?}", result.failures());
+        }
+        let playback = env(dir.path(), RecorderMode::Playback, Some(store.clone()));
+        let mut cells = Vec::new();
+        for cell in eval.cells() {
+            let (result, _) = eval.run_cell(&cell, &playback).await;
+            cells.push(CellRecord::from(&result));
+        }
+        store.flush().unwrap();
+        let config = RunConfig {
+            trials: 1,
+            inputs: 2,
+            variants: vec!["recorded".into(), "unrecorded".into()],
+            scorers: vec!["output-valid".into()],
+            min_pass_rate: 0.5,
+        };
+        EvalResults::new("capitals", super::TIMESTAMP, config, cells)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_variant_that_could_not_be_played_back_has_unknown_figures_in_every_report() {
+        let store = Store::in_memory().unwrap();
+        let results = played_back(&store).await;
+        let (recorded, unrecorded): (Vec<&CellRecord>, Vec<&CellRecord>) = results
+            .results
+            .iter()
+            .partition(|c| c.variant == "recorded");
+        assert!(recorded.iter().all(|c| c.passed && !c.unplayable));
+        assert!(unrecorded.iter().all(|c| !c.passed && c.unplayable));
+        assert!(
+            (unrecorded.iter()).all(|c| c.error.as_deref().unwrap_or("").contains("no recording")),
+            "{unrecorded:?}"
+        );
+
+        // JSON: the variant's unmeasured cells, counted; ranked on nothing.
+        let document: serde_json::Value = serde_json::from_str(&results.to_json()).unwrap();
+        json::validate(&document).unwrap();
+        assert_eq!(
+            document["summary"]["unrecorded"]["unmeasured"],
+            value!({"unplayable": 2})
+        );
+        assert!(document["summary"]["recorded"].get("unmeasured").is_none());
+        let comparison = &document["comparison"];
+        assert_eq!(comparison["byCost"], value!(["recorded"]));
+        assert_eq!(comparison["byLatency"], value!(["recorded"]));
+        assert_eq!(comparison["costUnknown"], value!(["unrecorded"]));
+        assert_eq!(comparison["latencyUnknown"], value!(["unrecorded"]));
+        assert_eq!(comparison["paretoFrontier"], value!(["recorded"]));
+        assert_eq!(EvalResults::from_json(&results.to_json()).unwrap(), results);
+
+        // The results rebuilt from the store (`cargo scaffold report --run`)
+        // say the same.
+        let run = EvalRunMeta::new("run-36", "harness").eval("capitals", results.config.clone());
+        store.begin_eval_run(&run).unwrap();
+        for c in &results.results {
+            let name = c.test_name("capitals", 1);
+            let cell = RecordedCell::new("capitals", name, c.clone().into_summary(), true);
+            store.record_cell("run-36", &cell).unwrap();
+        }
+        let rebuilt = store.eval_results("run-36").unwrap().remove(0);
+        assert_eq!(rebuilt.summary, results.summary);
+        assert_eq!(rebuilt.comparison, results.comparison);
+
+        // The table and Markdown: unknown, with the reason; never $0 or 0ms.
+        let why = "unrecorded (2 of 2 cells could not be played back)";
+        let table = report::render(Format::Table, &results, None);
+        assert!(
+            table.contains(&format!("  Latency and cost unknown: {why}\n")),
+            "{table}"
+        );
+        let row = table.lines().find(|l| l.contains("│ unrecorded")).unwrap();
+        assert!(row.contains("│ unknown "), "{row}");
+        for line in ["Cheapest:", "Fastest:"] {
+            let line = table.lines().find(|l| l.contains(line)).unwrap();
+            assert!(
+                line.contains("recorded (") && !line.contains("unrecorded"),
+                "{line}"
+            );
+        }
+        let markdown = report::render(Format::Markdown, &results, None);
+        assert!(markdown.contains("| unrecorded | 0/2 (0%) |"), "{markdown}");
+        assert!(
+            markdown.contains("Latency and cost unknown: `unrecorded` (2 of 2 cells"),
+            "{markdown}"
+        );
+
+        // HTML, as Chromium builds it, the cell's transcript opened.
+        let anchor = cell_anchor("capitals", "unrecorded", "france", 0);
+        let transcripts = Transcripts::new(&store, TranscriptSelection::All);
+        let html = render_with_transcripts(&results, None, &transcripts);
+        let Some(dom) = super::chromium_dom_at(&html, &format!("#{anchor}")) else {
+            return;
+        };
+        let section = |id: &str| {
+            let start = dom.find(&format!("<section id=\"{id}\">")).unwrap();
+            let end = dom[start..].find("</section>").unwrap() + start;
+            &dom[start..end]
+        };
+        let variants = section("variants");
+        let row = variants
+            .lines()
+            .find(|l| l.contains("unrecorded</td>"))
+            .unwrap();
+        assert!(!row.contains("frontier"), "{row}");
+        assert!(
+            row.contains("title=\"2 of 2 cells could not be played back\">unknown</td>"),
+            "{row}"
+        );
+        assert!(!row.contains(">$0<") && !row.contains(">0ms<"), "{row}");
+        assert!(
+            variants.contains("<strong>by cost:</strong> recorded ·"),
+            "{variants}"
+        );
+        let plots = section("plots");
+        let plot = &plots[plots.find("<svg id=\"plot-cost-quality\"").unwrap()..];
+        assert!(!plot.contains("data-variant=\"unrecorded\""), "{plot}");
+        assert!(plot.contains("Not placed, cost unknown: <code>unrecorded</code>"));
+
+        let cells = section("cells");
+        let start = cells.find(&format!("<tr id=\"{anchor}\"")).unwrap();
+        let row = &cells[start..start + cells[start..].find("</tr>").unwrap()];
+        assert!(
+            row.contains("title=\"could not be played back\">unknown</td>"),
+            "{row}"
+        );
+        let why = &row[row.find("<ul class=\"failures\">").unwrap()..];
+        assert_eq!(why.matches("<li>").count(), 1, "the cause alone: {why}");
+        assert!(
+            why.contains("run failed: ") && why.contains("no recording"),
+            "{why}"
+        );
+        // Its transcript, opened by the hash: the cause, not the assertion
+        // that failed for want of the recorded answer.
+        let detail = &cells[start..];
+        let detail = &detail[detail.find("<tr class=\"detail\"").expect("the transcript")..];
+        let detail = &detail[..detail.find("</tr>").unwrap()];
+        assert!(detail.contains("Could not be played back: "), "{detail}");
+        assert!(detail.contains("no recording"), "{detail}");
+        assert!(!detail.contains("assertion fail"), "{detail}");
+        assert!(detail.contains("1 failed assertion not shown"), "{detail}");
+    }
 }

@@ -10,7 +10,10 @@
 //!   regression (a warning) or a `metric_improved` improvement: latency and
 //!   cost by a relative change (default 10%) *and* an absolute floor (50 ms,
 //!   $0.0001) so noise on tiny numbers is ignored; each scorer's value by an
-//!   absolute change (default 0.1);
+//!   absolute change (default 0.1). Latency and cost are compared only where
+//!   both sides know them: a cell that could not be played back or errored
+//!   has neither ([`CellRecord::unmeasured`]), a call with no price makes
+//!   its cost unknown;
 //! * otherwise the cell is **unchanged**.
 //!
 //! Cells only in the candidate are **new**, only in the baseline **removed**.
@@ -204,11 +207,13 @@ impl Verdict {
 pub struct ComparisonSummary {
     /// Candidate minus baseline pass rate (positive = better).
     pub pass_rate_delta: f64,
-    /// Candidate minus baseline mean latency per cell, ms (negative = better).
+    /// Candidate minus baseline mean latency per cell, ms (negative =
+    /// better; 0 when either side's is unknown: [`ComparedRun::known_latency`]).
     pub avg_latency_delta_ms: f64,
     /// The same relative to the baseline (0.1 = 10% slower; 0 when the baseline's is 0).
     pub avg_latency_delta_pct: f64,
-    /// Candidate minus baseline mean cost per cell, USD (negative = better).
+    /// Candidate minus baseline mean cost per cell, USD (negative = better;
+    /// 0 when either side's is unknown: [`ComparedRun::known_cost`]).
     pub cost_delta: f64,
     /// The same relative to the baseline.
     pub cost_delta_pct: f64,
@@ -233,21 +238,33 @@ pub struct ComparedRun {
     pub cells: usize,
     /// Pass rate.
     pub pass_rate: f64,
-    /// Mean latency per cell, ms.
+    /// Mean latency per cell of known latency, ms (0 and unknown without
+    /// one: see [`ComparedRun::known_latency`]).
     pub avg_latency_ms: f64,
-    /// Mean cost per cell, USD.
+    /// Mean cost per cell of known cost, USD (0 and unknown without one:
+    /// see [`ComparedRun::known_cost`]).
     pub avg_cost_usd: f64,
+    /// Cells of unknown latency and cost (they could not be played back or
+    /// errored), left out of both means.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmeasured_cells: usize,
+    /// Measured cells that called a model with no price: with any, the
+    /// run's cost is unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpriced_cells: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ComparedRun {
     fn of(r: &EvalResults) -> Self {
         let n = r.counted().count();
-        let avg = |f: fn(&CellRecord) -> f64| {
-            if n == 0 {
-                0.0
-            } else {
-                r.counted().map(f).sum::<f64>() / n as f64
-            }
+        let measured: Vec<&CellRecord> = r.counted().filter(|c| c.unmeasured().is_none()).collect();
+        let avg = |f: fn(&CellRecord) -> f64| match measured.len() {
+            0 => 0.0,
+            m => measured.iter().map(|c| f(c)).sum::<f64>() / m as f64,
         };
         ComparedRun {
             eval: r.eval.clone(),
@@ -256,7 +273,24 @@ impl ComparedRun {
             pass_rate: r.pass_rate(),
             avg_latency_ms: avg(|c| c.metrics.latency_ms as f64),
             avg_cost_usd: avg(|c| c.metrics.cost_usd),
+            unmeasured_cells: n - measured.len(),
+            unpriced_cells: (measured.iter())
+                .filter(|c| c.metrics.unpriced_calls > 0)
+                .count(),
         }
+    }
+
+    /// The mean latency per cell, when some cell's is known.
+    pub fn known_latency(&self) -> Option<f64> {
+        (self.unmeasured_cells < self.cells).then_some(self.avg_latency_ms)
+    }
+
+    /// The mean cost per cell, when some cell's is known and every call of
+    /// the measured cells was priced.
+    pub fn known_cost(&self) -> Option<f64> {
+        self.known_latency()
+            .filter(|_| self.unpriced_cells == 0)
+            .map(|_| self.avg_cost_usd)
     }
 }
 
@@ -532,10 +566,10 @@ fn side(cell: &CellRecord, value: Option<f64>) -> Side {
     }
 }
 
-/// The metrics of `cell` that moved past their thresholds: latency, cost,
-/// then each scorer both sides ran.
+/// The metrics of `cell` that moved past their thresholds: latency, cost
+/// (each only when both sides know it), then each scorer both sides ran.
 fn metric_moves(cell: &Matched<'_>, options: &CompareOptions) -> Vec<MetricMove> {
-    let (b, c) = (&cell.base.metrics, &cell.cand.metrics);
+    let (b, c) = (cell.base, cell.cand);
     let mut moves = Vec::new();
     let mut push = |name: String, what: String, base: f64, cand: f64, change: Option<bool>| {
         if let Some(worse) = change {
@@ -548,17 +582,19 @@ fn metric_moves(cell: &Matched<'_>, options: &CompareOptions) -> Vec<MetricMove>
             });
         }
     };
-    let (bl, cl) = (b.latency_ms as f64, c.latency_ms as f64);
-    let latency = moved(
-        bl,
-        cl,
-        options.latency_threshold,
-        options.min_latency_delta_ms,
-    );
-    push("latency".into(), "latency (ms)".into(), bl, cl, latency);
-    // A cell with an unpriced call has no known cost: nothing to compare.
-    if b.unpriced_calls == 0 && c.unpriced_calls == 0 {
-        let (bc, cc) = (b.cost_usd, c.cost_usd);
+    // A cell that could not be played back or errored has no latency or
+    // cost of its own, one with an unpriced call no known cost: nothing to
+    // compare.
+    if let (Some(bl), Some(cl)) = (b.known_latency(), c.known_latency()) {
+        let latency = moved(
+            bl,
+            cl,
+            options.latency_threshold,
+            options.min_latency_delta_ms,
+        );
+        push("latency".into(), "latency (ms)".into(), bl, cl, latency);
+    }
+    if let (Some(bc), Some(cc)) = (b.known_cost(), c.known_cost()) {
         let cost = moved(bc, cc, options.cost_threshold, options.min_cost_delta_usd);
         push("cost".into(), "cost (USD)".into(), bc, cc, cost);
     }
@@ -639,7 +675,6 @@ fn summarize(
     options: &CompareOptions,
 ) -> ComparisonSummary {
     let pass_rate_delta = c_run.pass_rate - b_run.pass_rate;
-    let relative = |b: f64, c: f64| if b == 0.0 { 0.0 } else { (c - b) / b };
     let critical: Vec<&str> = changes
         .regressions
         .iter()
@@ -647,15 +682,27 @@ fn summarize(
         .map(|r| r.case_id.as_str())
         .collect();
     let reasons = block_reasons(&changes.regressions, &critical, gated, options);
+    // A figure unknown on either side changed by nothing anyone knows.
+    let (latency, latency_pct) = delta(b_run.known_latency(), c_run.known_latency());
+    let (cost, cost_pct) = delta(b_run.known_cost(), c_run.known_cost());
     ComparisonSummary {
         pass_rate_delta,
-        avg_latency_delta_ms: c_run.avg_latency_ms - b_run.avg_latency_ms,
-        avg_latency_delta_pct: relative(b_run.avg_latency_ms, c_run.avg_latency_ms),
-        cost_delta: c_run.avg_cost_usd - b_run.avg_cost_usd,
-        cost_delta_pct: relative(b_run.avg_cost_usd, c_run.avg_cost_usd),
+        avg_latency_delta_ms: latency,
+        avg_latency_delta_pct: latency_pct,
+        cost_delta: cost,
+        cost_delta_pct: cost_pct,
         verdict: verdict(pass_rate_delta, changes, !critical.is_empty(), options),
         should_block: !reasons.is_empty(),
         block_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+    }
+}
+
+/// `candidate − baseline` and the same relative to the baseline (0 when
+/// the baseline's is 0), or zeros when either is unknown.
+fn delta(base: Option<f64>, cand: Option<f64>) -> (f64, f64) {
+    match (base, cand) {
+        (Some(b), Some(c)) => (c - b, if b == 0.0 { 0.0 } else { (c - b) / b }),
+        _ => (0.0, 0.0),
     }
 }
 
@@ -779,5 +826,85 @@ mod examples {
         );
         assert!(!same.summary.should_block);
         assert_eq!(same.summary.verdict, Verdict::Equivalent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cells: Vec<CellRecord>) -> EvalResults {
+        EvalResults::for_tests("qa", 1, cells)
+    }
+
+    fn cell(case: &str, ms: u64, usd: f64) -> CellRecord {
+        let mut c = CellRecord::new("v", case);
+        c.passed = true;
+        c.metrics.latency_ms = ms;
+        c.metrics.cost_usd = usd;
+        c
+    }
+
+    /// A candidate whose cells could not be played back (or errored) took
+    /// 0ms and $0 only because nothing ran: no latency or cost improvement
+    /// or regression is claimed of them, per cell or in the totals, and the
+    /// run's figures say they are unknown (issue 36).
+    #[test]
+    fn unknown_figures_are_neither_better_nor_worse() {
+        let base = run(vec![cell("a", 2000, 0.02), cell("b", 2000, 0.02)]);
+        let mut unplayable = cell("a", 0, 0.0);
+        unplayable.passed = false;
+        unplayable.unplayable = true;
+        unplayable.error = Some("playback: no recording `a`".into());
+        let mut errored = cell("b", 9000, 0.5);
+        errored.passed = false;
+        errored.error = Some("HTTP 500".into());
+        let cand = run(vec![unplayable, errored]);
+        let cmp = compare(&base, &cand, &CompareOptions::default());
+        let metric = |kind: Option<&String>| kind.is_some();
+        assert!(
+            !cmp.regressions.iter().any(|r| metric(r.metric.as_ref())),
+            "{:?}",
+            cmp.regressions
+        );
+        assert!(
+            !cmp.improvements.iter().any(|i| metric(i.metric.as_ref())),
+            "{:?}",
+            cmp.improvements
+        );
+        assert_eq!(cmp.regressions.len(), 2, "both went from pass to fail");
+        assert_eq!(
+            (cmp.candidate.known_latency(), cmp.candidate.known_cost()),
+            (None, None)
+        );
+        assert_eq!(cmp.candidate.unmeasured_cells, 2);
+        assert_eq!(cmp.baseline.known_latency(), Some(2000.0));
+        let s = &cmp.summary;
+        assert_eq!(
+            (
+                s.avg_latency_delta_ms,
+                s.avg_latency_delta_pct,
+                s.cost_delta,
+                s.cost_delta_pct
+            ),
+            (0.0, 0.0, 0.0, 0.0)
+        );
+
+        // A measured cell beside them is still compared, and the run's
+        // means are of the measured cells.
+        let mut cells = cand.results.clone();
+        cells.push(cell("c", 500, 0.01));
+        let base = run(vec![
+            cell("a", 2000, 0.02),
+            cell("b", 2000, 0.02),
+            cell("c", 2000, 0.02),
+        ]);
+        let cmp = compare(&base, &run(cells), &CompareOptions::default());
+        let improved: Vec<&str> = (cmp.improvements.iter())
+            .filter_map(|i| i.metric.as_deref())
+            .collect();
+        assert_eq!(improved, ["latency", "cost"]);
+        assert_eq!(cmp.candidate.known_latency(), Some(500.0));
+        assert!((cmp.summary.avg_latency_delta_pct + 0.75).abs() < 1e-12);
     }
 }

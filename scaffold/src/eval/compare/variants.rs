@@ -16,6 +16,16 @@
 //! a variant that is only faster is not on the frontier. The HTML report's
 //! table marks and its cost/quality plot draw this same list.
 //!
+//! **Unknown figures**: a variant's cost is unknown when a model it called
+//! has no price or no cell of it has a cost of its own, its latency when no
+//! cell has a latency of its own (every cell could not be played back or
+//! errored: [`Unmeasured`](crate::eval::stats::Unmeasured)). An unknown
+//! figure is never ranked (`by_cost`, `by_latency`), never cheapest or
+//! fastest, never better or worse than another; the variant is listed in
+//! `cost_unknown` or `latency_unknown`. On the frontier, a variant of unknown
+//! cost neither beats nor is beaten on cost, and a variant with no cell
+//! measured has no place at all.
+//!
 //! **Significance**: the case is the unit of analysis. The recommended
 //! variant is tested against each other variant on the cases they share
 //! (same dataset and case), pairing each case's quality averaged over its
@@ -193,13 +203,20 @@ pub struct VariantComparison {
     /// Best pass rate first (ties: higher quality, then cheaper).
     pub by_pass_rate: Vec<String>,
     /// Cheapest mean cost per cell first; a variant whose cost is unknown
-    /// (an unpriced model) is not ranked.
+    /// (an unpriced model, or no cell measured) is not ranked.
     pub by_cost: Vec<String>,
-    /// Variants whose cost is unknown: a model they called has no price.
+    /// Variants whose cost is unknown: a model they called has no price, or
+    /// no cell of theirs has a cost of its own (none could be played back,
+    /// or every run errored).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cost_unknown: Vec<String>,
-    /// Fastest mean latency first.
+    /// Fastest mean latency first; a variant whose latency is unknown is
+    /// not ranked.
     pub by_latency: Vec<String>,
+    /// Variants whose latency is unknown: no cell of theirs has a latency
+    /// of its own (none could be played back, or every run errored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_unknown: Vec<String>,
     /// Variants no other beats on quality and cost (see the module doc),
     /// best quality first (ties: cheaper, higher pass rate, faster): the
     /// first is the recommended variant.
@@ -289,21 +306,45 @@ fn trials_per_case(cells: &[CellRecord]) -> u32 {
 }
 
 /// What is known of one variant: the frontier's objectives (quality and
-/// cost) and what else is ranked.
+/// cost) and what else is ranked. An unknown cost or latency is `None`:
+/// never better, worse or equal to another.
 #[derive(Debug, Clone, Copy)]
 struct Point {
     pass_rate: f64,
     quality: f64,
-    cost: f64,
-    latency: f64,
+    cost: Option<f64>,
+    latency: Option<f64>,
+    /// Some cell has a latency and cost of its own: the variant can be placed.
+    measured: bool,
 }
 
 impl Point {
-    /// At least as good on quality and cost and better on one of them.
+    /// At least as good on quality and cost and better on one of them
+    /// (never, when either cost is unknown).
     fn dominates(&self, o: &Point) -> bool {
-        let ge = self.quality >= o.quality && self.cost <= o.cost;
-        let gt = self.quality > o.quality || self.cost < o.cost;
+        let (Some(cost), Some(other)) = (self.cost, o.cost) else {
+            return false;
+        };
+        let ge = self.quality >= o.quality && cost <= other;
+        let gt = self.quality > o.quality || cost < other;
         ge && gt
+    }
+}
+
+/// `(a, b)` when both are known and `a < b`.
+fn below(a: Option<f64>, b: Option<f64>) -> Option<(f64, f64)> {
+    match (a, b) {
+        (Some(a), Some(b)) if a < b => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// `a` against `b` when both are known; equal otherwise (an unknown figure
+/// breaks no tie).
+fn cmp_known(a: Option<f64>, b: Option<f64>) -> Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => cmp_f(a, b),
+        _ => Ordering::Equal,
     }
 }
 
@@ -394,12 +435,9 @@ pub fn compare_variants(
     VariantComparison {
         by_pass_rate: names(&ranks.by_pass_rate),
         by_cost: names(&ranks.by_cost),
-        cost_unknown: points
-            .iter()
-            .filter(|(_, p)| p.cost.is_nan())
-            .map(|(n, _)| n.to_string())
-            .collect(),
+        cost_unknown: unknown(&points, |p| p.cost),
         by_latency: names(&ranks.by_latency),
+        latency_unknown: unknown(&points, |p| p.latency),
         pareto_frontier: names(&ranks.frontier),
         quality: quality_name,
         quality_by_variant: points
@@ -425,14 +463,20 @@ fn points<'s>(summaries: &'s [VariantSummary], quality_scorer: Option<&str>) -> 
                 Point {
                     pass_rate: s.pass_rate,
                     quality: quality(s, quality_scorer),
-                    // Unknown (an unpriced model): NaN compares false with
-                    // everything, so it neither dominates nor is dominated
-                    // on cost, is never cheapest and never ranked.
-                    cost: s.known_cost().unwrap_or(f64::NAN),
-                    latency: s.avg_latency,
+                    cost: s.known_cost(),
+                    latency: s.known_latency(),
+                    measured: s.latency_known(),
                 },
             )
         })
+        .collect()
+}
+
+/// The variants whose `figure` is unknown, in the order of `points`.
+fn unknown(points: &[Named<'_>], figure: fn(&Point) -> Option<f64>) -> Vec<String> {
+    (points.iter())
+        .filter(|(_, p)| figure(p).is_none())
+        .map(|(n, _)| n.to_string())
         .collect()
 }
 
@@ -453,18 +497,20 @@ impl<'p> Rankings<'p> {
         let by_pass_rate = ranked(points.iter(), |(an, a), (bn, b)| {
             cmp_f(b.pass_rate, a.pass_rate)
                 .then(cmp_f(b.quality, a.quality))
-                .then(cmp_f(a.cost, b.cost))
-                .then(cmp_f(a.latency, b.latency))
+                .then(cmp_known(a.cost, b.cost))
+                .then(cmp_known(a.latency, b.latency))
                 .then(an.cmp(bn))
         });
-        let priced = points.iter().filter(|(_, p)| !p.cost.is_nan());
+        // Only a known figure is ranked.
+        let priced = points.iter().filter(|(_, p)| p.cost.is_some());
         let by_cost = ranked(priced, |(an, a), (bn, b)| {
-            cmp_f(a.cost, b.cost)
+            cmp_known(a.cost, b.cost)
                 .then(cmp_f(b.pass_rate, a.pass_rate))
                 .then(an.cmp(bn))
         });
-        let by_latency = ranked(points.iter(), |(an, a), (bn, b)| {
-            cmp_f(a.latency, b.latency)
+        let timed = points.iter().filter(|(_, p)| p.latency.is_some());
+        let by_latency = ranked(timed, |(an, a), (bn, b)| {
+            cmp_known(a.latency, b.latency)
                 .then(cmp_f(b.pass_rate, a.pass_rate))
                 .then(an.cmp(bn))
         });
@@ -478,14 +524,16 @@ impl<'p> Rankings<'p> {
 }
 
 /// The variants no other dominates, best quality first (ties: cheaper,
-/// higher pass rate, faster, then by name).
+/// higher pass rate, faster, then by name). A variant with no cell measured
+/// has no place on it: nothing it did can be set against the others.
 fn frontier<'p>(points: &'p [Named<'p>]) -> Vec<&'p Named<'p>> {
     // Quality decides; the frontier's first is the variant recommended.
-    let by_quality = ranked(points.iter(), |(an, a), (bn, b)| {
+    let placed = points.iter().filter(|(_, p)| p.measured);
+    let by_quality = ranked(placed, |(an, a), (bn, b)| {
         cmp_f(b.quality, a.quality)
-            .then(cmp_f(a.cost, b.cost))
+            .then(cmp_known(a.cost, b.cost))
             .then(cmp_f(b.pass_rate, a.pass_rate))
-            .then(cmp_f(a.latency, b.latency))
+            .then(cmp_known(a.latency, b.latency))
             .then(an.cmp(bn))
     });
     by_quality
@@ -626,10 +674,10 @@ impl Standing<'_> {
         self.points.len() - 1
     }
 
-    /// Better than every other variant on `metric`.
-    fn beats_all(&self, metric: fn(&Point) -> f64) -> bool {
+    /// Better than every other variant on `metric` (known for each of them).
+    fn beats_all(&self, metric: fn(&Point) -> Option<f64>) -> bool {
         let mine = metric(self.point);
-        (self.points.iter()).all(|(n, o)| *n == self.name || metric(o) > mine)
+        (self.points.iter()).all(|(n, o)| *n == self.name || below(mine, metric(o)).is_some())
     }
 
     /// Why, in a sentence: quality, cheapest, fastest, significance.
@@ -645,11 +693,16 @@ impl Standing<'_> {
                 pct(point.pass_rate)
             )
         };
-        if self.others() > 0 && self.beats_all(|p| p.cost) {
-            reason.push_str(&format!(", cheapest ({} per case)", usd(point.cost)));
+        if let Some(cost) = point
+            .cost
+            .filter(|_| self.others() > 0 && self.beats_all(|p| p.cost))
+        {
+            reason.push_str(&format!(", cheapest ({} per case)", usd(cost)));
         }
-        if self.others() > 0 && self.beats_all(|p| p.latency) {
-            reason.push_str(&format!(", fastest ({} avg)", ms(point.latency)));
+        if let Some(latency) =
+            (point.latency).filter(|_| self.others() > 0 && self.beats_all(|p| p.latency))
+        {
+            reason.push_str(&format!(", fastest ({} avg)", ms(latency)));
         }
         reason.push_str(&self.significance_text());
         reason
@@ -708,23 +761,19 @@ impl Standing<'_> {
         Some(line)
     }
 
-    /// Where `o` beats the recommended variant.
+    /// Where `o` beats the recommended variant (on what is known of both).
     fn better_of(&self, o: &Point) -> Vec<String> {
         let (point, quality) = (self.point, self.quality);
         let mut better = Vec::new();
-        if o.cost < point.cost {
+        if let Some((theirs, mine)) = below(o.cost, point.cost) {
             better.push(format!(
                 "cheaper ({} vs {} per case)",
-                usd(o.cost),
-                usd(point.cost)
+                usd(theirs),
+                usd(mine)
             ));
         }
-        if o.latency < point.latency {
-            better.push(format!(
-                "faster ({} vs {} avg)",
-                ms(o.latency),
-                ms(point.latency)
-            ));
+        if let Some((theirs, mine)) = below(o.latency, point.latency) {
+            better.push(format!("faster ({} vs {} avg)", ms(theirs), ms(mine)));
         }
         if o.quality > point.quality && quality != "pass" {
             better.push(format!(
@@ -752,19 +801,11 @@ impl Standing<'_> {
                 o.quality, point.quality
             ));
         }
-        if o.cost > point.cost {
-            worse.push(format!(
-                "costs more ({} vs {})",
-                usd(o.cost),
-                usd(point.cost)
-            ));
+        if let Some((mine, theirs)) = below(point.cost, o.cost) {
+            worse.push(format!("costs more ({} vs {})", usd(theirs), usd(mine)));
         }
-        if o.latency > point.latency {
-            worse.push(format!(
-                "is slower ({} vs {})",
-                ms(o.latency),
-                ms(point.latency)
-            ));
+        if let Some((mine, theirs)) = below(point.latency, o.latency) {
+            worse.push(format!("is slower ({} vs {})", ms(theirs), ms(mine)));
         }
         worse
     }
@@ -864,5 +905,76 @@ mod examples {
         assert_eq!(rec.variant, "big");
         // Three cases cannot show significance.
         assert_eq!(cmp.verdict, WinnerVerdict::NoClearWinner);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::stats::summarize;
+
+    /// Six cells per variant: `played` passes half its cells at $0.02 and
+    /// 1.5s each; every cell of `unplayable` could not be played back (its
+    /// session took nothing and spent nothing).
+    fn cells() -> Vec<CellRecord> {
+        let mut cells = Vec::new();
+        for case in 0..6 {
+            let mut c = CellRecord::new("played", format!("case-{case}"));
+            c.passed = case % 2 == 0;
+            c.metrics.latency_ms = 1500;
+            c.metrics.cost_usd = 0.02;
+            cells.push(c);
+            let mut c = CellRecord::new("unplayable", format!("case-{case}"));
+            c.unplayable = true;
+            c.error = Some("playback: no recording `x`".into());
+            cells.push(c);
+        }
+        cells
+    }
+
+    /// A variant none of whose cells could be played back is neither the
+    /// cheapest nor the fastest, is ranked on neither, is on no frontier and
+    /// is recommended by no reason: its figures are unknown, not $0 and 0ms
+    /// (issue 36).
+    #[test]
+    fn a_variant_that_could_not_be_played_back_is_never_cheapest_fastest_or_on_the_frontier() {
+        let cells = cells();
+        let cmp = compare_variants(
+            &summarize(&cells),
+            &cells,
+            &VariantCompareOptions::default(),
+        );
+        assert_eq!(cmp.by_cost, ["played"]);
+        assert_eq!(cmp.by_latency, ["played"]);
+        assert_eq!(cmp.cost_unknown, ["unplayable"]);
+        assert_eq!(cmp.latency_unknown, ["unplayable"]);
+        assert_eq!(cmp.pareto_frontier, ["played"]);
+        let rec = cmp.recommendation.unwrap();
+        assert_eq!(rec.variant, "played");
+        for claim in ["cheapest", "fastest"] {
+            assert!(!rec.reason.contains(claim), "{}", rec.reason);
+        }
+        assert!(rec.tradeoffs.is_empty(), "{:?}", rec.tradeoffs);
+        let json = serde_json::to_value(&cmp_of(&cells)).unwrap();
+        assert_eq!(json["latencyUnknown"], serde_json::json!(["unplayable"]));
+    }
+
+    /// Even when it passed more (a stale recording can leave a cell
+    /// passing no check that needed the call), a variant with no cell
+    /// measured is never placed on the frontier, nor recommended from it.
+    #[test]
+    fn a_variant_with_no_cell_measured_is_not_placed_however_it_scored() {
+        let mut cells = cells();
+        for c in cells.iter_mut().filter(|c| c.variant == "unplayable") {
+            c.passed = true;
+        }
+        let cmp = cmp_of(&cells);
+        assert_eq!(cmp.pareto_frontier, ["played"]);
+        assert_eq!(cmp.recommendation.unwrap().variant, "played");
+        assert_eq!(cmp.by_pass_rate, ["unplayable", "played"]);
+    }
+
+    fn cmp_of(cells: &[CellRecord]) -> VariantComparison {
+        compare_variants(&summarize(cells), cells, &VariantCompareOptions::default())
     }
 }
