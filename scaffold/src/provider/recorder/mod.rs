@@ -7,8 +7,13 @@
 //! - **live**: requests go straight to the inner transport;
 //! - **record**: requests go to the inner transport and each exchange is
 //!   written to `{recordings_dir}/{recording_id}.json` (a `Cassette`),
-//!   atomically; streamed (SSE) bodies are passed to the caller as they
-//!   arrive and written when the stream ends;
+//!   atomically and only when its bytes change; streamed (SSE) bodies are
+//!   passed to the caller as they arrive and written when the stream ends.
+//!   Under [`RecordPolicy::Missing`] (`SCAFFOLD_RECORD`, the default) a
+//!   call whose recording still answers it is answered from that
+//!   recording instead, and neither the API nor the file is touched. A
+//!   fake server's [`SIMULATED_TIMING_HEADER`] is recorded in place of the
+//!   measured time;
 //! - **playback** (the default): requests are rewritten to a process-wide
 //!   wiremock server whose single responder answers from the cassette of the
 //!   call's recording id, so the same provider and HTTP code runs in CI
