@@ -118,8 +118,16 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
     let out = text(&one);
     // Prompt v1 of code review fails 16 of its 33 cells, and one weaker
     // variant of each of debugging, refactoring and the verifier fork fails
-    // one cell: every gate still passes.
-    assert!(out.contains("79 passed; 19 failed"), "{out}");
+    // one cell: failures their gates allow (libtest: ignored), and every
+    // gate still passes.
+    assert!(
+        out.contains("79 passed, 19 failed (19 allowed by their gate)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("test result: ok. 85 passed; 0 failed; 19 ignored"),
+        "{out}"
+    );
     assert!(out.contains("Eval: code-review"), "{out}");
     assert!(out.contains("Eval: code-generation"), "{out}");
     assert!(out.contains("Cheapest: "), "{out}");
@@ -258,6 +266,19 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
             written.results, stored.results,
             "SCAFFOLD_WHOLE_RECORDS={whole}"
         );
+        // One shape: the harness's document and the store's have the same
+        // fields, `cellCounts` in both, and the same counts.
+        let fields = |r: &scaffold::_cargo_scaffold_support::eval::EvalResults| {
+            let json = scaffold::_cargo_scaffold_support::report::render(Format::Json, r, None);
+            let value: Value = serde_json::from_str(&json).expect("JSON");
+            value
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>())
+        };
+        assert_eq!(fields(&written), fields(&stored));
+        assert!(fields(&written).is_some_and(|f| f.contains(&"cellCounts".to_string())));
+        assert_eq!(written.cell_counts, stored.cell_counts);
+        assert!(written.complete && stored.complete);
         // Whole: inputs and the assertions that passed are there.
         assert!(written.results.iter().all(|c| !c.input.is_null()));
         assert!(
@@ -305,6 +326,43 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
         "{}",
         text(&bad)
     );
+}
+
+/// A run's budget spent by its first cell: every later eval ran no cell.
+/// Each still gets a results file that says so (not complete, its cells
+/// missing), no gate says passed, and the closing line fails the run.
+#[test]
+fn evals_a_budget_kept_from_running_get_results_that_say_so() {
+    let dir = common::TempDir::new("harness-budget");
+    let out_dir = dir.join("out");
+    let run = evals(
+        &["--test-threads", "1"],
+        &[
+            ("SCAFFOLD_MAX_COST", "0.0001"),
+            ("SCAFFOLD_OUTPUT", out_dir.to_str().expect("utf-8 path")),
+        ],
+    );
+    let all = text(&run);
+    assert!(!run.status.success(), "{all}");
+    assert!(!all.contains("Gate: passed"), "{all}");
+    assert!(all.contains("gates 0/6 passed"), "{all}");
+    assert!(all.contains("run FAILED: "), "{all}");
+    let mut none_ran = 0;
+    for eval in EVALS {
+        let json = results_of(&out_dir, eval);
+        assert_eq!(json["complete"], Value::Bool(false), "{eval}");
+        assert_eq!(json["gate"]["passed"], Value::Bool(false), "{eval}");
+        let counts = &json["cellCounts"];
+        assert!(
+            counts["missing"].as_u64().is_some_and(|n| n > 0),
+            "{eval}: {counts}"
+        );
+        if counts["recorded"] == 0 {
+            none_ran += 1;
+            assert_eq!(json["results"].as_array().map(Vec::len), Some(0));
+        }
+    }
+    assert!(none_ran >= 5, "{none_ran} evals ran no cell");
 }
 
 #[test]

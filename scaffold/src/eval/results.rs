@@ -710,6 +710,7 @@ impl EvalResults {
         );
         judged.complete = complete;
         judged.cell_counts = counts;
+        judged.gate = Some(judged.gate_verdict());
         judged
     }
 
@@ -719,6 +720,8 @@ impl EvalResults {
         let counts = CellCounts::new(planned, self.results.len());
         self.complete = counts.missing == 0;
         self.cell_counts = Some(counts);
+        // The gate fails a run that is not finished.
+        self.gate = Some(self.gate_verdict());
         self
     }
 

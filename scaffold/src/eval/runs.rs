@@ -331,10 +331,14 @@ fn results(conn: &Connection, path: &str, run: &str) -> Result<Vec<EvalResults>,
         out.push(match stored.and_then(|s| s.planned(record.finished)) {
             Some(planned) => results.with_planned_cells(planned),
             // Without a count only the run's own mark tells.
-            None => EvalResults {
-                complete: record.finished,
-                ..results
-            },
+            None => {
+                let mut results = EvalResults {
+                    complete: record.finished,
+                    ..results
+                };
+                results.gate = Some(results.gate_verdict());
+                results
+            }
         });
     }
     Ok(out)
