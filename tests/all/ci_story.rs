@@ -6,10 +6,8 @@
 //! failing its assertion, a gate of 75%.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-use serde_json::Value;
 
 use crate::common::{self, TempDir, nextest_available, text};
 use crate::fixture::{FixtureDir, run};
@@ -20,19 +18,7 @@ const FAILING: &str = "resume-fixture::alpha::c1";
 fn cargo_scaffold() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
-        let out = common::cargo(&["build", "-p", "cargo-scaffold", "--message-format=json"])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo runs");
-        assert!(out.status.success(), "building cargo-scaffold failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| {
-                m["reason"] == "compiler-artifact" && m["target"]["name"] == "cargo-scaffold"
-            })
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo names cargo-scaffold's executable")
+        common::built_executable(&["build", "-p", "cargo-scaffold"], "cargo-scaffold")
     })
 }
 

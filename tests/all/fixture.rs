@@ -5,11 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use scaffold::_cargo_scaffold_support::eval::EvalResults;
-use serde_json::Value;
 
 use crate::common::{self, TempDir, text};
 
@@ -29,27 +28,10 @@ pub const CELLS: [&str; 8] = [
 pub fn fixture() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
-        let out = Command::new(env!("CARGO"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "test",
-                "--test",
-                "resume_fixture",
-                "--no-run",
-                "--message-format=json",
-            ])
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("cargo runs");
-        assert!(out.status.success(), "building the fixture failed");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|m| {
-                m["reason"] == "compiler-artifact" && m["target"]["name"] == "resume_fixture"
-            })
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo names the fixture's executable")
+        common::built_executable(
+            &["test", "--test", "resume_fixture", "--no-run"],
+            "resume_fixture",
+        )
     })
 }
 

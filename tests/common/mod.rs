@@ -27,6 +27,26 @@ pub fn cargo(args: &[&str]) -> Command {
     cmd
 }
 
+/// Build with `cargo {args} --message-format=json` in the root package
+/// (a nested cargo in this target directory) and return the executable of
+/// the target named `target`.
+pub fn built_executable(args: &[&str], target: &str) -> std::path::PathBuf {
+    let out = Command::new(env!("CARGO"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .arg("--message-format=json")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "building {target} failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == target)
+        .find_map(|m| m["executable"].as_str().map(std::path::PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo names {target}'s executable"))
+}
+
 /// Standard output then standard error, as text.
 pub fn text(out: &Output) -> String {
     format!(
