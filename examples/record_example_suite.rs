@@ -530,9 +530,13 @@ fn record(
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = env!("CARGO_MANIFEST_DIR");
     let filter = filter_argument()?;
-    let names = cell_names(root)?;
-    let selected: Vec<&String> = names
+    let tests = test_names(root)?;
+    let names: Vec<String> = tests.iter().map(|(_, name)| name.clone()).collect();
+    // The cells (not the evals' `[gate]` tests, which need no recording).
+    let selected: Vec<&String> = tests
         .iter()
+        .filter(|(kind, _)| kind == "eval")
+        .map(|(_, name)| name)
         .filter(|name| filter.as_deref().is_none_or(|f| name.contains(f)))
         .collect();
     if selected.is_empty() {
@@ -576,7 +580,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         record(root, &server, &format!("t{run}"), &selection)?;
     }
     println!(
-        "recorded {} cell(s) into {root}/evals/recordings",
+        "{} cell(s): what was missing or stale is recorded in {root}/evals/recordings",
         selected.len()
     );
     Ok(())
@@ -597,8 +601,9 @@ fn filter_argument() -> Result<Option<String>, String> {
     Ok(filter.filter(|f| !f.is_empty()))
 }
 
-/// The test names of the suite's cells (`cargo test --test evals -- --list`).
-fn cell_names(root: &str) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+/// The suite's tests (`cargo test --test evals -- --list`): each one's
+/// kind (`eval` for a cell, `gate` for an eval's gate) and name.
+fn test_names(root: &str) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
     let output = Command::new(env!("CARGO"))
         .current_dir(root)
         .args(["test", "--test", "evals", "--", "--list"])
@@ -617,9 +622,13 @@ fn cell_names(root: &str) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     Ok(String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| line.strip_suffix(": test"))
-        // Without its kind (`[eval] `): `--exact` takes either.
-        .map(|name| name.split_once("] ").map_or(name, |(_, name)| name))
-        .map(str::to_string)
+        // `[eval] code-review::…`: `--exact` takes the name without it.
+        .map(
+            |line| match line.strip_prefix('[').and_then(|l| l.split_once("] ")) {
+                Some((kind, name)) => (kind.to_string(), name.to_string()),
+                None => ("eval".to_string(), line.to_string()),
+            },
+        )
         .collect())
 }
 
