@@ -124,8 +124,8 @@ impl Harness {
     }
 
     /// `why` the eval failed, followed by its failed cells (the first
-    /// [`LISTED_CELLS`]), each with its first failure and, when the HTML
-    /// report is written, where its transcript is.
+    /// [`LISTED_CELLS`]), each with the first line of its first failure
+    /// and, when the HTML report is written, where its transcript is.
     fn with_failed_cells(&self, why: String, results: &EvalResults) -> String {
         let failed: Vec<&CellRecord> = (results.results.iter())
             .filter(|c| !c.passed && !c.quarantined && !c.excluded)
@@ -136,8 +136,15 @@ impl Harness {
         }
         let trials = results.config.trials;
         for cell in failed.iter().take(LISTED_CELLS) {
-            let first = cell.failures().into_iter().next().unwrap_or_default();
-            text.push_str(&format!("\n  {}: {first}", cell.label(trials)));
+            // The first line of the first failure: the cell's own test
+            // printed it whole.
+            let failures = cell.failures();
+            let first = failures.first().and_then(|f| f.lines().next());
+            text.push_str(&format!(
+                "\n  {}: {}",
+                cell.label(trials),
+                first.unwrap_or("failed")
+            ));
             if let Some(link) = self.transcript_link(&results.eval, cell) {
                 text.push_str(&format!("\n    {link}"));
             }
