@@ -207,13 +207,15 @@ impl Verdict {
 pub struct ComparisonSummary {
     /// Candidate minus baseline pass rate (positive = better).
     pub pass_rate_delta: f64,
-    /// Candidate minus baseline mean latency per cell, ms (negative =
-    /// better; 0 when either side's is unknown: [`ComparedRun::known_latency`]).
+    /// Candidate minus baseline latency per cell, ms, over the cells both
+    /// runs have and measured (negative = better; 0 when either side's is
+    /// unknown: [`ComparedRun::known_latency`]).
     pub avg_latency_delta_ms: f64,
     /// The same relative to the baseline (0.1 = 10% slower; 0 when the baseline's is 0).
     pub avg_latency_delta_pct: f64,
-    /// Candidate minus baseline mean cost per cell, USD (negative = better;
-    /// 0 when either side's is unknown: [`ComparedRun::known_cost`]).
+    /// Candidate minus baseline cost per cell, USD, over the cells both runs
+    /// have and know the cost of (negative = better; 0 when either side's
+    /// is unknown: [`ComparedRun::known_cost`]).
     pub cost_delta: f64,
     /// The same relative to the baseline.
     pub cost_delta_pct: f64,
@@ -395,7 +397,18 @@ pub fn compare(
         .regressions
         .sort_by_key(|r| r.severity != Severity::Critical);
     let gated = GatedRates::of(&base, &cand, &b_run, &c_run);
-    let summary = summarize(&b_run, &c_run, &changes, &gated, options);
+    // A figure unknown on either side changed by nothing anyone knows; a
+    // known one is compared on the cells both runs measured.
+    let paired =
+        |known: fn(&ComparedRun) -> Option<f64>, figure| match (known(&b_run), known(&c_run)) {
+            (Some(_), Some(_)) => paired_delta(&base, &cand, figure),
+            _ => (0.0, 0.0),
+        };
+    let deltas = [
+        paired(ComparedRun::known_latency, CellRecord::known_latency),
+        paired(ComparedRun::known_cost, CellRecord::known_cost),
+    ];
+    let summary = summarize(&b_run, &c_run, &changes, &gated, deltas, options);
     Comparison {
         baseline: b_run,
         candidate: c_run,
@@ -672,6 +685,7 @@ fn summarize(
     c_run: &ComparedRun,
     changes: &CellChanges,
     gated: &GatedRates,
+    [latency, cost]: [(f64, f64); 2],
     options: &CompareOptions,
 ) -> ComparisonSummary {
     let pass_rate_delta = c_run.pass_rate - b_run.pass_rate;
@@ -682,27 +696,37 @@ fn summarize(
         .map(|r| r.case_id.as_str())
         .collect();
     let reasons = block_reasons(&changes.regressions, &critical, gated, options);
-    // A figure unknown on either side changed by nothing anyone knows.
-    let (latency, latency_pct) = delta(b_run.known_latency(), c_run.known_latency());
-    let (cost, cost_pct) = delta(b_run.known_cost(), c_run.known_cost());
     ComparisonSummary {
         pass_rate_delta,
-        avg_latency_delta_ms: latency,
-        avg_latency_delta_pct: latency_pct,
-        cost_delta: cost,
-        cost_delta_pct: cost_pct,
+        avg_latency_delta_ms: latency.0,
+        avg_latency_delta_pct: latency.1,
+        cost_delta: cost.0,
+        cost_delta_pct: cost.1,
         verdict: verdict(pass_rate_delta, changes, !critical.is_empty(), options),
         should_block: !reasons.is_empty(),
         block_reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
     }
 }
 
-/// `candidate − baseline` and the same relative to the baseline (0 when
-/// the baseline's is 0), or zeros when either is unknown.
-fn delta(base: Option<f64>, cand: Option<f64>) -> (f64, f64) {
-    match (base, cand) {
-        (Some(b), Some(c)) => (c - b, if b == 0.0 { 0.0 } else { (c - b) / b }),
-        _ => (0.0, 0.0),
+/// The mean change of `figure` per cell, candidate minus baseline, over the
+/// cells both runs have and know it of, and the same relative to the
+/// baseline's mean over them (0 when that is 0); zeros without such a cell.
+/// A cell left out on one side only moves neither.
+fn paired_delta(
+    base: &BTreeMap<Key, &CellRecord>,
+    cand: &BTreeMap<Key, &CellRecord>,
+    figure: fn(&CellRecord) -> Option<f64>,
+) -> (f64, f64) {
+    let (mut b, mut c, mut n) = (0.0, 0.0, 0usize);
+    for (k, bc) in base {
+        let both = cand.get(k).and_then(|cc| Some((figure(bc)?, figure(cc)?)));
+        if let Some((x, y)) = both {
+            (b, c, n) = (b + x, c + y, n + 1);
+        }
+    }
+    match n {
+        0 => (0.0, 0.0),
+        n => ((c - b) / n as f64, if b == 0.0 { 0.0 } else { (c - b) / b }),
     }
 }
 
@@ -890,14 +914,15 @@ mod tests {
             (0.0, 0.0, 0.0, 0.0)
         );
 
-        // A measured cell beside them is still compared, and the run's
-        // means are of the measured cells.
+        // A measured cell beside them is still compared; each run's mean is
+        // of its measured cells, and the change of the cells both measured:
+        // the cells left out move neither.
         let mut cells = cand.results.clone();
         cells.push(cell("c", 500, 0.01));
         let base = run(vec![
             cell("a", 2000, 0.02),
             cell("b", 2000, 0.02),
-            cell("c", 2000, 0.02),
+            cell("c", 1000, 0.02),
         ]);
         let cmp = compare(&base, &run(cells), &CompareOptions::default());
         let improved: Vec<&str> = (cmp.improvements.iter())
@@ -905,6 +930,13 @@ mod tests {
             .collect();
         assert_eq!(improved, ["latency", "cost"]);
         assert_eq!(cmp.candidate.known_latency(), Some(500.0));
-        assert!((cmp.summary.avg_latency_delta_pct + 0.75).abs() < 1e-12);
+        assert_eq!(cmp.baseline.known_latency(), Some(5000.0 / 3.0));
+        assert_eq!(
+            (
+                cmp.summary.avg_latency_delta_ms,
+                cmp.summary.avg_latency_delta_pct
+            ),
+            (-500.0, -0.5)
+        );
     }
 }
