@@ -283,13 +283,16 @@ impl<S: State> Eval<S> {
         graded.metrics.add_spend(&spent_before);
         // A recording that no longer fits is the suite's fault, not the
         // provider's: it is never excluded.
-        let unplayable = matches!(
-            &run.error,
-            Some(RunError::Provider {
-                source: ProviderError::Playback { .. },
-                ..
-            })
-        );
+        // A bridged agent's call that could not be played back shows as
+        // its `provider:error` signal, whatever error the agent returned.
+        let unplayable = playback_failed(&run.signals)
+            || matches!(
+                &run.error,
+                Some(RunError::Provider {
+                    source: ProviderError::Playback { .. },
+                    ..
+                })
+            );
         graded.excluded =
             self.on_error == OnError::Exclude && graded.error.is_some() && !unplayable;
         graded.unplayable = unplayable;
@@ -442,5 +445,39 @@ mod examples {
             trial: Some(2),
         };
         assert_eq!(id.snapshot_path(), "code-review/sql-injection/gpt-4o__t2");
+    }
+}
+
+/// Whether a cell's calls could not be played back: a `provider:error`
+/// of code `playback` (a request that differs from its recording, a missing
+/// or unusable recording).
+fn playback_failed(signals: &[crate::signal::Signal]) -> bool {
+    signals.iter().any(|s| {
+        s.name == crate::signal::names::PROVIDER_ERROR
+            && s.payload.get("code").and_then(|c| c.as_str()) == Some("playback")
+    })
+}
+
+#[cfg(test)]
+mod playback_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_playback_error_makes_a_cell_unplayable() {
+        let signal = |name: &str, payload| crate::signal::Signal {
+            index: 0,
+            name: name.into(),
+            payload,
+            at_ms: 0,
+            agent: None,
+        };
+        let error = |code| signal("provider:error", serde_json::json!({"code": code}));
+        assert!(playback_failed(&[error("playback")]));
+        assert!(!playback_failed(&[error("rate_limited")]));
+        assert!(!playback_failed(&[signal(
+            "error:provider",
+            serde_json::json!({"code": "playback"})
+        )]));
+        assert!(!playback_failed(&[]));
     }
 }

@@ -973,14 +973,16 @@ impl EvalResults {
         gate.blocked(self.run_failures())
     }
 
-    /// Whether failed `cell` is a failure its eval's gate allows: counted
+    /// Whether failed `cell` is a failure its eval's gate allowed: counted
     /// (not quarantined or excluded), failing only its own checks (not
     /// unplayable, its snapshot unchanged), in an eval whose gate allows
-    /// failures ([`GateOptions::allows_failures`]). Its test is ignored,
-    /// JUnit skips it, and the gate judges the run.
+    /// failures ([`GateOptions::allows_failures`]) and passed. Its test was
+    /// ignored and JUnit skips it; when the gate failed it did not allow
+    /// them, and the reports show them as the failures they are.
     pub fn allowed_failure(&self, cell: &CellRecord) -> bool {
         !(cell.passed || cell.quarantined || cell.excluded || cell.fails_the_run())
             && (self.gate_options).allows_failures(self.config.min_pass_rate)
+            && self.gate.as_ref().is_some_and(|g| g.passed)
     }
 
     /// What fails the run whatever the pass rate: cells missing from a run

@@ -112,18 +112,16 @@ impl Harness {
                 None => erased.run_cell(cell, env).await,
             }
         });
-        let unplayable = playback_failed(&outcome.session.signals);
+        let record = CellRecord::from(&outcome.result);
+        let unplayable = record.unplayable;
         if unplayable {
             self.unplayable.fetch_add(1, Ordering::Relaxed);
         }
-        let mut failures = error_once(outcome.result.failures(), outcome.result.error.as_deref());
-        if unplayable {
-            failures = only_the_run_error(failures);
-        }
+        // As every report says it: a cell that could not be played back
+        // fails with the run's error alone.
+        let mut failures = crate::report::why::why(&record);
         let snapshot_ok = self.check_snapshot(&outcome, unplayable, &mut failures);
         let eval_name = outcome.result.id.eval.clone();
-        let mut record = CellRecord::from(&outcome.result);
-        record.unplayable = unplayable;
         let recorded = RecordedCell::new(eval_name, name, record, snapshot_ok);
         if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
             budget.spend(recorded.record.metrics.cost_usd);
@@ -387,47 +385,4 @@ impl Excuse {
             ),
         }
     }
-}
-
-/// Whether a cell's calls could not be played back: a `provider:error`
-/// of code `playback` (a request that differs from its recording, a missing
-/// or unusable recording).
-pub(super) fn playback_failed(signals: &[crate::signal::Signal]) -> bool {
-    signals.iter().any(|s| {
-        s.name == crate::signal::names::PROVIDER_ERROR
-            && s.payload.get("code").and_then(|c| c.as_str()) == Some("playback")
-    })
-}
-
-/// The failures of a cell that could not be played back: the run's error
-/// alone (the missing or stale recording and how to record it); every check
-/// that failed for want of the recorded answers would only repeat it.
-pub(super) fn only_the_run_error(failures: Vec<String>) -> Vec<String> {
-    let run: Vec<String> = failures
-        .iter()
-        .filter(|f| f.starts_with("run failed: "))
-        .cloned()
-        .collect();
-    if run.is_empty() { failures } else { run }
-}
-
-/// `failures` with the run's `error` written out once: a later line that
-/// quotes it (the `output-valid` scorer's) refers to it instead, so that a
-/// stale recording's diff is printed once per cell.
-pub(super) fn error_once(failures: Vec<String>, error: Option<&str>) -> Vec<String> {
-    let Some(error) = error.filter(|e| !e.is_empty()) else {
-        return failures;
-    };
-    let mut written = false;
-    failures
-        .into_iter()
-        .map(|line| match (line.contains(error), written) {
-            (false, _) => line,
-            (true, false) => {
-                written = true;
-                line
-            }
-            (true, true) => line.replace(error, "the run's error (above)"),
-        })
-        .collect()
 }

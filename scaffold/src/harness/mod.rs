@@ -1440,7 +1440,6 @@ impl Harness {
 
 #[cfg(test)]
 mod tests {
-    use super::cell::{error_once, only_the_run_error, playback_failed};
     use super::erased::erase;
     use super::registry::Built;
     use super::*;
@@ -1547,37 +1546,6 @@ mod tests {
     }
 
     #[test]
-    fn the_runs_error_is_written_out_once_per_cell() {
-        let error = "playback: the request differs:\n  a: 1 → 2";
-        let failures = vec![
-            format!("run failed: {error}"),
-            "assertion failed: no output".to_string(),
-            format!("scorer `output-valid` failed: value 0 {error}"),
-        ];
-        assert_eq!(
-            error_once(failures.clone(), Some(error)),
-            [
-                failures[0].as_str(),
-                "assertion failed: no output",
-                "scorer `output-valid` failed: value 0 the run's error (above)"
-            ]
-        );
-        assert_eq!(error_once(failures.clone(), None), failures);
-    }
-
-    #[test]
-    fn an_unplayable_cell_fails_with_the_runs_error_alone() {
-        let failures = vec![
-            "run failed: playback: no recording `x`\n  record it with: y".to_string(),
-            "assertion failed: the run produced no output".to_string(),
-            "scorer `cost` failed: value 0 the run's error (above)".to_string(),
-        ];
-        assert_eq!(only_the_run_error(failures.clone()), [failures[0].clone()]);
-        let checks = failures[1..].to_vec();
-        assert_eq!(only_the_run_error(checks.clone()), checks);
-    }
-
-    #[test]
     fn the_rerecord_command_sets_the_trials_scaffold_trials_set() {
         let command = "cargo run --example record".to_string();
         assert_eq!(
@@ -1585,25 +1553,6 @@ mod tests {
             "SCAFFOLD_TRIALS=5 cargo run --example record"
         );
         assert_eq!(with_trials(command.clone(), None), command);
-    }
-
-    #[test]
-    fn only_a_playback_error_makes_a_cell_unplayable() {
-        let signal = |name: &str, payload| crate::signal::Signal {
-            index: 0,
-            name: name.into(),
-            payload,
-            at_ms: 0,
-            agent: None,
-        };
-        let error = |code| signal("provider:error", serde_json::json!({"code": code}));
-        assert!(playback_failed(&[error("playback")]));
-        assert!(!playback_failed(&[error("rate_limited")]));
-        assert!(!playback_failed(&[signal(
-            "error:provider",
-            serde_json::json!({"code": "playback"})
-        )]));
-        assert!(!playback_failed(&[]));
     }
 
     #[test]

@@ -10,10 +10,11 @@
 //! `message` is the first failure and whose text lists them all; a
 //! quarantined cell that failed is `<skipped message="quarantined: …">`
 //! (its test is ignored, and the gate leaves it out), and so is a failure
-//! its eval's gate allows (`min_pass_rate` below 1, not strict:
+//! its eval's gate allows (`min_pass_rate` below 1, not strict, and the
+//! gate passed:
 //! `<skipped message="failed, allowed by the gate (min_pass_rate 75%): …">`,
-//! as pytest writes an expected failure), whose run the `gate` testcase
-//! judges. A cell that could not be played back or whose snapshot changed
+//! as pytest writes an expected failure; when the gate fails, its failed
+//! cells are failures). A cell that could not be played back or whose snapshot changed
 //! is never skipped: it fails the run. `time` is the cell's
 //! latency in seconds; `<system-out>` holds the session id, the output (cut
 //! at 4000 characters) and, for flaky or quarantined cells, a `FLAKY` /

@@ -117,4 +117,35 @@ mod tests {
         assert_eq!(only_the_run_error(checks.clone()), checks);
         assert_eq!(error_once(checks.clone(), None), checks);
     }
+
+    #[test]
+    fn the_runs_error_is_written_out_once_per_cell() {
+        let error = "playback: the request differs:\n  a: 1 → 2";
+        let failures = vec![
+            format!("run failed: {error}"),
+            "assertion failed: no output".to_string(),
+            format!("scorer `output-valid` failed: value 0 {error}"),
+        ];
+        assert_eq!(
+            error_once(failures.clone(), Some(error)),
+            [
+                failures[0].as_str(),
+                "assertion failed: no output",
+                "scorer `output-valid` failed: value 0 the run's error (above)"
+            ]
+        );
+        assert_eq!(error_once(failures.clone(), None), failures);
+    }
+
+    #[test]
+    fn an_unplayable_cell_fails_with_the_runs_error_alone() {
+        let failures = vec![
+            "run failed: playback: no recording `x`\n  record it with: y".to_string(),
+            "assertion failed: the run produced no output".to_string(),
+            "scorer `cost` failed: value 0 the run's error (above)".to_string(),
+        ];
+        assert_eq!(only_the_run_error(failures.clone()), [failures[0].clone()]);
+        let checks = failures[1..].to_vec();
+        assert_eq!(only_the_run_error(checks.clone()), checks);
+    }
 }

@@ -672,7 +672,10 @@ fn an_unfinished_run_fails_the_gate_testcase_and_says_so_in_json() {
         "{gate}"
     );
     assert!(!partial.gate_verdict().passed);
-    assert_eq!(partial.gate_verdict().blocked_by, [message.clone()]);
+    assert_eq!(
+        partial.gate_verdict().blocked_by,
+        std::slice::from_ref(&message)
+    );
     let table = report::render(Format::Table, &partial, None);
     assert!(
         table.contains(&format!("  Partial: {message}\n")),

@@ -955,7 +955,7 @@ mod tests {
             assert!(!rec.reason.contains(claim), "{}", rec.reason);
         }
         assert!(rec.tradeoffs.is_empty(), "{:?}", rec.tradeoffs);
-        let json = serde_json::to_value(&cmp_of(&cells)).unwrap();
+        let json = serde_json::to_value(cmp_of(&cells)).unwrap();
         assert_eq!(json["latencyUnknown"], serde_json::json!(["unplayable"]));
     }
 
