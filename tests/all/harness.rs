@@ -192,7 +192,10 @@ fn playback_is_identical_at_any_thread_count_and_flags_work() {
         listed.contains("code-review::prompt-v2::sql-injection::t0: test"),
         "{listed}"
     );
-    assert_eq!(listed.matches(": test").count(), 98, "{listed}");
+    // Each cell, then each eval's gate.
+    let named = |kind: &str| listed.lines().filter(|l| l.starts_with(kind)).count();
+    assert_eq!((named("[eval] "), named("[gate] ")), (98, 6), "{listed}");
+    assert_eq!(listed.matches(": test").count(), 104, "{listed}");
 
     // A filter and --exact pick cells; SCAFFOLD_TAGS filters by case tag.
     let filtered = evals(&["sql-injection"], &[]);
