@@ -633,6 +633,17 @@ fn report_compare_and_gate_on_stored_results() {
     );
     let out = cli(&["compare", base, s(&slow), "--block-on-metrics"]);
     assert_eq!(out.code, 1, "{}", out.all());
+    // A candidate whose every cell errored measured no latency or cost:
+    // unknown, never 0ms or $0.
+    let every = ["fast::add", "fast::sub", "smart::add", "smart::sub"];
+    let errored = write(&dir.path().join("errored"), "qa.json", &results(&every, 0));
+    let out = cli(&["compare", base, s(&errored)]);
+    assert!(
+        out.stdout.contains("latency    10ms → unknown per cell (change unknown)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("→ 0ms"), "{}", out.stdout);
 
     // report
     let out = cli(&["report", "--results", cand]);

@@ -171,15 +171,26 @@ pub fn summary(eval: &str, cmp: &Comparison) -> String {
         b.cells,
         c.cells
     );
+    // A side with no measured cell (none could be played back, every one
+    // errored) or an unpriced call has no figure to show, nor a change.
+    let figure = |v: Option<f64>, show: &dyn Fn(f64) -> String| v.map_or("unknown".into(), show);
+    let latency = |v: Option<f64>| figure(v, &|ms| format!("{ms:.0}ms"));
+    let cost = |v: Option<f64>| figure(v, &|usd| format!("${usd:.4}"));
+    let change = |known: bool, delta: f64| match known {
+        true => format!("{:+.0}%", delta * 100.0),
+        false => "change unknown".to_string(),
+    };
+    let latency_known = b.known_latency().is_some() && c.known_latency().is_some();
+    let cost_known = b.known_cost().is_some() && c.known_cost().is_some();
     let _ = writeln!(
         out,
-        "  latency    {:.0}ms → {:.0}ms per cell ({:+.0}%)   cost ${:.4} → ${:.4} per cell ({:+.0}%)",
-        b.avg_latency_ms,
-        c.avg_latency_ms,
-        s.avg_latency_delta_pct * 100.0,
-        b.avg_cost_usd,
-        c.avg_cost_usd,
-        s.cost_delta_pct * 100.0
+        "  latency    {} → {} per cell ({})   cost {} → {} per cell ({})",
+        latency(b.known_latency()),
+        latency(c.known_latency()),
+        change(latency_known, s.avg_latency_delta_pct),
+        cost(b.known_cost()),
+        cost(c.known_cost()),
+        change(cost_known, s.cost_delta_pct)
     );
     let _ = writeln!(
         out,
