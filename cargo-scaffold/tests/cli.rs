@@ -639,7 +639,8 @@ fn report_compare_and_gate_on_stored_results() {
     let errored = write(&dir.path().join("errored"), "qa.json", &results(&every, 0));
     let out = cli(&["compare", base, s(&errored)]);
     assert!(
-        out.stdout.contains("latency    10ms → unknown per cell (change unknown)"),
+        out.stdout
+            .contains("latency    10ms → unknown per cell (change unknown)"),
         "{}",
         out.stdout
     );
