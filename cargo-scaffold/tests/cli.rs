@@ -707,9 +707,14 @@ fn run_drives_the_example_suite_and_the_other_commands_read_what_it_left() {
     assert_eq!(out.code, 0, "{}", out.all());
     let text = out.all();
     assert!(text.contains("33 passed"), "{text}");
-    assert!(text.contains("65 filtered out"), "{text}");
+    // The other cells, and every eval's [gate] test: the filter leaves
+    // them out, so the gate is shown but not judged.
+    assert!(text.contains("71 filtered out"), "{text}");
     assert!(text.contains("│ Eval: code-review"), "{text}");
-    assert!(text.contains("Gate: passed"), "{text}");
+    assert!(
+        text.contains("Gate: not judged (the test filter left out `[gate] code-review`): passed"),
+        "{text}"
+    );
     let results = out_dir.join("code-review.json");
     let loaded = EvalResults::load(&results).expect("results JSON in --output");
     assert_eq!(loaded.cell_count(), 33);
@@ -1337,17 +1342,25 @@ fn fork_from_stored_sessions(dir: &Path, db: &str) {
         "{}",
         out.all()
     );
-    // gate on those results: fails at the eval's 70%, passes at 50%.
+    // gate on those results: cells that could not be played back fail it
+    // whatever the pass rate (the eval's 70%, or 50%), as they failed the run.
     let gate = cli(&["gate", "--results", s(&out_all)]);
     assert_eq!(gate.code, 1, "{}", gate.all());
     assert!(
         gate.stdout
-            .contains("FAIL  code-review  pass rate 50.0% (95% CI 9.5%–90.5%, 6 cells) is below min_pass_rate 70.0%"),
+            .contains("FAIL  code-review  3 cell(s) could not be played back (pass rate 50.0% (95% CI 9.5%–90.5%, 6 cells) is below min_pass_rate 70.0%)"),
         "{}",
         gate.stdout
     );
     let gate = cli(&["gate", "--results", s(&out_all), "--min-pass-rate", "50%"]);
-    assert_eq!(gate.code, 0, "{}", gate.all());
+    assert_eq!(gate.code, 1, "{}", gate.all());
+    assert!(
+        gate.stdout.contains(
+            "FAIL  code-review  3 cell(s) could not be played back (pass rate 50.0% (95% CI 9.5%–90.5%, 6 cells) ≥ min_pass_rate 50.0%)"
+        ),
+        "{}",
+        gate.stdout
+    );
 
     // Bad fork input: one line, exit 2, nothing runs.
     assert_input_error(
