@@ -181,21 +181,31 @@ pub(crate) mod fixtures {
             c.metrics.latency_ms = 1500;
             c.metrics.cost_usd = 0.02;
             cells.push(c);
-            let mut c = CellRecord::new("unplayable", case);
-            c.unplayable = true;
-            c.error = Some(NO_RECORDING.replace("capital", case));
-            c.assertions.push(AssertionRecord {
-                assertion: serde_json::json!({"type": "output.contains", "text": "Paris"}),
-                passed: false,
-                message: "the run produced no output".into(),
-                expected: None,
-                actual: None,
-                trajectory: None,
-                children: Vec::new(),
-                borderline: false,
-            });
-            cells.push(c);
+            cells.push(unplayable_cell(
+                "unplayable",
+                case,
+                &NO_RECORDING.replace("capital", case),
+            ));
         }
         EvalResults::for_tests("qa", 1, cells)
+    }
+
+    /// A cell of `variant` and `case` that could not be played back, with
+    /// `error`: its assertion failed for want of the recorded answer.
+    pub(crate) fn unplayable_cell(variant: &str, case: &str, error: &str) -> CellRecord {
+        let mut c = CellRecord::new(variant, case);
+        c.unplayable = true;
+        c.error = Some(error.into());
+        c.assertions.push(AssertionRecord {
+            assertion: serde_json::json!({"type": "output.contains", "text": "Paris"}),
+            passed: false,
+            message: "the run produced no output".into(),
+            expected: None,
+            actual: None,
+            trajectory: None,
+            children: Vec::new(),
+            borderline: false,
+        });
+        c
     }
 }

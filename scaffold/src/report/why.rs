@@ -56,26 +56,14 @@ pub(crate) fn error_once(failures: Vec<String>, error: Option<&str>) -> Vec<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::results::{AssertionRecord, ScoreRecord};
+    use crate::eval::results::ScoreRecord;
 
     /// A cell whose recording is missing: its run failed, and so did the
     /// checks that wanted the recorded answer.
     fn unplayable() -> CellRecord {
         let error = "agent `answerer`: playback: no recording `qa__capital__v__answerer__inv0`\n  \
                      record it with: SCAFFOLD_MODE=record cargo test";
-        let mut c = CellRecord::new("v", "capital");
-        c.error = Some(error.into());
-        c.unplayable = true;
-        c.assertions.push(AssertionRecord {
-            assertion: serde_json::json!({"type": "output.contains", "text": "Paris"}),
-            passed: false,
-            message: "the run produced no output".into(),
-            expected: None,
-            actual: None,
-            trajectory: None,
-            children: Vec::new(),
-            borderline: false,
-        });
+        let mut c = crate::report::fixtures::unplayable_cell("v", "capital", error);
         c.scores.insert(
             "output-valid".into(),
             ScoreRecord {
