@@ -619,6 +619,57 @@ fn a_store_that_cannot_write_stops_the_run_at_the_first_cell_it_loses() {
     );
 }
 
+/// A full disk at 16 cells at once: whichever cell's call on the store
+/// hears of another's lost write, no cell is recorded (let alone passes)
+/// with a session that is not whole: every recorded cell's session holds
+/// as many signals as a whole one, and is finished.
+#[test]
+fn under_a_full_disk_no_cell_is_recorded_with_a_session_cut_short() {
+    // A whole session of a fixture cell, for its signal count.
+    let clean = TempDir::new("resume-full-clean");
+    let out = run(&clean, &["--exact", CELLS[1]], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = Store::open(clean.db()).unwrap();
+    let whole = store.list(&SessionFilter::default()).unwrap()[0].signal_count;
+    for limit in ["300", "500", "700"] {
+        let dir = TempDir::new("resume-full-16");
+        let fixture = fixture_command(&dir, &[], &[("SCAFFOLD_TRIALS", "10")]);
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!(
+                "trap '' XFSZ; ulimit -f {limit}; exec \"$0\" \"$@\""
+            ))
+            .arg(fixture.get_program())
+            .args(["--test-threads", "16"])
+            .current_dir(dir.path());
+        for (key, value) in fixture.get_envs() {
+            match value {
+                Some(value) => sh.env(key, value),
+                None => sh.env_remove(key),
+            };
+        }
+        let out = sh.output().expect("sh runs");
+        assert!(!out.status.success(), "{}", text(&out));
+        let Ok(store) = Store::open(dir.db()) else {
+            continue; // Too full to open: nothing was recorded.
+        };
+        let runs = store.eval_runs().unwrap();
+        for cell in runs
+            .iter()
+            .flat_map(|r| store.recorded_cells(&r.id).unwrap())
+        {
+            let session = store.session(&cell.record.session_id).unwrap();
+            let session = session.unwrap_or_else(|| panic!("{}: no session", cell.cell));
+            assert_eq!(
+                session.signal_count, whole,
+                "{} (ulimit {limit})",
+                cell.cell
+            );
+            assert_ne!(session.status, SessionStatus::Running, "{}", cell.cell);
+        }
+    }
+}
+
 #[test]
 fn trials_variants_output_and_snapshot_settings() {
     let dir = TempDir::new("resume-settings");
