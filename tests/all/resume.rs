@@ -537,6 +537,44 @@ fn a_run_is_resumed_by_one_process_at_a_time() {
     );
 }
 
+/// Many resumes of one interrupted run started at once: one runs it, and
+/// every other is refused naming that process (never "the processes of its
+/// nextest run", which a claim not yet noted once looked like).
+#[test]
+fn simultaneous_resumes_run_once_and_each_refusal_names_the_process() {
+    let dir = TempDir::new("resume-many");
+    let mut first = spawn(
+        &dir,
+        "first",
+        &["--test-threads", "1"],
+        &[("RESUME_FIXTURE_SLEEP_MS", "300")],
+    );
+    wait_for(&dir, &mut first, "first", |cells, started| {
+        cells >= 1 && started > cells
+    });
+    kill_in_flight(&dir, &mut first, "first");
+    let resume = [("SCAFFOLD_RESUME", "1"), ("RESUME_FIXTURE_SLEEP_MS", "200")];
+    let mut children: Vec<(String, Child)> = (0..12)
+        .map(|i| {
+            let name = format!("resume-{i}");
+            let child = spawn(&dir, &name, &["--test-threads", "1"], &resume);
+            (name, child)
+        })
+        .collect();
+    let mut ran = 0;
+    for (name, child) in &mut children {
+        let status = child.wait().unwrap();
+        let all = printed(&dir, name);
+        if status.success() {
+            ran += 1;
+            continue;
+        }
+        assert!(all.contains("is being run by process "), "{name}: {all}");
+        assert!(!all.contains("nextest"), "{name}: {all}");
+    }
+    assert_eq!(ran, 1, "one resume runs the run");
+}
+
 /// A store that cannot write (here: a file-size limit, so that SQLite's
 /// writes fail as on a full disk) stops the run at the first cell whose
 /// record is lost: that cell fails with the store's error, no later cell
