@@ -195,12 +195,13 @@ pub mod _cargo_scaffold_support {
 /// workflow types.
 pub mod prelude {
     pub use crate::dataset::{self, Case, Dataset, DatasetBuilder, DatasetError};
-    pub use crate::eval::Eval;
+    pub use crate::eval::{Eval, OnError};
     pub use crate::metrics::Metrics;
     pub use crate::provider::anthropic::Anthropic;
     pub use crate::provider::openai::OpenAi;
     pub use crate::provider::{
-        Pricing, Provider, ProviderError, ProviderOptions, ScriptedProvider, ScriptedReply, Usage,
+        Pricing, Provider, ProviderError, ProviderOptions, RateLimit, ScriptedProvider,
+        ScriptedReply, Usage,
     };
     pub use crate::scorer::{self, CustomScore, ScorerContext};
     pub use crate::session::{

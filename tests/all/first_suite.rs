@@ -109,6 +109,10 @@ fn doc_pages() -> Vec<PathBuf> {
         .collect();
     pages.sort();
     pages.insert(0, Path::new(ROOT).join("README.md"));
+    // The published crates' READMEs, shown on their own.
+    for krate in ["scaffold", "scaffold-macros", "cargo-scaffold"] {
+        pages.push(Path::new(ROOT).join(krate).join("README.md"));
+    }
     pages
 }
 
