@@ -29,6 +29,17 @@ mod layers;
 
 pub use scaffold_macros::{dataset, eval, scorer, variant};
 
+/// serde, at the version scaffold uses: a suite's state, tool arguments and
+/// outputs derive its traits without naming serde as a dependency (with
+/// `#[serde(crate = "scaffold::serde")]`; see [`prelude`]).
+pub use serde;
+
+/// schemars, at the version scaffold uses: a tool's arguments and an
+/// agent's structured output derive `JsonSchema` without naming schemars
+/// as a dependency (with `#[schemars(crate = "scaffold::schemars")]`; see
+/// [`prelude`]).
+pub use schemars;
+
 /// What the macros' expansions reach; not public API.
 ///
 /// The plumbing is here only, not under the modules users read:
@@ -191,9 +202,30 @@ pub mod _cargo_scaffold_support {
 /// brings [`Eval`](crate::eval::Eval), datasets (the [`dataset`](mod@crate::dataset)
 /// module, [`Dataset`](crate::dataset::Dataset), [`Case`](crate::dataset::Case)),
 /// both HTTP providers, the [`scorer`](mod@crate::scorer) module with its
-/// functions (`scorer::output_valid()`, `scorer::cost(..)`, ...) and the
-/// workflow types.
+/// functions (`scorer::output_valid()`, `scorer::cost(..)`, ...), the
+/// workflow types, the error policy and rate limits
+/// ([`OnError`](crate::eval::OnError), [`RateLimit`](crate::provider::RateLimit)),
+/// and serde's and schemars' traits and derives, re-exported so that
+/// `scaffold` is the only dependency a suite names:
+///
+/// ```
+/// use scaffold::prelude::*;
+///
+/// /// A tool's arguments: the model sees their JSON Schema.
+/// #[derive(Debug, Deserialize, JsonSchema)]
+/// #[serde(crate = "scaffold::serde")]
+/// #[schemars(crate = "scaffold::schemars")]
+/// struct ReadArgs {
+///     /// The file to read.
+///     path: String,
+/// }
+///
+/// let schema = scaffold::schemars::schema_for!(ReadArgs);
+/// assert_eq!(schema.get("required"), Some(&serde_json::json!(["path"])));
+/// ```
 pub mod prelude {
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
     pub use crate::dataset::{self, Case, Dataset, DatasetBuilder, DatasetError};
     pub use crate::eval::{Eval, OnError};
     pub use crate::metrics::Metrics;
