@@ -35,17 +35,46 @@ fn target_dir() -> PathBuf {
         .expect("the test runs from a target directory")
 }
 
-/// What a new crate needs to build like this workspace: its lock file (the
-/// same dependency versions) and its dev profile (the same builds of them).
+/// The `[profile…]` tables of a manifest, from the first one on, without
+/// comments or blank lines.
+fn profiles(manifest: &str) -> Vec<&str> {
+    let at = manifest.find("[profile.").unwrap_or(manifest.len());
+    manifest[at..]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+/// This workspace's dev profile (the same builds of the dependencies).
+fn workspace_profiles() -> String {
+    let root = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).expect("Cargo.toml");
+    profiles(&root).join("\n")
+}
+
+/// What a new crate needs to build like this workspace besides the
+/// guide's profiles: its lock file (the same dependency versions). A
+/// manifest without profiles gets the workspace's.
 fn like_this_workspace(dir: &Path, manifest: &str) -> String {
     let lock = std::fs::read(Path::new(ROOT).join("Cargo.lock")).expect("Cargo.lock");
     std::fs::write(dir.join("Cargo.lock"), lock).expect("write Cargo.lock");
-    let root = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).expect("Cargo.toml");
-    let profiles = root
-        .find("[profile.")
-        .map(|at| &root[at..])
-        .unwrap_or_default();
-    format!("{manifest}\n{profiles}")
+    match profiles(manifest).is_empty() {
+        true => format!("{manifest}\n{}", workspace_profiles()),
+        false => manifest.to_string(),
+    }
+}
+
+/// The guide gives a new crate the profiles the repository builds with, as
+/// the repository has them: a library cannot set them for its dependents.
+#[test]
+fn the_guides_manifest_sets_the_workspaces_profiles() {
+    let files = guide_files();
+    let manifest = files
+        .iter()
+        .find(|(name, _)| name == "Cargo.toml")
+        .map(|(_, content)| content.as_str())
+        .expect("the guide's Cargo.toml");
+    assert_eq!(profiles(manifest).join("\n"), workspace_profiles());
 }
 
 /// `cargo` in `dir` with a clean environment, building in [`target_dir`].
