@@ -224,8 +224,6 @@ pub mod _cargo_scaffold_support {
 /// assert_eq!(schema.get("required"), Some(&serde_json::json!(["path"])));
 /// ```
 pub mod prelude {
-    pub use schemars::JsonSchema;
-    pub use serde::{Deserialize, Serialize};
     pub use crate::dataset::{self, Case, Dataset, DatasetBuilder, DatasetError};
     pub use crate::eval::{Eval, OnError};
     pub use crate::metrics::Metrics;
@@ -245,6 +243,8 @@ pub mod prelude {
         Agent, AgentCommand, AgentCx, AgentState, Phase, RunOptions, RunResult, RunStatus, Tool,
         ToolContext, Variant, Workflow, run, run_with,
     };
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
 }
 
 /// The guides of `docs/`, included so that `cargo test --doc` compiles
