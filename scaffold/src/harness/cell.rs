@@ -33,11 +33,8 @@ impl Harness {
             snapshot::reference(dir, id)?;
         }
         let record = &done.record;
-        let mut failures = if record.passed {
-            Vec::new()
-        } else {
-            record.failures()
-        };
+        // As the run before the interruption said it.
+        let mut failures = crate::report::why::why(record);
         if !done.snapshot_ok {
             failures.push(format!(
                 "the session differed from its snapshot {} (review with `cargo insta review`)",
