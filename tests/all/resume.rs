@@ -575,6 +575,29 @@ fn simultaneous_resumes_run_once_and_each_refusal_names_the_process() {
     assert_eq!(ran, 1, "one resume runs the run");
 }
 
+/// The fixture at `threads` test threads with every file it writes limited
+/// to `blocks` 512-byte blocks: `sh` ignores SIGXFSZ and sets the limit,
+/// then runs it, so that past it the database's writes fail as on a full
+/// disk.
+fn run_on_a_full_disk(dir: &TempDir, blocks: u32, threads: u32, envs: &[(&str, &str)]) -> Output {
+    let fixture = fixture_command(dir, &[], envs);
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""
+        ))
+        .arg(fixture.get_program())
+        .args(["--test-threads", &threads.to_string()])
+        .current_dir(dir.path());
+    for (key, value) in fixture.get_envs() {
+        match value {
+            Some(value) => sh.env(key, value),
+            None => sh.env_remove(key),
+        };
+    }
+    sh.output().expect("sh runs")
+}
+
 /// A store that cannot write (here: a file-size limit, so that SQLite's
 /// writes fail as on a full disk) stops the run at the first cell whose
 /// record is lost: that cell fails with the store's error, no later cell
@@ -583,23 +606,8 @@ fn simultaneous_resumes_run_once_and_each_refusal_names_the_process() {
 #[test]
 fn a_store_that_cannot_write_stops_the_run_at_the_first_cell_it_loses() {
     let dir = TempDir::new("resume-full");
-    let fixture = fixture_command(&dir, &[], &[("SCAFFOLD_TRIALS", "5")]);
-    // `sh` ignores SIGXFSZ and limits every file the fixture writes to 200
-    // KiB (its log stays far below), then runs it: past that, the
-    // database's writes fail as on a full disk.
-    let mut sh = Command::new("sh");
-    sh.arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 400; exec \"$0\" \"$@\"")
-        .arg(fixture.get_program())
-        .args(["--test-threads", "1"])
-        .current_dir(dir.path());
-    for (key, value) in fixture.get_envs() {
-        match value {
-            Some(value) => sh.env(key, value),
-            None => sh.env_remove(key),
-        };
-    }
-    let out = sh.output().expect("sh runs");
+    // Files of at most 200 KiB (the fixture's log stays far below).
+    let out = run_on_a_full_disk(&dir, 400, 1, &[("SCAFFOLD_TRIALS", "5")]);
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
 
@@ -669,24 +677,9 @@ fn under_a_full_disk_no_cell_is_recorded_with_a_session_cut_short() {
     assert!(out.status.success(), "{}", text(&out));
     let store = Store::open(clean.db()).unwrap();
     let whole = store.list(&SessionFilter::default()).unwrap()[0].signal_count;
-    for limit in ["300", "500", "700"] {
+    for limit in [300, 500, 700] {
         let dir = TempDir::new("resume-full-16");
-        let fixture = fixture_command(&dir, &[], &[("SCAFFOLD_TRIALS", "10")]);
-        let mut sh = Command::new("sh");
-        sh.arg("-c")
-            .arg(format!(
-                "trap '' XFSZ; ulimit -f {limit}; exec \"$0\" \"$@\""
-            ))
-            .arg(fixture.get_program())
-            .args(["--test-threads", "16"])
-            .current_dir(dir.path());
-        for (key, value) in fixture.get_envs() {
-            match value {
-                Some(value) => sh.env(key, value),
-                None => sh.env_remove(key),
-            };
-        }
-        let out = sh.output().expect("sh runs");
+        let out = run_on_a_full_disk(&dir, limit, 16, &[("SCAFFOLD_TRIALS", "10")]);
         assert!(!out.status.success(), "{}", text(&out));
         let Ok(store) = Store::open(dir.db()) else {
             continue; // Too full to open: nothing was recorded.
