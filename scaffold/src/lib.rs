@@ -40,6 +40,11 @@ pub use serde;
 /// [`prelude`]).
 pub use schemars;
 
+/// serde_json, at the version scaffold uses: case inputs, tool arguments and
+/// structured outputs are its `Value`s (the prelude brings `Value` and
+/// `json!`).
+pub use serde_json;
+
 /// What the macros' expansions reach; not public API.
 ///
 /// The plumbing is here only, not under the modules users read:
@@ -205,7 +210,8 @@ pub mod _cargo_scaffold_support {
 /// functions (`scorer::output_valid()`, `scorer::cost(..)`, ...), the
 /// workflow types, the error policy and rate limits
 /// ([`OnError`](crate::eval::OnError), [`RateLimit`](crate::provider::RateLimit)),
-/// and serde's and schemars' traits and derives, re-exported so that
+/// serde's and schemars' traits and derives, and serde_json's `Value` and
+/// `json!`, re-exported so that
 /// `scaffold` is the only dependency a suite names:
 ///
 /// ```
@@ -221,7 +227,7 @@ pub mod _cargo_scaffold_support {
 /// }
 ///
 /// let schema = scaffold::schemars::schema_for!(ReadArgs);
-/// assert_eq!(schema.get("required"), Some(&serde_json::json!(["path"])));
+/// assert_eq!(schema.get("required"), Some(&json!(["path"])));
 /// ```
 pub mod prelude {
     pub use crate::dataset::{self, Case, Dataset, DatasetBuilder, DatasetError};
@@ -245,6 +251,7 @@ pub mod prelude {
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
+    pub use serde_json::{Value, json};
 }
 
 /// The guides of `docs/`, included so that `cargo test --doc` compiles

@@ -77,9 +77,26 @@ fn the_guides_manifest_sets_the_workspaces_profiles() {
     assert_eq!(profiles(manifest).join("\n"), workspace_profiles());
 }
 
-/// `cargo` in `dir` with a clean environment, building in [`target_dir`].
+/// `cargo` in `dir` with a clean environment, building in [`target_dir`]:
+/// without the variables cargo set for this test's own package, as a
+/// user's shell has none (inherited, they would make the nested builds
+/// differ from a user's).
 fn cargo(dir: &Path, args: &[&str]) -> Command {
     let mut cmd = common::clean(Command::new(env!("CARGO")));
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let per_package = [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p));
+        if per_package || key == "CARGO_PRIMARY_PACKAGE" || key == "CARGO_TARGET_TMPDIR" {
+            cmd.env_remove(key.as_ref());
+        }
+    }
     cmd.current_dir(dir)
         .args(args)
         .env("CARGO_TARGET_DIR", target_dir())
@@ -276,7 +293,7 @@ fn guide_files() -> Vec<(String, String)> {
             first
                 .strip_prefix("// ")
                 .or_else(|| first.strip_prefix("# "))
-                .filter(|name| name.ends_with(".rs") || name.ends_with(".toml"))
+                .filter(|name| [".rs", ".toml", ".yaml"].iter().any(|e| name.ends_with(e)))
         });
         if let Some(name) = named {
             files.push((name.to_string(), block[1..].join("\n") + "\n"));
@@ -304,7 +321,7 @@ fn write_guide_crate(dir: &Path) {
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["Cargo.toml", "tests/evals.rs", "examples/record.rs"],
+        ["Cargo.toml", "tests/evals.rs", "evals/fake.yaml"],
         "the guide's files"
     );
     for (name, content) in files {
@@ -334,25 +351,74 @@ fn write_guide_crate(dir: &Path) {
     std::fs::write(dir.join("src/lib.rs"), "").expect("write src/lib.rs");
 }
 
-#[test]
-fn the_first_eval_guide_records_plays_back_and_accepts_snapshots() {
-    let tmp = TempDir::new("first-eval");
-    let dir = tmp.join("greeter-evals");
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    write_guide_crate(&dir);
-    // Not part of the guide: keep the database and reports out of the
-    // shared target directory.
-    let quiet = |mut cmd: Command| {
-        cmd.env("SCAFFOLD_DATABASE", ":memory:")
-            .env("SCAFFOLD_OUTPUT", tmp.join("reports"));
-        cmd
-    };
+/// One shell command of the guide: `VAR=value … cargo args…`.
+struct Step {
+    line: String,
+    env: Vec<(String, String)>,
+    args: Vec<String>,
+}
 
-    // cargo run --example record
-    let out = quiet(cargo(&dir, &["run", "--example", "record"]))
-        .output()
-        .expect("cargo runs");
-    check(&out, true, "recording against the fake provider");
+/// The guide's commands that record, play back and accept: the shell
+/// block (of its first section) that starts by recording.
+fn guide_steps() -> Vec<Step> {
+    let guide = std::fs::read_to_string(Path::new(ROOT).join("docs/first-eval.md"))
+        .expect("docs/first-eval.md");
+    let section = &guide[..guide.find("\n## ").unwrap_or(guide.len())];
+    let block = code_blocks(section)
+        .into_iter()
+        .find(|b| {
+            b.first()
+                .is_some_and(|l| l.starts_with("SCAFFOLD_MODE=record"))
+        })
+        .expect("the guide's block of commands");
+    block
+        .iter()
+        .map(|line| {
+            let command = line.split(" #").next().unwrap_or(line).trim();
+            let mut words = command.split_whitespace().peekable();
+            let mut env = Vec::new();
+            while let Some((k, v)) = words.peek().and_then(|w| w.split_once('=')) {
+                env.push((k.to_string(), v.to_string()));
+                words.next();
+            }
+            assert_eq!(words.next(), Some("cargo"), "{line}");
+            Step {
+                line: line.to_string(),
+                env,
+                args: words.map(str::to_string).collect(),
+            }
+        })
+        .collect()
+}
+
+impl Step {
+    /// Run in `dir`, with `extra` variables (the test's own), timed.
+    fn run(&self, dir: &Path, extra: &[(&str, PathBuf)]) -> (Output, std::time::Duration) {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let mut cmd = cargo(dir, &args);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let started = std::time::Instant::now();
+        let out = cmd.output().expect("cargo runs");
+        (out, started.elapsed())
+    }
+}
+
+/// The crates a cargo run compiled, from its `Compiling name vX` lines.
+fn compiled(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Compiling "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// The reply recorded for Ada, and the prompt it answered.
+fn adas_recording(dir: &Path) -> (Value, Value) {
     let recordings: Vec<String> = std::fs::read_dir(dir.join("evals/recordings"))
         .expect("recordings written")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -366,36 +432,202 @@ fn the_first_eval_guide_records_plays_back_and_accepts_snapshots() {
         &std::fs::read_to_string(dir.join("evals/recordings").join(ada)).expect("read"),
     )
     .expect("JSON cassette");
-    let answer = &cassette["response"]["body"]["choices"][0]["message"]["content"];
+    let answer = cassette["response"]["body"]["choices"][0]["message"]["content"].clone();
+    let prompt = cassette["request"]["body"]["messages"][1]["content"].clone();
+    (answer, prompt)
+}
+
+/// The guide, followed as written: its files, its commands (record from
+/// `evals/fake.yaml`, play back, accept the snapshots, play back), then the
+/// loop a user repeats: edit a prompt, re-record, play back. Recording and
+/// playback are one test binary: switching between them builds nothing,
+/// and the prompt edit rebuilds the suite's crate only. The re-record and
+/// playback times are printed (a figure, not a bound a slow machine fails).
+#[test]
+fn the_first_eval_guide_records_plays_back_and_accepts_snapshots() {
+    let tmp = TempDir::new("first-eval");
+    let dir = tmp.join("greeter-evals");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    write_guide_crate(&dir);
+    // Not part of the guide: keep the database and reports out of the
+    // shared target directory.
+    let quiet = [
+        ("SCAFFOLD_DATABASE", PathBuf::from(":memory:")),
+        ("SCAFFOLD_OUTPUT", tmp.join("reports")),
+    ];
+    let steps = guide_steps();
+    let kinds: Vec<&str> = steps.iter().map(|s| s.line.as_str()).collect();
+    assert_eq!(
+        steps.len(),
+        4,
+        "record, play back, accept, play back: {kinds:#?}"
+    );
+    let [record, first_playback, accept, playback] = &steps[..] else {
+        unreachable!()
+    };
+    assert!(
+        record
+            .env
+            .iter()
+            .any(|(k, v)| k == "SCAFFOLD_FAKE" && v == "evals/fake.yaml")
+    );
+
+    let (out, _) = record.run(&dir, &quiet);
+    check(&out, true, &record.line);
+    assert!(
+        text(&out)
+            .contains("Fake provider: 2 rule(s) of evals/fake.yaml answer every provider call"),
+        "{}",
+        text(&out)
+    );
+    let (answer, _) = adas_recording(&dir);
     assert_eq!(answer, "Hello, Ada! Welcome.");
 
-    // cargo test --test evals: new snapshots fail the run.
-    let out = quiet(cargo(&dir, &["test", "--test", "evals"]))
-        .env("INSTA_UPDATE", "no")
-        .output()
-        .expect("cargo runs");
-    check(&out, false, "playback with new snapshots");
+    let (out, _) = first_playback.run(&dir, &quiet);
+    check(&out, false, &first_playback.line);
+    assert!(
+        compiled(&out).is_empty(),
+        "playback rebuilt: {:?}",
+        compiled(&out)
+    );
     assert!(!dir.join("snapshots/greeter/ada/gpt-4o-mini.snap").exists());
 
-    // INSTA_UPDATE=always cargo test --test evals: accepted.
-    let out = quiet(cargo(&dir, &["test", "--test", "evals"]))
-        .env("INSTA_UPDATE", "always")
-        .output()
-        .expect("cargo runs");
-    check(&out, true, "accepting the snapshots");
+    let (out, _) = accept.run(&dir, &quiet);
+    check(&out, true, &accept.line);
     let snapshot = std::fs::read_to_string(dir.join("snapshots/greeter/ada/gpt-4o-mini.snap"))
         .expect("the snapshot is written");
     assert!(snapshot.contains("Hello, Ada! Welcome."), "{snapshot}");
 
-    // cargo test --test evals: plays back and passes.
-    let out = quiet(cargo(&dir, &["test", "--test", "evals"]))
-        .env("INSTA_UPDATE", "no")
-        .output()
-        .expect("cargo runs");
-    check(&out, true, "playback");
+    let (out, _) = playback.run(&dir, &quiet);
+    check(&out, true, &playback.line);
     let all = text(&out);
     assert!(all.contains("Eval: greeter"), "{all}");
     assert!(all.contains("2/2 (100%)"), "{all}");
+
+    // The loop: a prompt edit, re-record, play back (accepting the new
+    // snapshots, which hold the prompt).
+    let suite = dir.join("tests/evals.rs");
+    let source = std::fs::read_to_string(&suite).expect("read the suite");
+    let edited = source.replace(
+        r#"format!("Greet {}.", s.name)"#,
+        r#"format!("Say hello to {}.", s.name)"#,
+    );
+    assert_ne!(edited, source, "the guide's prompt");
+    std::fs::write(&suite, edited).expect("edit the prompt");
+    let (out, rerecorded) = record.run(&dir, &quiet);
+    check(&out, true, "re-recording after the prompt edit");
+    assert_eq!(
+        compiled(&out),
+        ["greeter-evals"],
+        "what the re-record built"
+    );
+    let (_, prompt) = adas_recording(&dir);
+    assert_eq!(prompt, "Say hello to Ada.");
+    let (out, played) = accept.run(&dir, &quiet);
+    check(&out, true, "playing the new recordings back");
+    assert!(
+        compiled(&out).is_empty(),
+        "playback rebuilt: {:?}",
+        compiled(&out)
+    );
+    the_fakes_failures_are_named(&dir, &tmp, &quiet);
+    eprintln!(
+        "after a prompt edit: re-record {:.1} s (the suite's rebuild included) + playback {:.1} s = {:.1} s",
+        rerecorded.as_secs_f64(),
+        played.as_secs_f64(),
+        (rerecorded + played).as_secs_f64()
+    );
+}
+
+/// The guide's crate's suite, run directly (built already) with `env`.
+fn suite_run(dir: &Path, quiet: &[(&str, PathBuf)], env: &[(&str, &str)]) -> String {
+    let built = cargo(
+        dir,
+        &[
+            "test",
+            "--test",
+            "evals",
+            "--no-run",
+            "--message-format=json",
+        ],
+    )
+    .output()
+    .expect("cargo runs");
+    check(&built, true, "the guide's suite, built");
+    let exe = String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|m| Some(PathBuf::from(m["executable"].as_str()?)))
+        .expect("the guide's suite executable");
+    let mut cmd = common::clean(Command::new(exe));
+    cmd.current_dir(dir);
+    for (k, v) in quiet {
+        cmd.env(k, v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the suite runs");
+    assert!(!out.status.success(), "expected a failure:\n{}", text(&out));
+    text(&out)
+}
+
+/// What goes wrong with `SCAFFOLD_FAKE` is said: a request no rule
+/// answers (its model and prompt), a mistake in the file (its line and
+/// column), a fake in playback (which it cannot answer).
+fn the_fakes_failures_are_named(dir: &Path, tmp: &TempDir, quiet: &[(&str, PathBuf)]) {
+    let only_ada = tmp.join("only-ada.yaml");
+    std::fs::write(
+        &only_ada,
+        "rules:\n  - when: { prompt_contains: Ada }\n    then: { text: Hi Ada }\n",
+    )
+    .expect("write");
+    let only_ada = only_ada.display().to_string();
+    let live = [
+        ("SCAFFOLD_MODE", "live"),
+        ("SCAFFOLD_FAKE", only_ada.as_str()),
+    ];
+    let all = suite_run(dir, quiet, &live);
+    assert!(
+        all.contains("no rule of the fake provider matches this request"),
+        "{all}"
+    );
+    assert!(
+        all.contains("gpt-4o-mini") && all.contains("Say hello to Grace."),
+        "{all}"
+    );
+    assert!(all.contains("1 passed, 1 failed"), "{all}");
+
+    let bad = tmp.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "rules:\n  - when: { prompt_contain: Ada }\n    then: { txt: Hi }\n",
+    )
+    .expect("write");
+    let bad = bad.display().to_string();
+    let all = suite_run(
+        dir,
+        quiet,
+        &[("SCAFFOLD_MODE", "record"), ("SCAFFOLD_FAKE", bad.as_str())],
+    );
+    assert!(
+        all.contains(&format!(
+            "{bad}:2:13: error: unknown field `prompt_contain` in `when`"
+        )),
+        "{all}"
+    );
+    assert!(all.contains("did you mean `prompt_contains`?"), "{all}");
+    assert!(
+        all.contains(&format!("{bad}:3:13: error: unknown field `txt` in `then`")),
+        "{all}"
+    );
+    assert!(!all.contains("test result"), "no cell ran:\n{all}");
+
+    let all = suite_run(dir, quiet, &[("SCAFFOLD_FAKE", "evals/fake.yaml")]);
+    assert!(
+        all.contains("SCAFFOLD_FAKE is set, but SCAFFOLD_MODE is `playback`"),
+        "{all}"
+    );
 }
 
 /// A suite of three cells answered by a scripted model; the cell whose case

@@ -58,12 +58,13 @@
 mod builder;
 pub(crate) mod cache;
 mod load;
-mod node;
+pub(crate) mod node;
 mod schema;
 mod validate;
 
 pub use builder::{CaseBuilder, DatasetBuilder};
 pub use load::{load, load_str, validate, validate_str};
+pub(crate) use validate::suggest;
 
 use std::fmt;
 use std::path::PathBuf;

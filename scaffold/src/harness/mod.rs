@@ -42,6 +42,10 @@
 //!   every eval, replacing their `max_cost_usd`; once the finished cells
 //!   have spent it no cell starts and the run stays unfinished (see
 //!   `budget.rs`).
+//! - `SCAFFOLD_FAKE` (a YAML file of fake-provider rules), in record and
+//!   live modes: the harness serves the rules as a fake model API on
+//!   `127.0.0.1` and sends every provider call there instead of the API (no
+//!   key needed); the recordings keep the API's URL (see `fake.rs`).
 //! - `SCAFFOLD_FORK_FROM` (a session id of the database, or an exported
 //!   `.json` session file) with `SCAFFOLD_FORK_AT` (`phase:<name>:first|last|<n>`
 //!   or `index:<n>`): every variant forks from that point of the session
@@ -86,6 +90,7 @@
 mod budget;
 mod cell;
 pub(crate) mod erased;
+pub(crate) mod fake;
 mod finished;
 mod fork;
 mod judge;
@@ -857,6 +862,8 @@ struct Setup {
     in_memory: bool,
     fork: Option<fork::ForkPlan>,
     gate_options: Vec<GateOptions>,
+    /// `SCAFFOLD_FAKE`'s rules, which answer every provider call.
+    fake: Option<fake::FakeRules>,
 }
 
 impl Setup {
@@ -878,13 +885,14 @@ impl Setup {
         let transcripts =
             reports::html::TranscriptSelection::from_env().map_err(|e| line(e.to_string()))?;
         let settings = Settings::from_env(manifest_dir).map_err(line)?;
+        let fake = fake::FakeRules::from_env(manifest_dir, mode).map_err(line)?;
         // Each process of a nextest run loads the datasets: all but the first
         // read them back from here rather than parse them again.
         crate::dataset::cache::keep_in(results_dir(manifest_dir).join("datasets"), under_nextest());
         let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
         let budgets = budget::budgets(settings.max_cost, &evals);
         apply_settings(&settings, &mut evals).map_err(line)?;
-        if mode == RecorderMode::Record && !args.list {
+        if mode == RecorderMode::Record && fake.is_none() && !args.list {
             check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
         }
         let (store, in_memory) = match args.list {
@@ -913,6 +921,7 @@ impl Setup {
             in_memory,
             fork,
             gate_options,
+            fake,
         })
     }
 
@@ -1325,6 +1334,17 @@ fn run_harness(
         .take()
         .and_then(|built| built.join().ok()?.ok())
         .map(|transport| transport.served_on(runtime.handle().clone()));
+    // With SCAFFOLD_FAKE, every call goes to its rules' server, on this runtime.
+    let fake = setup
+        .fake
+        .as_ref()
+        .map(|rules| fake::serve(rules, &runtime, args.list))
+        .transpose()
+        .map_err(line)?;
+    let client = match &fake {
+        Some(server) => Some(fake::ToFake::new(server, client) as Arc<dyn Transport>),
+        None => client,
+    };
     // One playback server and cache for the whole run.
     let playback = Playback::new();
     let envs = setup.cell_envs((manifest_dir, &source.0), &playback, client.as_ref());
@@ -1356,6 +1376,7 @@ fn run_harness(
     // What loading the datasets and building the cells freed.
     memory::release_free_memory();
     let conclusion = libtest_mimic::run(args, trials);
+    drop(fake);
     // Every trial has run and let go of the harness.
     let Some(harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
         return Err(line("the harness is still in use after the run".into()));

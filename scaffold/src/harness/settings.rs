@@ -91,7 +91,7 @@ pub(crate) struct Settings {
 }
 
 /// The value of `name`, trimmed; `None` when unset or blank.
-fn var(name: &str) -> Result<Option<String>, String> {
+pub(super) fn var(name: &str) -> Result<Option<String>, String> {
     match std::env::var(name) {
         Ok(v) if v.trim().is_empty() => Ok(None),
         Ok(v) => Ok(Some(v.trim().to_string())),
@@ -200,7 +200,8 @@ impl Settings {
             Some("1" | "true" | "yes" | "on") => true,
             Some(_) => {
                 return Err(format!(
-                    "{STRICT_ENV}: expected `1` (every eval strict: any failed cell fails the                      run) or `0`, got `{}`",
+                    "{STRICT_ENV}: expected `1` (every eval strict: any failed cell fails the \
+                     run) or `0`, got `{}`",
                     var(STRICT_ENV)?.unwrap_or_default()
                 ));
             }
