@@ -49,7 +49,7 @@
 //!   YAML and as JSON, each loaded from its file (the median of 3 loads),
 //!   and at a quarter and half that size: milliseconds per MB at each size (flat when
 //!   loading is linear) and the YAML / JSON ratio.
-//! - **store**, **assertions**: `cargo bench -p scaffold --bench store` and
+//! - **store**, **assertions**: `cargo bench -p scaffold-evals --bench store` and
 //!   `--bench assertions`, run as they are, their figures checked here.
 //! - **promptfoo** (when `PROMPTFOO_CLI` and `PROMPTFOO_NODE` name its
 //!   `main.js` and a Node 22 binary; `benches/side_by_side.sh` sets them):
@@ -1381,7 +1381,7 @@ fn keep() -> bool {
     std::env::var("SCAFFOLD_BENCH_KEEP").is_ok_and(|v| v == "1")
 }
 
-/// Run `cargo bench -p scaffold --bench {name}`, show its output, check its `figures:` line.
+/// Run `cargo bench -p scaffold-evals --bench {name}`, show its output, check its `figures:` line.
 /// Case `i` of the generated dataset as YAML and as JSON (about 1 kB each):
 /// a name, a description, tags, an input with a code snippet, and four
 /// assertions, one a case-insensitive regex.
@@ -1497,10 +1497,10 @@ fn datasets(root: &Path, verdicts: &mut Vec<String>) -> Res<()> {
 }
 
 fn scaffold_bench(name: &str, verdicts: &mut Vec<String>) -> Res<()> {
-    println!("\n{name} (cargo bench -p scaffold --bench {name}):");
+    println!("\n{name} (cargo bench -p scaffold-evals --bench {name}):");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
-        .args(["bench", "-q", "-p", "scaffold", "--bench", name])
+        .args(["bench", "-q", "-p", "scaffold-evals", "--bench", name])
         .stderr(Stdio::inherit())
         .output()?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -1519,7 +1519,7 @@ fn scaffold_bench(name: &str, verdicts: &mut Vec<String>) -> Res<()> {
         }
     }
     if !out.status.success() {
-        return Err(format!("cargo bench -p scaffold --bench {name} failed").into());
+        return Err(format!("cargo bench -p scaffold-evals --bench {name} failed").into());
     }
     let get = |k: &str| figures.get(k).copied().unwrap_or(f64::NAN);
     let met = |ok: bool| if ok { "met" } else { "NOT met" };

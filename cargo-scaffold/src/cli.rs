@@ -192,9 +192,12 @@ pub struct RunArgs {
     /// Directory for the report files [default: target/scaffold/]
     #[arg(long, value_name = "DIR")]
     pub output: Option<PathBuf>,
-    /// How providers are reached: playback (recordings), record or live [default: playback]
+    /// How providers are reached: playback (recordings), record or live [default: playback; record with --fake]
     #[arg(long, value_name = "MODE")]
     pub mode: Option<String>,
+    /// Answer every provider call from this YAML file of fake-provider rules (e.g. evals/fake.yaml): record without a key
+    #[arg(long, value_name = "FILE")]
+    pub fake: Option<PathBuf>,
     /// Session database: a file or `:memory:` [default: target/scaffold/scaffold.db]
     #[arg(long, value_name = "PATH")]
     pub database: Option<String>,

@@ -1,6 +1,6 @@
 //! 20 mixed assertions over one 1M-signal session (budget: under 100 ms).
 //!
-//! `cargo bench -p scaffold --bench assertions` prints the time to build the
+//! `cargo bench -p scaffold-evals --bench assertions` prints the time to build the
 //! shared index, each assertion's time, the total, and a baseline measured
 //! in the same run: one linear scan over the signals comparing each name
 //! with a string. Each figure is the median of several runs, each on a

@@ -1,8 +1,8 @@
 //! Session store benchmark: prints figures, asserts nothing.
 //!
 //! ```text
-//! cargo bench -p scaffold --bench store
-//! SCAFFOLD_BENCH_SIGNALS=100000 cargo bench -p scaffold --bench store
+//! cargo bench -p scaffold-evals --bench store
+//! SCAFFOLD_BENCH_SIGNALS=100000 cargo bench -p scaffold-evals --bench store
 //! ```
 //!
 //! * insert throughput for one session of N signals (default 1,000,000; a

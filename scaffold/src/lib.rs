@@ -149,6 +149,7 @@ pub mod _cargo_scaffold_support {
     }
     /// The harness's environment variables, and its session summaries.
     pub mod harness {
+        pub use crate::harness::fake::FAKE_ENV;
         pub use crate::harness::settings::{
             BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
             VARIANTS_ENV,

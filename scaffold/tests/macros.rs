@@ -235,7 +235,7 @@ fn the_marker_type_gives_the_state_and_name() {
 
 /// trybuild builds the crate again in a project of its own, the slowest part
 /// of `cargo test --workspace` by minutes: run by CI (`.ci/run`) with
-/// `cargo test -p scaffold --test macros -- --ignored`.
+/// `cargo test -p scaffold-evals --test macros -- --ignored`.
 #[test]
 #[ignore = "trybuild's own build takes minutes; CI runs it with --ignored"]
 fn misuse_is_a_compile_error_at_the_users_code() {

@@ -18,7 +18,7 @@ const FAILING: &str = "resume-fixture::alpha::c1";
 fn cargo_scaffold() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
-        common::built_executable(&["build", "-p", "cargo-scaffold"], "cargo-scaffold")
+        common::built_executable(&["build", "-p", "cargo-scaffold-evals"], "cargo-scaffold")
     })
 }
 

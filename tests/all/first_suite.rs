@@ -327,13 +327,15 @@ fn write_guide_crate(dir: &Path) {
     for (name, content) in files {
         let content = if name == "Cargo.toml" {
             let scaffold = Path::new(ROOT).join("scaffold");
+            // The guide's published form, pointed at this checkout.
             let line = format!(
-                "scaffold = {{ path = {:?} }}",
+                "scaffold-evals = {{ path = {:?} }}",
                 scaffold.display().to_string()
             );
+            assert!(content.contains("\nscaffold-evals = \"0.1\""), "{content}");
             let pointed: Vec<String> = content
                 .lines()
-                .map(|l| match l.starts_with("scaffold = ") {
+                .map(|l| match l.starts_with("scaffold-evals = ") {
                     true => line.clone(),
                     false => l.to_string(),
                 })
@@ -688,7 +690,7 @@ fn two_packages(dir: &Path) -> Vec<(String, PathBuf)> {
         std::fs::create_dir_all(package.join("src")).expect("mkdir");
         let manifest = format!(
             "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n\
-             [dependencies]\nscaffold = {{ path = {scaffold:?} }}\n\
+             [dependencies]\nscaffold-evals = {{ path = {scaffold:?} }}\n\
              serde = {{ version = \"1\", features = [\"derive\"] }}\nserde_json = \"1\"\n\n\
              [[test]]\nname = \"evals\"\nharness = false\n"
         );

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use scaffold::_cargo_scaffold_support::harness::{
-    BASELINE_ENV, DATABASE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
+    BASELINE_ENV, DATABASE_ENV, FAKE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
     VARIANTS_ENV,
 };
 use scaffold::provider::recorder::{MODE_ENV, RecorderMode};
@@ -107,13 +107,20 @@ pub fn plan(args: &RunArgs, extra: &[(&'static str, String)]) -> Result<Plan, Cl
         }
         None => None,
     };
-    if let Some(mode) = &args.mode {
-        let mode: RecorderMode = mode.parse().map_err(|_| {
+    let mode = match &args.mode {
+        Some(mode) => Some(mode.parse::<RecorderMode>().map_err(|_| {
             CliError::input(format!(
                 "--mode `{mode}`: not a recorder mode (use playback, record or live)"
             ))
-        })?;
+        })?),
+        // Rules answer record and live runs: recording is what they are for.
+        None => args.fake.as_ref().map(|_| RecorderMode::Record),
+    };
+    if let Some(mode) = mode {
         envs.push((MODE_ENV, mode.as_str().into()));
+    }
+    if let Some(fake) = &args.fake {
+        envs.push((FAKE_ENV, fake_rules(fake, mode)?.into()));
     }
     if let Some(db) = &args.database {
         if db == ":memory:" {
@@ -184,6 +191,24 @@ pub fn plan(args: &RunArgs, extra: &[(&'static str, String)]) -> Result<Plan, Cl
     })
 }
 
+/// `--fake`'s file, absolute, checked: it exists, and the run is not a
+/// playback (which no fake answers).
+fn fake_rules(fake: &Path, mode: Option<RecorderMode>) -> Result<PathBuf, CliError> {
+    if mode == Some(RecorderMode::Playback) {
+        return Err(CliError::input(
+            "--fake with --mode playback: the rules answer record and live runs only (drop --mode to record)",
+        ));
+    }
+    let path = paths::absolute(fake)?;
+    if !path.is_file() {
+        return Err(CliError::input(format!(
+            "--fake {}: no such file (give the YAML file of fake-provider rules, e.g. evals/fake.yaml)",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
 /// `cargo scaffold run`.
 pub fn run(args: &RunArgs) -> CmdResult {
     let plan = plan(args, &[])?;
@@ -241,6 +266,24 @@ mod tests {
 
     fn err(list: &[&str]) -> String {
         plan(&run_args(list), &[]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn fake_rules_record_unless_told_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join("fake.yaml");
+        std::fs::write(&rules, "rules: []\n").unwrap();
+        let rules = rules.to_str().unwrap();
+        let p = plan(&run_args(&["--fake", rules]), &[]).unwrap();
+        assert_eq!(env(&p, MODE_ENV), Some("record"));
+        assert_eq!(env(&p, FAKE_ENV), Some(rules));
+        let p = plan(&run_args(&["--fake", rules, "--mode", "live"]), &[]).unwrap();
+        assert_eq!(env(&p, MODE_ENV), Some("live"));
+        let e = err(&["--fake", rules, "--mode", "playback"]);
+        assert!(e.contains("--fake with --mode playback"), "{e}");
+        let missing = dir.path().join("nope.yaml");
+        let e = err(&["--fake", missing.to_str().unwrap()]);
+        assert!(e.contains("nope.yaml: no such file"), "{e}");
     }
 
     #[test]

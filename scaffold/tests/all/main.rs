@@ -1,6 +1,6 @@
 //! The crate's integration tests that can share one process, as modules of
 //! one test binary (each binary links the whole crate: one link instead of
-//! thirteen). Run one of them with `cargo test -p scaffold --test all -- store::`.
+//! thirteen). Run one of them with `cargo test -p scaffold-evals --test all -- store::`.
 //!
 //! Their own binaries, next to this directory: the `harness = false` suites
 //! (`baseline_gate`, `flaky_gate`, `insta_cargo`), `macros` (trybuild and

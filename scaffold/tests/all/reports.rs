@@ -2,7 +2,7 @@
 //! timestamp), the JSON against its schema, the JUnit XML well-formed, and
 //! the HTML rendered by headless Chromium with its SVG plots.
 //!
-//! Bless changed goldens with `SCAFFOLD_BLESS=1 cargo test -p scaffold --test all -- reports::`.
+//! Bless changed goldens with `SCAFFOLD_BLESS=1 cargo test -p scaffold-evals --test all -- reports::`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -411,7 +411,7 @@ fn golden(name: &str, actual: &str) {
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read {} ({e}); create it with SCAFFOLD_BLESS=1 cargo test -p scaffold --test all -- reports::",
+            "cannot read {} ({e}); create it with SCAFFOLD_BLESS=1 cargo test -p scaffold-evals --test all -- reports::",
             path.display()
         )
     });
@@ -423,7 +423,7 @@ fn golden(name: &str, actual: &str) {
             .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
         panic!(
             "{} differs from the rendered report at line {}:\n  golden: {:?}\n  actual: {:?}\n\
-             (bless intended changes with SCAFFOLD_BLESS=1 cargo test -p scaffold --test all -- reports::)",
+             (bless intended changes with SCAFFOLD_BLESS=1 cargo test -p scaffold-evals --test all -- reports::)",
             path.display(),
             line + 1,
             expected.lines().nth(line),
