@@ -510,6 +510,26 @@ rules:
         );
     }
 
+    /// Every rules file the guides show reads without a mistake.
+    #[test]
+    fn the_guides_rules_files_read() {
+        let guide = include_str!("../../../docs/first-eval.md");
+        let blocks: Vec<&str> = guide
+            .split("```yaml\n")
+            .skip(1)
+            .filter_map(|rest| rest.split("```").next())
+            .filter(|block| block.contains("rules:"))
+            .collect();
+        assert!(blocks.len() >= 2, "the guide's rules files: {blocks:?}");
+        for block in blocks {
+            let rules = FakeRules::parse(block, "docs/first-eval.md");
+            assert!(
+                rules.as_ref().is_ok_and(|r| r.len() == 2),
+                "{rules:?}\n{block}"
+            );
+        }
+    }
+
     #[test]
     fn every_mistake_is_named_with_its_place() {
         let src = "rules:\n  - when: { promt_contains: Ada, api: gemini }\n    then: { text: 1, usage: { input: x } }\n  - when: {}\n  - then: { text: a, structured: {} }\n";
