@@ -79,10 +79,11 @@
 //!
 //! `signal.trajectory` steps are a name glob and an optional partial
 //! payload. Not strict (the default), they must occur in order with anything
-//! between. Strict, they must be consecutive among the signals whose names
-//! match at least one step's glob: no other such signal (another
-//! `agent:activated`, say) may come between two steps, while signals no step
-//! names (text deltas, provider calls) never break a strict trajectory.
+//! between. Strict, they must be consecutive: between two steps there may be
+//! only signals that the `ignore` globs name (text deltas, provider calls,
+//! the noise a user allows), at some placement of the steps: every start and
+//! every choice is searched, so a strict trajectory that holds holds for
+//! each of its contiguous parts too.
 //!
 //! # Seed 001's names
 //!

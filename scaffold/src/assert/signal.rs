@@ -124,11 +124,11 @@ impl From<SignalPattern> for StepRepr {
 ///
 /// Not strict (the default): the steps form a subsequence of the stream; any
 /// signals may come between them. Strict (seed 003: "no unmatched signals
-/// between patterns"): no signal comes between two matched steps that no
-/// step matches (by name and payload), unless it matches one of the
-/// `ignore` globs, the noise a user chooses to allow (`text:delta`,
-/// `state:**`, ...). A failure names the first intruding signal and its
-/// index.
+/// between patterns"): the steps hold at some placement where nothing but
+/// signals the `ignore` globs name — the noise a user chooses to allow
+/// (`text:delta`, `state:**`, ...) — comes between two consecutive steps;
+/// every placement is searched. A failure names the furthest step reached
+/// and the first signal that stood in its way, with its index.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SignalTrajectory {
     /// The steps, in order.
@@ -635,50 +635,73 @@ struct StrictMiss {
 }
 
 impl Strict<'_, '_, '_> {
-    /// Whether the signal at `i` may stand between two steps.
-    fn allowed(&self, i: usize) -> bool {
+    /// Whether the signal at `i` may stand between two steps: only the
+    /// `ignore` globs' names may.
+    fn ignored(&self, i: usize) -> bool {
         (self.ignored.as_ref()).is_some_and(|set| set.contains(self.ctx.index().ids[i]))
-            || self.steps.iter().any(|s| s.matches_at(self.ctx, i))
     }
 
-    /// The positions of the steps, each the earliest after the one before
-    /// with only allowed signals between. A start that runs into a signal
-    /// no step matches fails every start before that signal too (their
-    /// steps come no earlier), so the search goes on past it: linear.
+    /// Where each step can stand: `reach[j][q]` when step `j` matches the
+    /// signal at `q` and steps `0..j` can stand before it, each pair of
+    /// consecutive steps with only ignored signals between them. Every
+    /// start and every choice is searched (a step may also match an
+    /// ignored signal, which may then be skipped): `k × n`.
+    fn reach(&self, ignored: &[bool]) -> Vec<Vec<bool>> {
+        let signals = ignored.len();
+        let mut reach = vec![
+            (0..signals)
+                .map(|q| self.steps[0].matches_at(self.ctx, q))
+                .collect::<Vec<bool>>(),
+        ];
+        for step in &self.steps[1..] {
+            let before = reach.last().map(Vec::as_slice).unwrap_or_default();
+            // Whether a place of the step before lies in the window since
+            // the last signal that may not stand between two steps.
+            let mut open = false;
+            let mut here = vec![false; signals];
+            for q in 0..signals {
+                here[q] = open && step.matches_at(self.ctx, q);
+                open = before[q] || (open && ignored[q]);
+            }
+            reach.push(here);
+        }
+        reach
+    }
+
+    /// The positions of the steps: the earliest place of the last step,
+    /// and before each step the nearest place of the one before it.
     fn find(&self) -> Result<Vec<usize>, StrictMiss> {
         let signals = self.ctx.signals().len();
-        let mut best = StrictMiss {
-            matched: 0,
-            stuck: None,
+        let ignored: Vec<bool> = (0..signals).map(|i| self.ignored(i)).collect();
+        let reach = self.reach(&ignored);
+        let last = reach.len() - 1;
+        let Some(end) = reach[last].iter().position(|&r| r) else {
+            return Err(self.miss(&reach, &ignored));
         };
-        let mut start = 0;
-        while let Some(first) = (start..signals).find(|&i| self.steps[0].matches_at(self.ctx, i)) {
-            let mut at = vec![first];
-            let mut pos = first + 1;
-            let mut stuck = None;
-            while at.len() < self.steps.len() && pos < signals {
-                if self.steps[at.len()].matches_at(self.ctx, pos) {
-                    at.push(pos);
-                } else if !self.allowed(pos) {
-                    stuck = Some(pos);
-                    break;
-                }
-                pos += 1;
-            }
-            if at.len() == self.steps.len() {
-                return Ok(at);
-            }
-            if at.len() > best.matched {
-                best = StrictMiss {
-                    matched: at.len(),
-                    stuck,
-                };
-            }
-            match stuck {
-                Some(i) => start = i.max(first + 1),
-                None => break,
-            }
+        let mut at = vec![end];
+        for j in (0..last).rev() {
+            let next = at[at.len() - 1];
+            // reach[j + 1][next] holds: such a place exists.
+            let place = (0..next).rev().find(|&p| reach[j][p]).unwrap_or_default();
+            at.push(place);
         }
-        Err(best)
+        at.reverse();
+        Ok(at)
+    }
+
+    /// The furthest any placement got, and the signal that stopped its
+    /// first attempt (`None`: the end of the session).
+    fn miss(&self, reach: &[Vec<bool>], ignored: &[bool]) -> StrictMiss {
+        let Some(placed) = reach.iter().rposition(|r| r.contains(&true)) else {
+            return StrictMiss {
+                matched: 0,
+                stuck: None,
+            };
+        };
+        let first = reach[placed].iter().position(|&r| r).unwrap_or_default();
+        StrictMiss {
+            matched: placed + 1,
+            stuck: (first + 1..ignored.len()).find(|&i| !ignored[i]),
+        }
     }
 }

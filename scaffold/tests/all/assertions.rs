@@ -290,8 +290,9 @@ fn signal_trajectory_strict() {
         true,
         "all 2 steps in order with nothing unmatched between them at #10, #11",
     );
-    // A signal that a step matches may come between steps: here the
-    // reviewer's own agent:completed between its activation and review.
+    // Every placement is searched: agent:*{reviewer} matches #2 and #9, and
+    // only #9 stands right before review:complete. A signal that a step
+    // matches may not stand between two steps (#9 between #2 and #10).
     check(
         json!({"type": "signal.trajectory", "strict": true, "ignore": ["provider:*", "text:delta", "tool:*", "state:**"],
                "patterns": [
@@ -299,7 +300,26 @@ fn signal_trajectory_strict() {
             "review:complete"
         ]}),
         true,
-        "all 2 steps in order with nothing unmatched between them at #2, #10",
+        "all 2 steps in order with nothing unmatched between them at #9, #10",
+    );
+    check(
+        json!({"type": "signal.trajectory", "strict": true, "ignore": ["provider:*", "text:delta", "tool:*", "state:**"],
+               "patterns": [
+            {"pattern": "agent:activated", "payload": {"agent": "reviewer"}},
+            "agent:*",
+            "review:complete"
+        ]}),
+        true,
+        "all 3 steps in order with nothing unmatched between them at #2, #9, #10",
+    );
+    check(
+        json!({"type": "signal.trajectory", "strict": true, "ignore": ["provider:*", "text:delta", "tool:*", "state:**"],
+               "patterns": [
+            {"pattern": "agent:activated", "payload": {"agent": "reviewer"}},
+            "review:complete"
+        ]}),
+        false,
+        "expected review:complete right after agent:activated{agent: reviewer} (step 2 of 2, strict), but #9 agent:completed{agent: reviewer} came between them (allow such signals with `ignore`); actual trajectory: [agent:activated{agent: reviewer}, review:complete{agent: reviewer}, agent:activated{agent: fixer}]",
     );
     // Not strict, the reviewer's steps hold.
     check(
@@ -307,6 +327,88 @@ fn signal_trajectory_strict() {
         true,
         "all 2 steps in order at #2, #9",
     );
+}
+
+/// A session of the given signal names, in order, with empty payloads.
+fn named(names: &[&str]) -> Vec<Signal> {
+    (names.iter().enumerate())
+        .map(|(i, n)| sig(i as u64, n, json!({}), None))
+        .collect()
+}
+
+fn strict_holds(signals: &[Signal], steps: &[&str], ignore: &[&str]) -> bool {
+    let a =
+        json!({"type": "signal.trajectory", "strict": true, "patterns": steps, "ignore": ignore});
+    let assertion: Assertion = serde_json::from_value(a).expect("an assertion");
+    evaluate(&assertion, &ctx(signals)).passed
+}
+
+/// Whether some placement of `steps` has only `ignore`d names between two
+/// consecutive steps: every increasing placement tried.
+fn brute_force(names: &[&str], steps: &[&str], ignore: &[&str]) -> bool {
+    fn from(names: &[&str], steps: &[&str], ignore: &[&str], after: Option<usize>) -> bool {
+        let Some((step, rest)) = steps.split_first() else {
+            return true;
+        };
+        let start = after.map_or(0, |p| p + 1);
+        (start..names.len()).any(|q| {
+            let between_ignored =
+                after.is_none_or(|_| names[start..q].iter().all(|n| ignore.contains(n)));
+            between_ignored && names[q] == *step && from(names, rest, ignore, Some(q))
+        })
+    }
+    from(names, steps, ignore, None)
+}
+
+/// The plan loop of issue 38: a longer strict trajectory held where its own
+/// suffix failed, as signals a step matches could stand between steps.
+#[test]
+fn a_strict_trajectory_holds_only_where_each_of_its_parts_holds() {
+    let mut names = vec!["harness:start"];
+    for _ in 0..3 {
+        names.extend([
+            "agent:activated",
+            "text:delta",
+            "agent:completed",
+            "plan:ready",
+        ]);
+    }
+    names.extend(["agent:activated", "agent:completed", "harness:end"]);
+    let signals = named(&names);
+    let ignore = ["text:delta", "agent:activated"];
+    let whole = ["agent:completed", "plan:ready", "harness:end"];
+    assert!(!strict_holds(&signals, &whole, &ignore));
+    assert!(!strict_holds(&signals, &whole[1..], &ignore));
+    assert!(strict_holds(&signals, &whole[..2], &ignore));
+    assert!(strict_holds(
+        &signals,
+        &["agent:completed", "harness:end"],
+        &ignore
+    ));
+}
+
+proptest! {
+    /// Strict trajectories over random streams (`n` the ignored noise): they
+    /// hold exactly when a brute-force search over all placements finds
+    /// one, and whenever one holds, each contiguous part of it holds.
+    #[test]
+    fn strict_trajectories_agree_with_a_brute_force_search(
+        stream in prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "n"]), 0..14),
+        steps in prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "n"]), 1..5),
+        ignore_b in any::<bool>(),
+    ) {
+        let ignore: Vec<&str> = if ignore_b { vec!["n", "b"] } else { vec!["n"] };
+        let signals = named(&stream);
+        let holds = strict_holds(&signals, &steps, &ignore);
+        prop_assert_eq!(holds, brute_force(&stream, &steps, &ignore), "{:?} in {:?}", steps, stream);
+        if holds {
+            for len in 1..steps.len() {
+                for part in steps.windows(len) {
+                    prop_assert!(strict_holds(&signals, part, &ignore), "{:?} of {:?} in {:?}", part, steps, stream);
+                }
+            }
+        }
+    }
 }
 
 #[test]
