@@ -41,18 +41,9 @@ fn code_review() -> Eval<ReviewState> {
         .min_pass_rate(0.7)
         .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .scorer(scorer::output_valid())
-        // Every finding got a fix (the fixer ran when there were findings).
-        .scorer(scorer::custom(
-            "fixed",
-            |ctx: &ScorerContext<'_, ReviewState>| {
-                let has_fix = ctx.state.fix.is_some() || ctx.state.findings.is_empty();
-                CustomScore {
-                    value: if has_fix { 1.0 } else { 0.0 },
-                    pass: Some(has_fix),
-                    detail: Some(format!("{} finding(s)", ctx.state.findings.len())),
-                }
-            },
-        ))
+        // The problems the case holds (its input's `problems`) got a fix,
+        // and clean code was left alone: 0 where the reviewer found nothing.
+        .scorer(scorer::custom("fixed", review::fixed))
         .scorer(scorer::cost(0.05, 0.01))
 }
 
