@@ -44,7 +44,9 @@ fn code_review() -> Eval<ReviewState> {
         // The problems the case holds (its input's `problems`) got a fix,
         // and clean code was left alone: 0 where the reviewer found nothing.
         .scorer(scorer::custom("fixed", review::fixed))
-        .scorer(scorer::cost(0.05, 0.01))
+        // 1 up to $0.002 a cell, 0 and failing past $0.008: a third above
+        // the dearest recorded cell (the long file, $0.0060).
+        .scorer(scorer::cost(0.008, 0.002))
 }
 
 /// gpt-4o with the reviewer's prompt v1: security only.
