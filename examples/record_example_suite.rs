@@ -14,8 +14,8 @@
 //! [`FakeProvider`] rules (case by a line of its code, variant by the
 //! reviewer's system prompt, the fixer by the finding it was given, the
 //! judge by the output it grades), those of
-//! `evals/answers/code-generation.yaml` (case by its task, the coder's turn
-//! by the answers it gave so far) and those of `refactoring.yaml`,
+//! `evals/answers/code-generation.yaml` (case by its task, the coder's and
+//! the tester's turn by the answers they gave so far) and those of `refactoring.yaml`,
 //! `debugging.yaml` and `refactoring-verifier.yaml` (case by its task or
 //! error, a prompt variant by its system prompt), then runs `cargo test
 //! --test evals` in record mode with the providers' base URLs pointed at it.
@@ -24,7 +24,10 @@
 //! that trial's answers; each run selects its cells by name (`--exact`,
 //! skipping the others). The recorder writes `evals/recordings/*.json` (and insta the
 //! snapshots) exactly as it would against the real APIs; the fake keys set
-//! here never reach a file.
+//! here never reach a file. The code generation eval's recorded tools run
+//! for real: `Bash` its commands, `RunTests` the tests under node's test
+//! runner with tsx (`npx` fetches it from the npm registry, once: the
+//! recorder does so before the run, so the cells do not race for it).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -543,6 +546,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let filter = filter.unwrap_or_default();
         return Err(format!("no cell of the example suite matches `{filter}`").into());
     }
+    if selected
+        .iter()
+        .any(|name| name.starts_with("code-generation::"))
+    {
+        fetch_test_runner()?;
+    }
     let answers: Answers = load(root, "evals/answers/code-review.yaml")?;
     let gen_answers: Answers = load(root, "evals/answers/code-generation.yaml")?;
     let gen_dataset: Value = load(root, "evals/code-generation.yaml")?;
@@ -583,6 +592,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{} cell(s): what was missing or stale is recorded in {root}/evals/recordings",
         selected.len()
     );
+    Ok(())
+}
+
+/// Brings the code generation workflow's test runner (tsx, through `npx`)
+/// into npm's cache, so the cells' `RunTests` calls find it there.
+fn fetch_test_runner() -> Result<(), String> {
+    let output = Command::new("npx")
+        .args(["--yes", codegen::TSX, "--version"])
+        .output()
+        .map_err(|e| format!("the code generation eval's tests run with npx (node ≥ 20): {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "npx could not fetch {} for the code generation eval's tests ({}):\n{}",
+            codegen::TSX,
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
     Ok(())
 }
 

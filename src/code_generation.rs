@@ -1,8 +1,9 @@
 //! A four-agent code generation workflow (seed 003, Example 2): a planner
 //! plans the task (or finds it infeasible, or too vague), a coder writes
 //! the files with a `Write` tool and may run commands with a `Bash` tool,
-//! a tester checks the code against test cases it designs, and a reviewer
-//! approves or not. A vague task goes to a clarifier instead.
+//! a tester writes unit tests with `Write` and runs them with `RunTests`,
+//! and a reviewer approves or not. A vague task goes to a clarifier
+//! instead. [`scoring`] holds the example suite's scorers of it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +58,9 @@ pub struct TestReport {
     pub cases: Vec<String>,
     /// How many test cases there are.
     pub count: u32,
-    /// Whether the code passes every one of them.
+    /// Whether the code passes every one of them, as the tester says (the
+    /// example suite's `tests-pass` scorer reads the test run's exit
+    /// status instead: [`scoring::tests_pass`]).
     pub passed: bool,
     /// One-paragraph summary.
     pub summary: String,
@@ -123,6 +126,13 @@ pub struct BashCommand {
     pub command: String,
 }
 
+/// The `RunTests` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TestFiles {
+    /// The test files to run, paths relative to the project root.
+    pub files: Vec<String>,
+}
+
 impl HasFiles for CodeGenState {
     fn files(&self) -> &Files {
         &self.files
@@ -132,6 +142,13 @@ impl HasFiles for CodeGenState {
         &mut self.files
     }
 }
+
+/// The tool's name for [`test_tool`].
+pub const RUN_TESTS: &str = "RunTests";
+
+/// The version of tsx that [`test_tool`] runs TypeScript with (`npx`
+/// fetches it from the npm registry once, then from its cache).
+pub const TSX: &str = "tsx@4.23.15";
 
 /// `Bash`: writes the state's files into a fresh directory under `root`
 /// and runs a shell command there, off the runtime's threads.
@@ -143,15 +160,78 @@ impl HasFiles for CodeGenState {
 /// and playback answers from there without running anything. It only reads
 /// the state (a recorded tool must not change it: playback would not).
 pub fn bash_tool(root: PathBuf) -> Tool<CodeGenState> {
-    Tool::stateful(
+    command_tool(
         "Bash",
         "Run a shell command in the project root (its files are those written so far)",
-        move |c: BashCommand, ctx: ToolContext<CodeGenState>| {
+        root,
+        Duration::from_secs(60),
+        |c: BashCommand, _: &Files| Ok(vec!["sh".into(), "-c".into(), c.command]),
+    )
+}
+
+/// `RunTests`: runs the given test files of the state under node's test
+/// runner, TypeScript through [`TSX`], after `npm install` when the files
+/// hold a `package.json`; a run whose exit status is not 0 is a tool
+/// error. Not a shell: it runs only files the state holds, each passed as
+/// an argument, never as shell text. Recorded as [`bash_tool`] is, and for
+/// the same reasons; the example suite's `tests-pass` scorer reads its
+/// results ([`scoring::tests_pass`]).
+pub fn test_tool(root: PathBuf) -> Tool<CodeGenState> {
+    command_tool(
+        RUN_TESTS,
+        "Run test files of the project (TypeScript or JavaScript, node:test) with node's test \
+         runner; installs package.json's dependencies first if there is one",
+        root,
+        Duration::from_secs(180),
+        |t: TestFiles, files: &Files| {
+            if t.files.is_empty() {
+                return Err("no test file given".to_string());
+            }
+            if let Some(unknown) = t.files.iter().find(|f| !files.contains_key(f.as_str())) {
+                let known: Vec<&str> = files.keys().map(String::as_str).collect();
+                return Err(format!(
+                    "no file `{unknown}` (the files are: {})",
+                    known.join(", ")
+                ));
+            }
+            let script = format!(
+                "if [ -f package.json ]; then \
+                 npm install --silent --no-audit --no-fund --no-package-lock || exit; fi; \
+                 exec npx --yes {TSX} --test --test-reporter=spec \"$@\""
+            );
+            let mut argv = vec!["sh".into(), "-c".into(), script, "sh".into()];
+            // `./` first: a file named like an option stays a file.
+            argv.extend(t.files.iter().map(|f| format!("./{f}")));
+            Ok(argv)
+        },
+    )
+}
+
+/// A recorded tool that writes the state's files into a fresh directory
+/// under `root` and runs the program `argv(args, files)` there, off the
+/// runtime's threads (see [`bash_tool`]).
+fn command_tool<A>(
+    name: &str,
+    description: &str,
+    root: PathBuf,
+    timeout: Duration,
+    argv: impl Fn(A, &Files) -> Result<Vec<String>, String> + Send + Sync + 'static,
+) -> Tool<CodeGenState>
+where
+    A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let argv = Arc::new(argv);
+    Tool::stateful(
+        name,
+        description,
+        move |args: A, ctx: ToolContext<CodeGenState>| {
             let dir = root.join(format!("{}-{}", std::process::id(), ctx.call_id()));
             let files = ctx.read(|s| s.files.clone());
+            let argv = argv.clone();
             async move {
+                let argv = argv(args, &files)?;
                 tokio::task::spawn_blocking(move || {
-                    let out = run_in(&dir, &files, &c.command);
+                    let out = run_in(&dir, &files, &argv);
                     let _ = std::fs::remove_dir_all(&dir);
                     out
                 })
@@ -160,36 +240,47 @@ pub fn bash_tool(root: PathBuf) -> Tool<CodeGenState> {
             }
         },
     )
-    .timeout(Duration::from_secs(60))
+    .timeout(timeout)
     .recorded()
 }
 
-/// `command` run by `sh` in `dir` holding `files`: its output, or its exit
-/// status and standard error.
-fn run_in(dir: &Path, files: &BTreeMap<String, String>, command: &str) -> Result<String, String> {
+/// `argv` run in `dir` holding `files`: its output, or its exit status and
+/// output. The directory's path is cut from the output (paths are the
+/// project's, relative to its root, on any machine); a file whose path
+/// would leave the directory is refused.
+fn run_in(dir: &Path, files: &BTreeMap<String, String>, argv: &[String]) -> Result<String, String> {
+    let (program, args) = argv.split_first().ok_or("no command")?;
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     for (path, content) in files {
-        let path = dir.join(path);
+        let relative = Path::new(path);
+        if !relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(format!("`{path}` is not a path inside the project"));
+        }
+        let path = dir.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
         }
         std::fs::write(&path, content).map_err(|e| e.to_string())?;
     }
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
+    let out = std::process::Command::new(program)
+        .args(args)
         .current_dir(dir)
         .output()
         .map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let root = dir.display().to_string();
+    let relative = |bytes: &[u8]| {
+        String::from_utf8_lossy(bytes)
+            .replace(&format!("{root}/"), "")
+            .replace(&root, ".")
+    };
+    let stdout = relative(&out.stdout);
     if out.status.success() {
         Ok(stdout)
     } else {
-        Err(format!(
-            "{}: {stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ))
+        Err(format!("{}: {stdout}{}", out.status, relative(&out.stderr)))
     }
 }
 
@@ -204,8 +295,8 @@ pub mod prompts {
     pub const CODER: &str = "You are a coder. Write every file with the Write tool; \
         use Bash only to run commands such as tests. End with a one-paragraph summary.";
     /// The tester's.
-    pub const TESTER: &str = "You are a tester. Design unit tests for the code and check the code \
-        against each of them.";
+    pub const TESTER: &str = "You are a tester. Write unit tests for the code (node:test) with the \
+        Write tool, run them with the RunTests tool, then report what the run showed.";
     /// The reviewer's.
     pub const REVIEWER: &str = "You are a code reviewer. Approve the code only if it does the task \
         well and its tests pass.";
@@ -280,7 +371,7 @@ fn coder(bash_root: PathBuf) -> Agent<CodeGenState> {
         .emits_with("code:complete", |s| json!({"files": s.files.len()}))
 }
 
-fn tester() -> Agent<CodeGenState> {
+fn tester(root: PathBuf) -> Agent<CodeGenState> {
     Agent::new("tester")
         .system(prompts::TESTER)
         .when_because(
@@ -288,6 +379,8 @@ fn tester() -> Agent<CodeGenState> {
             "no code was written",
         )
         .prompt(|s: &CodeGenState| format!("Task: {}\nCode:\n```\n{}```", s.task, s.listing()))
+        .tool(file_tools::write_tool())
+        .tool(test_tool(root))
         .output(|report: TestReport, s: &mut CodeGenState| s.tests = Some(report))
         .temperature(0.0)
         .max_tokens(1024)
@@ -324,8 +417,8 @@ fn reviewer() -> Agent<CodeGenState> {
         )
 }
 
-/// The workflow with one model for every agent; `Bash` runs its commands
-/// under the system's temporary directory.
+/// The workflow with one model for every agent; `Bash` and `RunTests` run
+/// their commands under the system's temporary directory.
 pub fn with_model(model: impl Provider + 'static) -> Workflow<CodeGenState> {
     workflow(
         Arc::new(model),
@@ -333,8 +426,8 @@ pub fn with_model(model: impl Provider + 'static) -> Workflow<CodeGenState> {
     )
 }
 
-/// The workflow with `model` for every agent, `Bash` running its commands
-/// in fresh directories under `bash_root`.
+/// The workflow with `model` for every agent, `Bash` and `RunTests`
+/// running their commands in fresh directories under `bash_root`.
 pub fn workflow(model: Arc<dyn Provider>, bash_root: PathBuf) -> Workflow<CodeGenState> {
     let with = |agent: Agent<CodeGenState>| agent.provider_arc(model.clone());
     Workflow::new("code-generation", CodeGenState::default())
@@ -350,8 +443,11 @@ pub fn workflow(model: Arc<dyn Provider>, bash_root: PathBuf) -> Workflow<CodeGe
             }),
         )
         .phase("clarify", Phase::run(with(clarifier())).next("done"))
-        .phase("code", Phase::run(with(coder(bash_root))).next("test"))
-        .phase("test", Phase::run(with(tester())).next("review"))
+        .phase(
+            "code",
+            Phase::run(with(coder(bash_root.clone()))).next("test"),
+        )
+        .phase("test", Phase::run(with(tester(bash_root))).next("review"))
         .phase("review", Phase::run(with(reviewer())).next("done"))
         .terminal("done")
         .max_activations(10)
@@ -396,4 +492,140 @@ fn output(s: &CodeGenState) -> String {
         parts.push(format!("Review: {}", review.summary));
     }
     parts.join("\n\n")
+}
+
+/// The example suite's scorers of the workflow. Each judges a cell
+/// against what its case expects, the input's `expect` (a planner's
+/// [`Verdict`]: `feasible` when the task should be coded, `infeasible` or
+/// `ambiguous` when no code should be written; the workflow does not read
+/// it), so a case that should get no code scores 1 only when none was
+/// written, and a case that should get code scores 1 only for what was
+/// really done with it.
+pub mod scoring {
+    use scaffold::prelude::*;
+    use scaffold::signal::Signal;
+    use serde_json::Value;
+
+    use super::{CodeGenState, RUN_TESTS, Verdict};
+
+    /// What the case expects, by its input's `expect`.
+    fn expected(ctx: &ScorerContext<'_, CodeGenState>) -> Result<Verdict, String> {
+        let expect = ctx.input.map_or(&Value::Null, |i| &i["expect"]);
+        serde_json::from_value(expect.clone()).map_err(|_| {
+            format!("the case does not say what it expects (input.expect: feasible, infeasible or ambiguous; got {expect})")
+        })
+    }
+
+    /// A case that expects no code: right when none was written.
+    fn no_code(s: &CodeGenState, verdict: Verdict) -> CustomScore {
+        let task = serde_json::to_value(verdict).unwrap_or_default();
+        let task = task.as_str().unwrap_or_default();
+        if s.files.is_empty() {
+            CustomScore::from(true)
+                .detail(format!("no code, as the case expects: the task is {task}"))
+        } else {
+            CustomScore::from(false).detail(format!(
+                "the task is {task}, yet {} file(s) were written",
+                s.files.len()
+            ))
+        }
+    }
+
+    /// The last `RunTests` result: whether it was an error, and its text.
+    fn last_test_run(signals: &[Signal]) -> Option<(bool, &str)> {
+        signals
+            .iter()
+            .rev()
+            .filter(|s| s.name == "tool:result" && s.payload["name"] == RUN_TESTS)
+            .map(|s| {
+                let p = &s.payload;
+                (
+                    p["isError"] == true,
+                    p["result"].as_str().unwrap_or_default(),
+                )
+            })
+            .next()
+    }
+
+    /// The test runner's counts (`ℹ tests 3`, `ℹ pass 2`, `ℹ fail 1`), or
+    /// the output's first line when it printed none.
+    fn counts(output: &str) -> String {
+        let count = |what: &str| {
+            output.lines().find_map(|l| {
+                l.strip_prefix(&format!("ℹ {what} "))?
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+            })
+        };
+        match (count("tests"), count("pass"), count("fail")) {
+            (Some(tests), Some(pass), Some(fail)) => {
+                format!("{tests} test(s), {pass} passed, {fail} failed")
+            }
+            _ => output
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(120)
+                .collect(),
+        }
+    }
+
+    /// `tests-pass`: the tester's tests ran and passed, by the exit status
+    /// of the last `RunTests` run (a tool error when not 0), not by what
+    /// the tester says; a case that expects no code passes when none was
+    /// written.
+    pub fn tests_pass(ctx: &ScorerContext<'_, CodeGenState>) -> CustomScore {
+        let s = ctx.state;
+        match expected(ctx) {
+            Err(e) => CustomScore::from(false).detail(e),
+            Ok(Verdict::Feasible) => match last_test_run(ctx.signals) {
+                Some((false, out)) => CustomScore::from(true)
+                    .detail(format!("the test run exited 0: {}", counts(out))),
+                Some((true, out)) => {
+                    // `exit status: 1: {output}`, or why the tool did not run.
+                    let (status, out) = match out
+                        .strip_prefix("exit status: ")
+                        .and_then(|rest| rest.split_once(": "))
+                    {
+                        Some((code, out)) => (format!(" (exit status {code})"), out),
+                        None => (String::new(), out),
+                    };
+                    CustomScore::from(false)
+                        .detail(format!("the test run failed{status}: {}", counts(out)))
+                }
+                None if s.files.is_empty() => {
+                    CustomScore::from(false).detail("no code was written, so none was tested")
+                }
+                None => CustomScore::from(false).detail("the tests were never run"),
+            },
+            Ok(verdict) => no_code(s, verdict),
+        }
+    }
+
+    /// `approved`: the reviewer approved the code; a case that expects no
+    /// code passes when none was written (and so none was reviewed).
+    pub fn approved(ctx: &ScorerContext<'_, CodeGenState>) -> CustomScore {
+        let s = ctx.state;
+        match expected(ctx) {
+            Err(e) => CustomScore::from(false).detail(e),
+            Ok(Verdict::Feasible) => match &s.review {
+                Some(r) => CustomScore::from(r.approved).detail(format!(
+                    "{}: {}",
+                    if r.approved {
+                        "approved"
+                    } else {
+                        "not approved"
+                    },
+                    r.summary
+                )),
+                None if s.files.is_empty() => {
+                    CustomScore::from(false).detail("no code was written, so none was reviewed")
+                }
+                None => CustomScore::from(false).detail("the code was not reviewed"),
+            },
+            Ok(verdict) => no_code(s, verdict),
+        }
+    }
 }

@@ -72,6 +72,50 @@ pub mod judging {
         0.4: the problem is only partly fixed. 0: the problem remains.";
 }
 
+/// The example suite's `fixed` scorer: every problem the case holds got a
+/// fix, and clean code was left alone. What a case holds is what its
+/// dataset says, the input's `problems` (the workflow reads only `code`
+/// and `language`: the reviewer never sees them), so a reviewer that finds
+/// nothing in code with a known bug scores 0: it fixed nothing.
+///
+/// A fix is the fixer's proposal, which runs only on findings; whether it
+/// is right is for the case's assertions and the judge of the
+/// `fix-quality` eval to say.
+pub fn fixed(ctx: &ScorerContext<'_, ReviewState>) -> CustomScore {
+    let Some(problems) = ctx.input.and_then(|i| i["problems"].as_array()) else {
+        return CustomScore::from(false)
+            .detail("the case does not say what its code holds (input.problems)");
+    };
+    let problems: Vec<&str> = problems.iter().filter_map(Value::as_str).collect();
+    let found = ctx.state.findings.len();
+    let (pass, detail) = match (problems.is_empty(), ctx.state.fix.is_some()) {
+        (false, true) => (
+            true,
+            format!(
+                "fix proposed for {} ({found} finding(s))",
+                problems.join(", ")
+            ),
+        ),
+        (false, false) if found == 0 => (
+            false,
+            format!(
+                "not fixed: the reviewer found nothing in code with {}",
+                problems.join(", ")
+            ),
+        ),
+        (false, false) => (
+            false,
+            format!("not fixed: no fix proposed for {}", problems.join(", ")),
+        ),
+        (true, false) => (true, "clean code, left alone".to_string()),
+        (true, true) => (
+            false,
+            format!("clean code, changed anyway for {found} finding(s)"),
+        ),
+    };
+    CustomScore::from(pass).detail(detail)
+}
+
 /// The code review workflow with one model for both agents and the
 /// reviewer's instructions `reviewer_prompt` (one of [`prompts`]).
 pub fn with_prompt(

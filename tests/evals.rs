@@ -5,14 +5,15 @@
 //! reviewer's prompt (v1: security only; v2: security, correctness and
 //! maintainability); the fixes of four of them graded by a judge model;
 //! and a code generation workflow (planner → coder with
-//! `Write` and `Bash` tools → tester → reviewer) over seed 003's seven code
-//! generation cases, OpenAI's cheap gpt-4o-mini against Claude Sonnet 4.5.
+//! `Write` and `Bash` tools → tester that runs its tests with `RunTests` →
+//! reviewer) over seed 003's seven code generation cases, OpenAI's cheap
+//! gpt-4o-mini against Claude Sonnet 4.5.
 //! Then seed 003's refactoring (analyst → planner → refactorer with `Edit`
 //! and `Write` → verifier, gpt-4o-mini against Claude Sonnet 4.5) and
 //! debugging (debugger with `Read` and `Grep` → fixer with `Edit`, two
 //! debugger prompts) evals over in-state file trees, and seed 000's
 //! fork-based eval: two verifier prompts from one committed session.
-//! Provider calls (and `Bash`'s commands) are played back from `evals/recordings/`
+//! Provider calls (and the commands of `Bash` and `RunTests`) are played back from `evals/recordings/`
 //! (re-record them with `cargo run --example record_example_suite`, which
 //! answers from `evals/answers/` on a local fake server: no keys, no cost).
 //! This file holds the code review eval; the others are in `tests/evals/`.
@@ -31,8 +32,8 @@ mod evals {
 
 /// The code review eval: prompt v1 misses the bugs and quality problems
 /// v2 catches, so the gate asks 70% of all cells to pass, not every one,
-/// and the table shows what v1 misses; three trials show which cells are
-/// flaky. Prompt v1's flaky cell is not quarantined: its failure is a
+/// and the table shows what v1 misses (`fixed`: it fixed none of them);
+/// three trials show which cells are flaky. Prompt v1's flaky cell is not quarantined: its failure is a
 /// finding about v1, which the gate allows for already.
 #[scaffold::eval(name = "code-review")]
 fn code_review() -> Eval<ReviewState> {
@@ -41,19 +42,12 @@ fn code_review() -> Eval<ReviewState> {
         .min_pass_rate(0.7)
         .rerecord_command("cargo run --example record_example_suite -- {filter}")
         .scorer(scorer::output_valid())
-        // Every finding got a fix (the fixer ran when there were findings).
-        .scorer(scorer::custom(
-            "fixed",
-            |ctx: &ScorerContext<'_, ReviewState>| {
-                let has_fix = ctx.state.fix.is_some() || ctx.state.findings.is_empty();
-                CustomScore {
-                    value: if has_fix { 1.0 } else { 0.0 },
-                    pass: Some(has_fix),
-                    detail: Some(format!("{} finding(s)", ctx.state.findings.len())),
-                }
-            },
-        ))
-        .scorer(scorer::cost(0.05, 0.01))
+        // The problems the case holds (its input's `problems`) got a fix,
+        // and clean code was left alone: 0 where the reviewer found nothing.
+        .scorer(scorer::custom("fixed", review::fixed))
+        // 1 up to $0.002 a cell, 0 and failing past $0.008: a third above
+        // the dearest recorded cell (the long file, $0.0060).
+        .scorer(scorer::cost(0.008, 0.002))
 }
 
 /// gpt-4o with the reviewer's prompt v1: security only.

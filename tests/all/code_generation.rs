@@ -1,12 +1,14 @@
 //! The code generation workflow of the example suite on scripted models:
 //! its dataset's assertions catch a coder that misuses its tools, `Bash`
 //! runs over the files `Write` put in the state and reports a failing
-//! command to the model, and an infeasible plan skips the coder.
+//! command to the model, the `tests-pass` scorer reads the exit status of
+//! the tester's `RunTests`, not its word, and an infeasible plan skips the
+//! coder, which the scorers count as right only there.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::graded::failing;
+use crate::graded::{failing, input_of};
 use scaffold::prelude::*;
 use scaffold_examples::code_generation::{self as codegen, CodeGenState};
 use serde_json::{Value, json};
@@ -143,6 +145,107 @@ async fn bash_runs_over_the_written_files_and_reports_a_failing_command() {
     assert!(failing("code-generation.yaml", "test-execution-tools", &result).is_empty());
 }
 
+/// `Write` and a command in the project's directory: a file whose path
+/// would leave it is refused, and the command does not run.
+#[tokio::test]
+async fn a_file_outside_the_project_is_never_written_by_a_command() {
+    let replies = vec![
+        plan("feasible"),
+        ScriptedReply::tool_call(
+            "c1",
+            "Write",
+            json!({"file_path": "../escaped.txt", "content": "outside\n"}),
+        ),
+        ScriptedReply::tool_call("c2", "Bash", json!({"command": "touch ran"})),
+        ScriptedReply::text("Done."),
+    ];
+    let result = run(
+        &scripted(replies),
+        json!({"task": "Write and run tests for the math module", "language": "typescript"}),
+    )
+    .await;
+    let results = tool_results(&result);
+    assert_eq!(results[1]["isError"], true, "{}", results[1]);
+    assert_eq!(
+        results[1]["result"],
+        "`../escaped.txt` is not a path inside the project"
+    );
+}
+
+/// The tester says its tests pass; the run says otherwise: `RunTests`
+/// refuses a file the project does not hold, then its last run exits 1
+/// (its `package.json` does not parse, so `npm install` fails before any
+/// test). `tests-pass` scores the run, 0 with its exit status, while the
+/// seed's `tests.passed` assertion, the tester's word, passes.
+#[tokio::test]
+async fn tests_pass_is_the_exit_status_of_the_test_run_not_the_testers_word() {
+    let input = input_of("code-generation.yaml", "fibonacci-function");
+    let replies = vec![
+        plan("feasible"),
+        ScriptedReply::tool_call(
+            "c1",
+            "Write",
+            json!({"file_path": "fibonacci.ts", "content": "export const fibonacci = (n: number): number => n;\n"}),
+        ),
+        ScriptedReply::text("Wrote fibonacci.ts."),
+        ScriptedReply::tool_call("t1", "RunTests", json!({"files": ["missing.test.ts"]})),
+        ScriptedReply::tool_call(
+            "t2",
+            "Write",
+            json!({"file_path": "package.json", "content": "{ not json"}),
+        ),
+        ScriptedReply::tool_call(
+            "t3",
+            "Write",
+            json!({"file_path": "fibonacci.test.ts", "content": "import \"./fibonacci\";\n"}),
+        ),
+        ScriptedReply::tool_call("t4", "RunTests", json!({"files": ["fibonacci.test.ts"]})),
+        ScriptedReply::json(
+            json!({"cases": ["fibonacci(10) is 55"], "count": 1, "passed": true, "summary": "all pass"}),
+        ),
+        ScriptedReply::json(json!({"approved": true, "summary": "fine"})),
+    ];
+    let result = run(&scripted(replies), input.clone()).await;
+    assert_eq!(result.error, None);
+    let runs: Vec<&Value> = tool_results(&result)
+        .into_iter()
+        .filter(|r| r["name"] == codegen::RUN_TESTS)
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["isError"], true);
+    assert!(
+        runs[0]["result"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("no file `missing.test.ts`")),
+        "{}",
+        runs[0]
+    );
+    assert_eq!(runs[1]["isError"], true, "{}", runs[1]);
+    assert!(
+        runs[1]["result"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("exit status: 1: ")),
+        "{}",
+        runs[1]
+    );
+    let ctx =
+        ScorerContext::new(&result.state, &result.signals, &result.metrics).with_input(&input);
+    let tests = codegen::scoring::tests_pass(&ctx);
+    assert_eq!((tests.value, tests.pass), (0.0, Some(false)), "{tests:?}");
+    assert!(
+        tests
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with("the test run failed (exit status 1): ")),
+        "{tests:?}"
+    );
+    // The tester's word and the reviewer's, as they said them.
+    assert!(result.state.tests.as_ref().is_some_and(|t| t.passed));
+    assert_eq!(codegen::scoring::approved(&ctx).pass, Some(true));
+    let wrong = failing("code-generation.yaml", "fibonacci-function", &result);
+    assert!(!wrong.contains("snapshot.final"), "{wrong:?}");
+}
+
 /// An infeasible plan: the coder is skipped saying why, so are the tester
 /// and the reviewer, and the impossible-task case passes; the same case
 /// fails when the planner goes ahead anyway.
@@ -177,6 +280,23 @@ async fn an_infeasible_plan_skips_the_coder_and_a_feasible_one_fails_the_case() 
         failing("code-generation.yaml", "impossible-task", &result),
         BTreeSet::new()
     );
+    // No code is what this case expects: both scorers count it right.
+    let input = input_of("code-generation.yaml", "impossible-task");
+    let scores = |result: &RunResult<CodeGenState>| {
+        let ctx =
+            ScorerContext::new(&result.state, &result.signals, &result.metrics).with_input(&input);
+        [
+            codegen::scoring::tests_pass(&ctx),
+            codegen::scoring::approved(&ctx),
+        ]
+    };
+    for score in scores(&result) {
+        assert_eq!(score.pass, Some(true), "{score:?}");
+        assert_eq!(
+            score.detail.as_deref(),
+            Some("no code, as the case expects: the task is infeasible")
+        );
+    }
 
     let mut ahead = vec![
         plan("feasible"),
@@ -194,4 +314,13 @@ async fn an_infeasible_plan_skips_the_coder_and_a_feasible_one_fails_the_case() 
         failing("code-generation.yaml", "impossible-task", &result),
         expected
     );
+    // Code for a task the case says cannot be done: tested and approved,
+    // and still wrong.
+    for score in scores(&result) {
+        assert_eq!((score.value, score.pass), (0.0, Some(false)), "{score:?}");
+        assert_eq!(
+            score.detail.as_deref(),
+            Some("the task is infeasible, yet 1 file(s) were written")
+        );
+    }
 }

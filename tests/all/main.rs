@@ -6,6 +6,7 @@ mod ci_story;
 mod code_generation;
 #[path = "../common/mod.rs"]
 mod common;
+mod example_columns;
 mod file_tools;
 mod first_suite;
 mod fixture;

@@ -4,40 +4,24 @@ use scaffold::prelude::*;
 use scaffold_examples::code_generation::{self as codegen, CodeGenState};
 
 /// The code generation eval (planner → coder → tester → reviewer, the coder
-/// with `Write` and `Bash` tools): every cell must pass; scored on the
-/// tester's verdict, the reviewer's and cost.
+/// with `Write` and `Bash` tools, the tester with `Write` and `RunTests`):
+/// scored on the tests' real run (`tests-pass`: the exit status of the
+/// tester's `RunTests`, recorded, not what the tester says), the
+/// reviewer's approval and cost, each against what the case expects (no
+/// code at all for the infeasible and the vague task). gpt-4o-mini's
+/// fibonacci stops its loop one step early: its tests fail, its reviewer
+/// rejects it and its cell fails, a real weakness of the cheap variant,
+/// counted; the gate asks 90%.
 #[scaffold::eval(name = "code-generation")]
 fn code_generation() -> Eval<CodeGenState> {
     Eval::new()
-        .min_pass_rate(1.0)
+        .min_pass_rate(0.9)
         .rerecord_command("cargo run --example record_example_suite -- {filter}")
-        .scorer(scorer::custom(
-            "tests-pass",
-            |ctx: &ScorerContext<'_, CodeGenState>| match &ctx.state.tests {
-                Some(t) => CustomScore {
-                    value: if t.passed { 1.0 } else { 0.0 },
-                    pass: Some(t.passed),
-                    detail: Some(format!("{} test(s)", t.count)),
-                },
-                None => CustomScore {
-                    value: 1.0,
-                    pass: None,
-                    detail: Some("no code to test".into()),
-                },
-            },
-        ))
-        .scorer(scorer::custom(
-            "approved",
-            |ctx: &ScorerContext<'_, CodeGenState>| {
-                let approved = ctx.state.review.as_ref().map(|r| r.approved);
-                CustomScore {
-                    value: if approved == Some(false) { 0.0 } else { 1.0 },
-                    pass: approved,
-                    detail: None,
-                }
-            },
-        ))
-        .scorer(scorer::cost(0.10, 0.02))
+        .scorer(scorer::custom("tests-pass", codegen::scoring::tests_pass))
+        .scorer(scorer::custom("approved", codegen::scoring::approved))
+        // 1 up to $0.005 a cell, 0 and failing past $0.055: a third above
+        // the dearest recorded cell (Claude's rest-endpoint, $0.0413).
+        .scorer(scorer::cost(0.055, 0.005))
 }
 
 /// OpenAI's gpt-4o-mini for every agent: the cheap one.

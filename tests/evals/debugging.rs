@@ -25,7 +25,9 @@ fn debugging() -> Eval<DebugState> {
                 }
             },
         ))
-        .scorer(scorer::cost(0.10, 0.02))
+        // 1 up to $0.008 a cell, 0 and failing past $0.016: a third above
+        // the dearest recorded cell (prompt v2's null error, $0.0121).
+        .scorer(scorer::cost(0.016, 0.008))
 }
 
 /// Debugger prompt v1: "find the root cause".
