@@ -58,44 +58,29 @@ pub(crate) enum Side {
     Min,
 }
 
-/// How finely a metric is compared and shown.
-#[derive(Clone, Copy)]
-enum Precision {
-    /// In whole units of this size (cost: micro-dollars), as it is shown.
-    Quantum(f64),
-    /// Up to a relative tolerance of floating-point noise.
-    Relative,
-}
-
-impl Precision {
-    /// `actual` against `bound`: less, equal (within the precision) or more.
-    fn compare(self, actual: f64, bound: f64) -> std::cmp::Ordering {
-        match self {
-            Precision::Quantum(q) => (actual / q).round().total_cmp(&(bound / q).round()),
-            Precision::Relative => {
-                let tolerance = 1e-9 * actual.abs().max(bound.abs());
-                if (actual - bound).abs() <= tolerance {
-                    std::cmp::Ordering::Equal
-                } else {
-                    actual.total_cmp(&bound)
-                }
-            }
-        }
+/// `actual` against `bound`: less, equal or more, equal meaning within a
+/// relative tolerance of floating-point noise (1e-9) only.
+fn compare(actual: f64, bound: f64) -> std::cmp::Ordering {
+    let tolerance = 1e-9 * actual.abs().max(bound.abs());
+    if (actual - bound).abs() <= tolerance {
+        std::cmp::Ordering::Equal
+    } else {
+        actual.total_cmp(&bound)
     }
 }
 
-/// Judge `actual` against a bound: two calls of $0.1 and $0.2 are within a
-/// maximum of $0.3, and a message never says a figure is over a bound it
-/// shows as equal.
+/// Judge `actual` against a bound, exactly but for floating-point noise:
+/// two calls of $0.1 and $0.2 are within a maximum of $0.3, a cost of $0.3
+/// is over a maximum of $0.2999999, and a message never says a figure is
+/// over a bound it shows as equal.
 fn judge(
     what: &str,
     (actual, bound): (f64, f64),
     side: Side,
-    precision: Precision,
     unit: impl Fn(f64) -> String,
 ) -> Outcome {
     use std::cmp::Ordering::{Greater, Less};
-    let order = precision.compare(actual, bound);
+    let order = compare(actual, bound);
     let (passed, word) = match side {
         Side::Max => (order != Greater, "maximum"),
         Side::Min => (order != Less, "minimum"),
@@ -106,13 +91,13 @@ fn judge(
         (false, Side::Max) => "is over",
         (false, Side::Min) => "is under",
     };
+    let (mut shown, written) = (unit(actual), unit(bound));
+    if shown == written && order.is_ne() {
+        shown = unit_with_all_digits(&shown, actual);
+    }
     Outcome::new(
         passed,
-        format!(
-            "{what} {} {verdict} the {word} {}",
-            unit(actual),
-            unit(bound)
-        ),
+        format!("{what} {shown} {verdict} the {word} {written}"),
     )
     .expected(serde_json::Value::Object(
         [(
@@ -129,19 +114,37 @@ fn ms(x: f64) -> String {
     format!("{} ms", display::num(x))
 }
 
+/// Dollars to nine significant digits (the comparison's tolerance): a
+/// bound as it was written, a sum of prices without its floating-point
+/// noise.
 fn usd(x: f64) -> String {
-    format!("${}", display::num((x * 1e6).round() / 1e6))
+    let digits = 8 - x.abs().log10().floor().clamp(-300.0, 300.0) as i32;
+    let rounded = format!("{:.*}", digits.clamp(0, 17) as usize, x);
+    let trimmed = match rounded.contains('.') {
+        true => rounded.trim_end_matches('0').trim_end_matches('.'),
+        false => &rounded,
+    };
+    format!("${trimmed}")
+}
+
+/// `shown` (a figure and its unit) with the figure's every digit.
+fn unit_with_all_digits(shown: &str, x: f64) -> String {
+    let digits = shown
+        .trim_start_matches('$')
+        .split(' ')
+        .next()
+        .unwrap_or_default();
+    shown.replacen(digits, &x.to_string(), 1)
 }
 
 pub(crate) fn latency(b: &MetricBound, side: Side, ctx: &EvalContext<'_>) -> Outcome {
     let latency = ctx.get_metrics().latency_ms as f64;
-    judge("latency", (latency, b.value), side, Precision::Relative, ms)
+    judge("latency", (latency, b.value), side, ms)
 }
 
 pub(crate) fn cost(b: &MetricBound, side: Side, ctx: &EvalContext<'_>) -> Outcome {
     let m = ctx.get_metrics();
-    let micro_dollars = Precision::Quantum(1e-6);
-    let mut o = judge("cost", (m.cost_usd, b.value), side, micro_dollars, usd);
+    let mut o = judge("cost", (m.cost_usd, b.value), side, usd);
     if m.unpriced_calls > 0 {
         o.message.push_str(&format!(
             " ({} had no price and count as $0)",
@@ -158,13 +161,7 @@ pub(crate) fn tokens(b: &TokenBound, side: Side, ctx: &EvalContext<'_>) -> Outco
         TokenField::Output => (m.output_tokens, "output tokens"),
         TokenField::Total => (m.total_tokens, "total tokens"),
     };
-    judge(
-        what,
-        (n as f64, b.value),
-        side,
-        Precision::Relative,
-        display::num,
-    )
+    judge(what, (n as f64, b.value), side, display::num)
 }
 
 pub(crate) fn activations(b: &ActivationBounds, ctx: &EvalContext<'_>) -> Outcome {

@@ -715,18 +715,38 @@ fn metric_bounds_hold_at_their_value_despite_float_noise() {
         true,
         "cost $0.3 is at or over the minimum $0.3",
     );
-    // Shown to the micro-dollar, compared to the micro-dollar.
+    // Compared exactly but for floating-point noise, the bound shown as
+    // written (issue 38: whole micro-dollars let both of these pass).
+    check_in(
+        &cost(0.3),
+        json!({"type": "metric.cost.max", "value": 0.2999999}),
+        false,
+        "cost $0.3 is over the maximum $0.2999999",
+    );
+    check_in(
+        &cost(0.3),
+        json!({"type": "metric.cost.min", "value": 0.3000001}),
+        false,
+        "cost $0.3 is under the minimum $0.3000001",
+    );
     check_in(
         &cost(0.3000004),
+        json!({"type": "metric.cost.max", "value": 0.3}),
+        false,
+        "cost $0.3000004 is over the maximum $0.3",
+    );
+    check_in(
+        &cost(0.30000000001),
         json!({"type": "metric.cost.max", "value": 0.3}),
         true,
         "cost $0.3 is at or under the maximum $0.3",
     );
+    // Over its bound beyond nine digits, a figure shows every digit.
     check_in(
-        &cost(0.300001),
+        &cost(0.3000000004),
         json!({"type": "metric.cost.max", "value": 0.3}),
         false,
-        "cost $0.300001 is over the maximum $0.3",
+        "cost $0.3000000004 is over the maximum $0.3",
     );
     check_in(
         &two_calls,
