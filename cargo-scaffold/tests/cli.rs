@@ -1924,7 +1924,9 @@ fn plan_says_how_many_cases_an_effect_needs() {
     );
     let out = cli(&["plan", "--results", s(&file), "--effect", "0.1"]);
     assert!(
-        out.stdout.contains("about 197 cases") && out.stdout.contains("spread 0.5 assumed"),
+        out.stdout.contains("about 215 cases")
+            && out.stdout.contains("spread 0.5 assumed")
+            && out.stdout.contains("exact McNemar power"),
         "{}",
         out.all()
     );

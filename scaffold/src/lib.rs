@@ -140,10 +140,10 @@ pub mod _cargo_scaffold_support {
         /// Statistics of results (and the pure ones of `crate::stats`).
         pub mod stats {
             pub use crate::eval::stats::{
-                Alternative, LatencyStats, WilcoxonMethod, WilcoxonOptions, cases_for_effect,
-                clustered_standard_error, mean, mean_interval, min_detectable_effect,
-                paired_t_test, pass_at_k, pass_hat_k, percentile, sample_stddev, sign_flip_test,
-                wilcoxon_signed_rank, wilson_interval,
+                Alternative, LatencyStats, Power, PowerMethod, WilcoxonMethod, WilcoxonOptions,
+                cases_for_effect, clustered_standard_error, mean, mean_interval,
+                min_detectable_effect, paired_t_test, pass_at_k, pass_hat_k, percentile,
+                sample_stddev, sign_flip_test, wilcoxon_signed_rank, wilson_interval,
             };
         }
     }

@@ -20,10 +20,10 @@ pub use cluster::{clustered_pass_interval, clustered_standard_error};
 pub use interval::{
     DEFAULT_CONFIDENCE, Interval, mean_interval, pass_at_k, pass_hat_k, wilson_interval,
 };
-pub use power::{Power, cases_for_effect, min_cases_for, min_detectable_effect};
+pub use power::{Power, PowerMethod, cases_for_effect, min_cases_for, min_detectable_effect};
 pub use significance::{
-    Alternative, SignFlip, TTest, Wilcoxon, WilcoxonMethod, WilcoxonOptions, paired_t_test,
-    sign_flip_test, wilcoxon_signed_rank,
+    Alternative, SignFlip, SignFlipMethod, TTest, Wilcoxon, WilcoxonMethod, WilcoxonOptions,
+    paired_t_test, sign_flip_test, wilcoxon_signed_rank,
 };
 
 /// The arithmetic mean; `None` for no values.

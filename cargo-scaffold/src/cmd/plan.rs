@@ -2,7 +2,7 @@
 //! variants needs, from the spread of stored results.
 
 use scaffold::_cargo_scaffold_support::eval::EvalResults;
-use scaffold::_cargo_scaffold_support::eval::stats::{cases_for_effect, min_detectable_effect};
+use scaffold::_cargo_scaffold_support::eval::stats::PowerMethod;
 
 use crate::cli::PlanArgs;
 use crate::cmd::gate::parse_rate;
@@ -59,7 +59,7 @@ fn plan(results: &EvalResults, effect: f64, power: f64) -> Vec<String> {
         power * 100.0
     )];
     for (t, p) in tested {
-        let needed = cases_for_effect(effect, p.sd, p.alpha, power);
+        let (needed, method) = p.cases_for(effect, power);
         let spread = if p.sd_assumed {
             format!(
                 "spread {} assumed: the stored differences cannot estimate it",
@@ -68,12 +68,16 @@ fn plan(results: &EvalResults, effect: f64, power: f64) -> Vec<String> {
         } else {
             format!("spread {:.3} of the per-case differences", p.sd)
         };
-        let now = match min_detectable_effect(p.cases, p.sd, p.alpha, power) {
+        let now = match p.detectable(power).0 {
             Some(mde) => format!("with {} detects ~{:.0} points", p.cases, mde * 100.0),
             None => format!("with {} detects none", p.cases),
         };
+        let how = match method {
+            PowerMethod::Exact => "exact McNemar power",
+            PowerMethod::Normal => "normal approximation",
+        };
         lines.push(format!(
-            "  {} vs {} on {}: about {needed} cases ({now}; {spread})",
+            "  {} vs {} on {}: about {needed} cases ({now}; {spread}; {how})",
             t.variant,
             t.other,
             t.metric_label()

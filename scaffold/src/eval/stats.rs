@@ -28,10 +28,11 @@ pub mod trials;
 
 use crate::stats::percentile_sorted;
 pub use crate::stats::{
-    Alternative, DEFAULT_CONFIDENCE, Interval, Power, SignFlip, TTest, Wilcoxon, WilcoxonMethod,
-    WilcoxonOptions, cases_for_effect, clustered_pass_interval, clustered_standard_error, mean,
-    mean_interval, min_cases_for, min_detectable_effect, paired_t_test, pass_at_k, pass_hat_k,
-    percentile, sample_stddev, sign_flip_test, wilcoxon_signed_rank, wilson_interval,
+    Alternative, DEFAULT_CONFIDENCE, Interval, Power, PowerMethod, SignFlip, SignFlipMethod, TTest,
+    Wilcoxon, WilcoxonMethod, WilcoxonOptions, cases_for_effect, clustered_pass_interval,
+    clustered_standard_error, mean, mean_interval, min_cases_for, min_detectable_effect,
+    paired_t_test, pass_at_k, pass_hat_k, percentile, sample_stddev, sign_flip_test,
+    wilcoxon_signed_rank, wilson_interval,
 };
 pub use trials::{CaseTrials, TrialStats, trial_stats};
 

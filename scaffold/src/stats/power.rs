@@ -14,6 +14,18 @@
 //! * **Minimum detectable effect** (MDE): the `δ` at which that power is
 //!   80% ([`DEFAULT_POWER`]). **Cases needed** for a target `δ`: the
 //!   fewest `n` reaching that power.
+//! * **Exact power** of pass/fail comparisons (every non-zero difference
+//!   of one size `m`, as with one trial per case): the deciding test is
+//!   then the exact McNemar (binomial) test, whose real power is far below
+//!   the normal approximation's at small `n`. Each case differs with
+//!   probability `p_d = (σ² + δ²)/m²`, in the better variant's favour with
+//!   `(p_d + δ/m)/2`; the power sums, over the number `k` of cases that
+//!   differ (`Bin(n, p_d)`), the chance that the favourable count lands in
+//!   the test's rejection region at `α`. Computed this way up to
+//!   [`EXACT_POWER_MAX_CASES`] cases, and the MDE and cases needed are
+//!   searched on it; beyond, or for differences of several sizes (trials
+//!   averaged, scores), the normal approximation. [`Power::method`] says
+//!   which.
 //! * **Exact floor**: the deciding sign-flip test is exact, and with `k`
 //!   cases that differ its smallest two-sided p-value is `2 / 2ᵏ`; below
 //!   [`min_cases_for`]`(α)` cases (6 at α = 0.05) no difference of any
@@ -32,6 +44,29 @@ pub const DEFAULT_POWER: f64 = 0.8;
 pub const ASSUMED_SD: f64 = 0.5;
 /// The difference the advice names a case count for (10 points).
 pub const ADVICE_EFFECT: f64 = 0.10;
+/// Cases up to which the power of a pass/fail comparison is exact.
+pub const EXACT_POWER_MAX_CASES: usize = 400;
+
+/// How a [`Power`]'s figures were computed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PowerMethod {
+    /// The exact power of the McNemar (binomial) test.
+    Exact,
+    /// The normal approximation.
+    #[default]
+    Normal,
+}
+
+impl PowerMethod {
+    /// How the advice says it.
+    fn words(self) -> &'static str {
+        match self {
+            PowerMethod::Exact => "exact McNemar power",
+            PowerMethod::Normal => "normal approximation",
+        }
+    }
+}
 
 /// What a comparison over its cases could detect.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -48,11 +83,23 @@ pub struct Power {
     /// Whether `sd` is [`ASSUMED_SD`] rather than estimated.
     pub sd_assumed: bool,
     /// The smallest difference detectable with `power` (absent below the
-    /// exact floor: no difference could be significant).
+    /// exact floor, where no difference could be significant, and when no
+    /// difference the exact design can hold reaches `power`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_detectable_effect: Option<f64>,
     /// Cases needed to detect [`ADVICE_EFFECT`] (10 points).
     pub cases_for_advice_effect: usize,
+    /// The size of every non-zero difference, when they share one (a
+    /// pass/fail comparison: 1): the design whose power is exact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<f64>,
+    /// How the minimum detectable effect was computed.
+    #[serde(default)]
+    pub method: PowerMethod,
+    /// How the cases for [`ADVICE_EFFECT`] were computed (exact only within
+    /// [`EXACT_POWER_MAX_CASES`]).
+    #[serde(default)]
+    pub cases_method: PowerMethod,
 }
 
 impl Power {
@@ -61,14 +108,66 @@ impl Power {
         let estimated = sample_stddev(differences).filter(|s| *s > 0.0 && s.is_finite());
         let sd = estimated.unwrap_or(ASSUMED_SD);
         let cases = differences.len();
-        Power {
+        let mut power = Power {
             cases,
             alpha,
             power: DEFAULT_POWER,
             sd,
             sd_assumed: estimated.is_none(),
-            min_detectable_effect: min_detectable_effect(cases, sd, alpha, DEFAULT_POWER),
-            cases_for_advice_effect: cases_for_effect(ADVICE_EFFECT, sd, alpha, DEFAULT_POWER),
+            min_detectable_effect: None,
+            cases_for_advice_effect: 0,
+            step: one_step(differences),
+            method: PowerMethod::Normal,
+            cases_method: PowerMethod::Normal,
+        };
+        let (mde, method) = power.detectable(DEFAULT_POWER);
+        power.min_detectable_effect = mde;
+        power.method = method;
+        (power.cases_for_advice_effect, power.cases_method) =
+            power.cases_for(ADVICE_EFFECT, DEFAULT_POWER);
+        power
+    }
+
+    /// The exact McNemar design of these differences, when it applies at
+    /// `cases` cases: their one step, and the spread in steps.
+    fn design(&self, cases: usize) -> Option<Mcnemar> {
+        let step = self.step?;
+        let spread = self.sd / step;
+        (cases <= EXACT_POWER_MAX_CASES && spread <= 1.0)
+            .then(|| Mcnemar::new(step, spread, self.alpha))
+    }
+
+    /// The exact power to detect `effect` over `cases` cases, where the
+    /// design is exact (`None` otherwise).
+    pub fn exact_power(&self, cases: usize, effect: f64) -> Option<f64> {
+        Some(self.design(cases)?.power(cases, effect))
+    }
+
+    /// The smallest difference detectable with `power` over these cases,
+    /// and how it was computed.
+    pub fn detectable(&self, power: f64) -> (Option<f64>, PowerMethod) {
+        match self.design(self.cases) {
+            Some(design) => (
+                design.min_detectable_effect(self.cases, power),
+                PowerMethod::Exact,
+            ),
+            None => (
+                min_detectable_effect(self.cases, self.sd, self.alpha, power),
+                PowerMethod::Normal,
+            ),
+        }
+    }
+
+    /// The fewest cases that detect `effect` with `power`, and how: exact
+    /// while the design is and the answer lies within its reach.
+    pub fn cases_for(&self, effect: f64, power: f64) -> (usize, PowerMethod) {
+        let normal = cases_for_effect(effect, self.sd, self.alpha, power);
+        let exact = self
+            .design(EXACT_POWER_MAX_CASES)
+            .and_then(|design| design.cases_for(effect, power, normal));
+        match exact {
+            Some(n) => (n, PowerMethod::Exact),
+            None => (normal, PowerMethod::Normal),
         }
     }
 
@@ -79,10 +178,17 @@ impl Power {
     pub fn advice(&self) -> String {
         let floor = min_cases_for(self.alpha);
         let first = match self.min_detectable_effect {
-            None => format!(
+            None if self.cases < floor => format!(
                 "with {} {} no difference can reach α = {} (an exact test needs {floor} that differ)",
                 self.cases,
                 cases_word(self.cases),
+                self.alpha
+            ),
+            None => format!(
+                "with {} {} no difference is detectable with {:.0}% power (α = {})",
+                self.cases,
+                cases_word(self.cases),
+                self.power * 100.0,
                 self.alpha
             ),
             Some(mde) => format!(
@@ -99,10 +205,14 @@ impl Power {
         } else {
             String::new()
         };
+        let how = match (self.method, self.cases_method) {
+            (a, b) if a == b => a.words().to_string(),
+            (a, b) => format!("{}; the cases: {}", a.words(), b.words()),
+        };
         format!(
-            "{first}; about {} cases would detect {:.0} points{assumed}",
+            "{first}; about {} cases would detect {:.0} points{assumed} ({how})",
             self.cases_for_advice_effect,
-            ADVICE_EFFECT * 100.0
+            ADVICE_EFFECT * 100.0,
         )
     }
 }
@@ -175,8 +285,133 @@ pub fn cases_for_effect(effect: f64, sd: f64, alpha: f64, power: f64) -> usize {
     n.max(min_cases_for(alpha))
 }
 
-/// The examples that were this module's doctests (its items are
-/// internal now, out of doctests' reach).
+/// The size every non-zero difference has, if they share one (up to float
+/// noise); with no non-zero difference, a pass/fail comparison's 1 when
+/// every difference is 0.
+fn one_step(differences: &[f64]) -> Option<f64> {
+    let mut sizes = differences.iter().map(|d| d.abs()).filter(|d| *d > 0.0);
+    let Some(m) = sizes.next() else {
+        return (!differences.is_empty()).then_some(1.0);
+    };
+    sizes.all(|x| (x - m).abs() <= 1e-9 * m).then_some(m)
+}
+
+/// The pass/fail (McNemar) design: differences of `step`, of spread
+/// `spread` steps, tested at `alpha` by the exact binomial test, with the
+/// tables its power sums over (up to [`EXACT_POWER_MAX_CASES`] cases).
+#[derive(Debug, Clone)]
+struct Mcnemar {
+    step: f64,
+    spread: f64,
+    alpha: f64,
+    /// `ln k!` for `k` up to the most cases.
+    ln_factorial: Vec<f64>,
+    /// For `k` differing cases, the largest count `c` with
+    /// `2 P(Bin(k, ½) ≤ c) ≤ α` (the test rejects at `≤ c` and `≥ k − c`).
+    cutoffs: Vec<Option<usize>>,
+}
+
+impl Mcnemar {
+    fn new(step: f64, spread: f64, alpha: f64) -> Mcnemar {
+        let mut ln_factorial = vec![0.0; EXACT_POWER_MAX_CASES + 1];
+        for k in 1..=EXACT_POWER_MAX_CASES {
+            ln_factorial[k] = ln_factorial[k - 1] + (k as f64).ln();
+        }
+        let mut design = Mcnemar {
+            step,
+            spread,
+            alpha,
+            ln_factorial,
+            cutoffs: Vec::new(),
+        };
+        design.cutoffs = (0..=EXACT_POWER_MAX_CASES)
+            .map(|k| {
+                let (mut tail, mut cutoff) = (0.0, None);
+                for c in 0..k.div_ceil(2) {
+                    tail += design.pmf(k, c, 0.5);
+                    if 2.0 * tail > alpha {
+                        break;
+                    }
+                    cutoff = Some(c);
+                }
+                cutoff
+            })
+            .collect();
+        design
+    }
+
+    /// `P(K = j)` for `K ~ Bin(k, p)`.
+    fn pmf(&self, k: usize, j: usize, p: f64) -> f64 {
+        match p {
+            p if p <= 0.0 => f64::from(j == 0),
+            p if p >= 1.0 => f64::from(j == k),
+            p => (self.ln_factorial[k] - self.ln_factorial[j] - self.ln_factorial[k - j]
+                + j as f64 * p.ln()
+                + (k - j) as f64 * (1.0 - p).ln())
+            .exp(),
+        }
+    }
+
+    /// The exact power to detect a mean difference of `effect` over `cases`
+    /// cases (0 where the design cannot hold such an effect).
+    fn power(&self, cases: usize, effect: f64) -> f64 {
+        let x = (effect / self.step).abs();
+        let discordant = self.spread * self.spread + x * x;
+        if discordant > 1.0 || x > discordant || discordant == 0.0 {
+            return 0.0;
+        }
+        let favourable = (discordant + x) / (2.0 * discordant);
+        (0..=cases.min(EXACT_POWER_MAX_CASES))
+            .filter_map(|k| Some((k, self.cutoffs[k]?)))
+            .map(|(k, c)| {
+                let rejected: f64 = (0..=c)
+                    .map(|j| self.pmf(k, j, favourable) + self.pmf(k, k - j, favourable))
+                    .sum();
+                self.pmf(cases, k, discordant) * rejected
+            })
+            .sum::<f64>()
+            .clamp(0.0, 1.0)
+    }
+
+    /// The smallest effect with exact power `power` at `cases` cases,
+    /// searched on a grid of 1/200 of a step and refined by bisection
+    /// (`None` when no effect the design can hold reaches it).
+    fn min_detectable_effect(&self, cases: usize, power: f64) -> Option<f64> {
+        if cases < min_cases_for(self.alpha) {
+            return None;
+        }
+        let mut lo = 0.0;
+        let mut hi = None;
+        for i in 1..=200 {
+            let effect = self.step * f64::from(i) / 200.0;
+            if self.power(cases, effect) >= power {
+                hi = Some(effect);
+                break;
+            }
+            lo = effect;
+        }
+        let mut hi = hi?;
+        for _ in 0..30 {
+            let mid = (lo + hi) / 2.0;
+            if self.power(cases, mid) >= power {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
+    }
+
+    /// The fewest cases (up to [`EXACT_POWER_MAX_CASES`]) whose exact power
+    /// to detect `effect` reaches `power`, searched from a little below the
+    /// normal approximation's `normal` (an exact test needs more, not
+    /// fewer); `None` beyond.
+    fn cases_for(&self, effect: f64, power: f64, normal: usize) -> Option<usize> {
+        let from = min_cases_for(self.alpha).max(normal.saturating_mul(3) / 4);
+        (from..=EXACT_POWER_MAX_CASES).find(|&n| self.power(n, effect) >= power)
+    }
+}
+
 /// `case` for one, `cases` otherwise.
 fn cases_word(n: usize) -> &'static str {
     if n == 1 { "case" } else { "cases" }

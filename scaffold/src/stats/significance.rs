@@ -25,6 +25,10 @@
 //!   SciPy (≥ 1.9) does
 //!   ([`WilcoxonOptions::exact_max_n`]); two-sided `p = min(1, 2 min(P(W+ ≤
 //!   w), P(W+ ≥ w)))`;
+//! * with ties or zeros and at most 13 pairs (zeros included), every sign
+//!   assignment of the differences enumerated with their average ranks, the
+//!   **permutation** test SciPy 1.17's default (`method="auto"`) runs there
+//!   ([`WilcoxonOptions::permutation_max_n`]): exact with ties;
 //! * otherwise the **normal approximation**: mean `n(n+1)/4`, variance
 //!   `n(n+1)(2n+1)/24 - Σ(t³ - t)/48` over tie groups of size `t`, and a
 //!   continuity correction of ½ towards the mean (`correction=True`);
@@ -98,15 +102,19 @@ pub struct TTest {
 pub enum WilcoxonMethod {
     /// The exact null distribution of `W+`.
     Exact,
+    /// Every sign assignment of the differences enumerated (SciPy's
+    /// default with ties or zeros and at most 13 pairs): exact with ties.
+    Permutation,
     /// The normal approximation with tie and continuity corrections.
     Normal,
 }
 
 impl WilcoxonMethod {
-    /// `exact` or `normal`.
+    /// `exact`, `permutation` or `normal`.
     pub fn as_str(self) -> &'static str {
         match self {
             WilcoxonMethod::Exact => "exact",
+            WilcoxonMethod::Permutation => "permutation",
             WilcoxonMethod::Normal => "normal",
         }
     }
@@ -123,6 +131,10 @@ pub struct WilcoxonOptions {
     /// Use the exact distribution up to this many non-zero differences
     /// when there are no ties and no zeros (default 50, SciPy's limit).
     pub exact_max_n: usize,
+    /// With ties or zeros, enumerate every sign assignment up to this many
+    /// pairs, zeros included (default 13, SciPy's: 2¹³ assignments).
+    #[serde(default = "permutation_max_n")]
+    pub permutation_max_n: usize,
     /// Force a method instead of choosing by the rule above. Forcing
     /// `Exact` with ties rounds `W+` conservatively as SciPy does (up for
     /// the lower tail, down for the upper).
@@ -135,9 +147,14 @@ impl Default for WilcoxonOptions {
             alternative: Alternative::TwoSided,
             correction: true,
             exact_max_n: 50,
+            permutation_max_n: permutation_max_n(),
             force: None,
         }
     }
+}
+
+fn permutation_max_n() -> usize {
+    13
 }
 
 impl WilcoxonOptions {
@@ -331,13 +348,16 @@ pub fn wilcoxon_signed_rank(
     };
     let method = options
         .force
-        .unwrap_or(if n <= options.exact_max_n && !ties && zeros == 0 {
+        .unwrap_or(if !ties && zeros == 0 && n <= options.exact_max_n {
             WilcoxonMethod::Exact
+        } else if d.len() <= options.permutation_max_n {
+            WilcoxonMethod::Permutation
         } else {
             WilcoxonMethod::Normal
         });
     let (p_value, z) = match method {
         WilcoxonMethod::Exact => (exact_p(n, w_plus, options.alternative), None),
+        WilcoxonMethod::Permutation => (permutation_p(&ranks, w_plus, options.alternative), None),
         WilcoxonMethod::Normal => {
             let nf = n as f64;
             let mean = nf * (nf + 1.0) / 4.0;
@@ -385,6 +405,34 @@ fn sign(x: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// The p-value of `W+ = w` over every sign assignment of the differences
+/// of average `ranks` (SciPy's `permutation_test` of the statistic, with
+/// its tolerance of `100 ε |w|` for sums equal but for float noise).
+fn permutation_p(ranks: &[f64], w: f64, alternative: Alternative) -> f64 {
+    let n = ranks.len();
+    let total = 1u32 << n.min(31);
+    let tolerance = 100.0 * f64::EPSILON * w.abs();
+    let (mut at_most, mut at_least) = (0u32, 0u32);
+    for signs in 0..total {
+        let sum: f64 = (0..n)
+            .filter(|i| signs >> i & 1 == 1)
+            .map(|i| ranks[i])
+            .sum();
+        at_most += u32::from(sum <= w + tolerance);
+        at_least += u32::from(sum >= w - tolerance);
+    }
+    let (less, greater) = (
+        f64::from(at_most) / f64::from(total),
+        f64::from(at_least) / f64::from(total),
+    );
+    let p = match alternative {
+        Alternative::Less => less,
+        Alternative::Greater => greater,
+        Alternative::TwoSided => 2.0 * less.min(greater),
+    };
+    p.clamp(0.0, 1.0)
 }
 
 /// The exact p-value of `W+ = w` for `n` pairs.
@@ -501,25 +549,45 @@ mod tests {
     }
 }
 
-/// Differences beyond which [`sign_flip_test`] samples sign assignments
-/// instead of enumerating all 2ⁿ of them.
+/// Differences beyond which [`sign_flip_test`], on differences with no
+/// common step, samples sign assignments instead of enumerating all 2ⁿ.
 pub const SIGN_FLIP_EXACT_MAX_N: usize = 20;
-/// Non-zero differences beyond which [`sign_flip_test`] takes the normal
-/// approximation of its statistic (sampling would cost samples × n).
+/// Non-zero differences beyond which [`sign_flip_test`], on differences
+/// with no common step, takes the normal approximation of its statistic
+/// (sampling would cost samples × n).
 pub const SIGN_FLIP_SAMPLED_MAX_N: usize = 200;
 /// Random sign assignments a sampled [`sign_flip_test`] draws.
 const SIGN_FLIP_SAMPLES: u64 = 100_000;
+/// The confidence of a sampled p-value's upper bound, which decides.
+const SAMPLED_CONFIDENCE: f64 = 0.999;
+/// The largest step count per unit tried when looking for the common step
+/// of the differences (`1/1000`: averages of up to 1,000 trials).
+const MAX_STEPS_PER_UNIT: u32 = 1_000;
+/// The most work (differences × reachable sums) an exact count may take.
+const MAX_EXACT_WORK: u64 = 100_000_000;
 
 /// The paired sign-flip permutation test: under "no difference", each
 /// paired difference is as likely positive as negative, so the two-sided
 /// p-value is the share of the 2ⁿ sign assignments whose sum is at least
-/// as far from 0 as the observed one. Exact by enumeration up to
-/// `SIGN_FLIP_EXACT_MAX_N` non-zero differences (zeros stay zero; ties
-/// need no correction), then sampled with a fixed seed (the same p every
-/// run), `p = (hits + 1) / (samples + 1)`, up to
-/// `SIGN_FLIP_SAMPLED_MAX_N`; beyond, the sum is normal with variance
-/// `Σ d²` (its exact variance under the null). On pass/fail differences
-/// (±1 and 0) it is the exact McNemar test on the discordant pairs.
+/// as far from 0 as the observed one (zeros stay zero). It is exact at any
+/// size when the differences can be counted:
+///
+/// * non-zero differences of one magnitude (pass/fail, ±1 and 0): the
+///   exact binomial test on the signs, which is the exact McNemar test on
+///   the discordant pairs (`2 · P(Bin(n, ½) ≤ min(k, n − k))`, at most 1);
+/// * differences that are whole multiples of a common step (averages of
+///   up to 1,000 trials, scores in hundredths): the exact distribution of
+///   the sum, counted over its reachable values;
+/// * up to `SIGN_FLIP_EXACT_MAX_N` other differences: every assignment
+///   enumerated.
+///
+/// Other differences are sampled with a fixed seed (the same p every run),
+/// `p = (hits + 1) / (samples + 1)`, up to `SIGN_FLIP_SAMPLED_MAX_N`: the
+/// sampling error is bounded by [`SignFlip::p_upper`], the 99.9% upper
+/// confidence bound that decides ([`SignFlip::below`]), so sampling can
+/// keep a winner from being called but never call one the exact test
+/// would not; beyond, the sum is normal with variance `Σ d²` (its exact
+/// variance under the null).
 pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
     let d: Vec<f64> = differences
         .iter()
@@ -527,26 +595,24 @@ pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
         .filter(|x| x.is_finite() && *x != 0.0)
         .collect();
     let n = d.len();
+    let exact = |p_value: f64| SignFlip {
+        n,
+        p_value: p_value.clamp(0.0, 1.0),
+        method: SignFlipMethod::Exact,
+        p_upper: None,
+    };
+    if n == 0 {
+        return exact(1.0);
+    }
+    if let Some(positive) = one_magnitude(&d) {
+        return exact(binomial_two_sided(n as u64, positive as u64));
+    }
+    if let Some(p) = on_a_grid(&d).and_then(|steps| counted_p(&steps)) {
+        return exact(p);
+    }
     let observed = d.iter().sum::<f64>().abs();
     // Sums equal up to float noise count as equal.
     let extreme = |sum: f64| sum.abs() >= observed - 1e-9 * observed.max(1.0);
-    if n == 0 {
-        return SignFlip {
-            n,
-            p_value: 1.0,
-            method: SignFlipMethod::Exact,
-        };
-    }
-    if n > SIGN_FLIP_SAMPLED_MAX_N {
-        let sd = d.iter().map(|x| x * x).sum::<f64>().sqrt();
-        // Normal::standard() cannot fail.
-        let tail = 1.0 - Normal::standard().cdf(observed / sd);
-        return SignFlip {
-            n,
-            p_value: (2.0 * tail).clamp(0.0, 1.0),
-            method: SignFlipMethod::Normal,
-        };
-    }
     if n <= SIGN_FLIP_EXACT_MAX_N {
         let total = 1u64 << n;
         let hits = (0..total)
@@ -557,12 +623,121 @@ pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
                 extreme(sum)
             })
             .count();
+        return exact(hits as f64 / total as f64);
+    }
+    if n > SIGN_FLIP_SAMPLED_MAX_N {
+        let sd = d.iter().map(|x| x * x).sum::<f64>().sqrt();
+        // Normal::standard() cannot fail.
+        let tail = 1.0 - Normal::standard().cdf(observed / sd);
         return SignFlip {
-            n,
-            p_value: hits as f64 / total as f64,
-            method: SignFlipMethod::Exact,
+            method: SignFlipMethod::Normal,
+            ..exact(2.0 * tail)
         };
     }
+    let hits = sampled_hits(&d, extreme);
+    let upper = super::wilson_interval(
+        hits as usize,
+        SIGN_FLIP_SAMPLES as usize,
+        SAMPLED_CONFIDENCE,
+    )
+    .upper;
+    SignFlip {
+        method: SignFlipMethod::Sampled,
+        p_upper: Some(upper.max((hits + 1) as f64 / (SIGN_FLIP_SAMPLES + 1) as f64)),
+        ..exact((hits + 1) as f64 / (SIGN_FLIP_SAMPLES + 1) as f64)
+    }
+}
+
+/// How many positive differences there are, when all have one magnitude
+/// (up to float noise).
+fn one_magnitude(d: &[f64]) -> Option<usize> {
+    let m = d[0].abs();
+    d.iter()
+        .all(|x| (x.abs() - m).abs() <= 1e-9 * m)
+        .then(|| d.iter().filter(|x| **x > 0.0).count())
+}
+
+/// `P(K ≤ m)` for `K ~ Bin(n, ½)`, summed from its largest term down (in
+/// log space: exact to float precision at any `n`).
+fn binomial_half_cdf(n: u64, m: u64) -> f64 {
+    if m >= n {
+        return 1.0;
+    }
+    let log_half = -(n as f64) * std::f64::consts::LN_2;
+    let mut term = (statrs::function::factorial::ln_binomial(n, m) + log_half).exp();
+    let (mut sum, mut i) = (0.0, m);
+    loop {
+        sum += term;
+        if i == 0 || term <= sum * 1e-17 {
+            return sum.min(1.0);
+        }
+        // C(n, i − 1) / C(n, i) = i / (n − i + 1).
+        term *= i as f64 / (n - i + 1) as f64;
+        i -= 1;
+    }
+}
+
+/// The exact two-sided binomial test of `positive` of `n` signs against ½.
+fn binomial_two_sided(n: u64, positive: u64) -> f64 {
+    (2.0 * binomial_half_cdf(n, positive.min(n - positive))).min(1.0)
+}
+
+/// The differences as signed whole numbers of a common step (`d · steps`,
+/// for the fewest steps per unit up to [`MAX_STEPS_PER_UNIT`] that make
+/// every one whole, up to float noise), if there is one.
+fn on_a_grid(d: &[f64]) -> Option<Vec<i64>> {
+    (1..=MAX_STEPS_PER_UNIT).find_map(|steps| {
+        let scale = f64::from(steps);
+        d.iter()
+            .map(|x| {
+                let y = x * scale;
+                let whole = y.round();
+                ((y - whole).abs() <= 1e-9 * y.abs().max(1.0) && (1.0..1e9).contains(&whole.abs()))
+                    .then_some(whole as i64)
+            })
+            .collect()
+    })
+}
+
+/// The exact two-sided p-value of whole-number differences `v`: the
+/// share of sign assignments whose sum is at least as far from 0 as the
+/// observed one, from the distribution of the sum over its reachable
+/// values; `None` when that is more work than [`MAX_EXACT_WORK`].
+fn counted_p(v: &[i64]) -> Option<f64> {
+    let total: u64 = v.iter().map(|x| x.unsigned_abs()).sum();
+    let width = usize::try_from(2 * total + 1).ok()?;
+    if (v.len() as u64).saturating_mul(width as u64) > MAX_EXACT_WORK {
+        return None;
+    }
+    let observed = v.iter().sum::<i64>().unsigned_abs();
+    let centre = width / 2;
+    // dist[s]: P(S = s − centre), halved at each difference.
+    let mut dist = vec![0.0f64; width];
+    dist[centre] = 1.0;
+    let mut reach = 0usize;
+    for x in v {
+        let step = x.unsigned_abs() as usize;
+        let mut next = vec![0.0f64; width];
+        for s in centre - reach..=centre + reach {
+            let p = dist[s];
+            if p != 0.0 {
+                next[s - step] += 0.5 * p;
+                next[s + step] += 0.5 * p;
+            }
+        }
+        reach += step;
+        dist = next;
+    }
+    let p = (dist.iter().enumerate())
+        .filter(|(s, _)| s.abs_diff(centre) as u64 >= observed)
+        .map(|(_, p)| p)
+        .sum();
+    Some(p)
+}
+
+/// How many of the seeded random sign assignments of `d` give a sum at
+/// least as extreme as the observed one.
+fn sampled_hits(d: &[f64], extreme: impl Fn(f64) -> bool) -> u64 {
     // SplitMix64 with a fixed seed: the same draws, so the same p, every run.
     let mut state: u64 = 0x5ca1_ab1e_d00d_f00d;
     let mut next = move || {
@@ -577,7 +752,7 @@ pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
         let mut sum = 0.0;
         let mut bits = 0;
         let mut word = 0;
-        for x in &d {
+        for x in d {
             if bits == 0 {
                 word = next();
                 bits = 64;
@@ -588,11 +763,7 @@ pub fn sign_flip_test(differences: &[f64]) -> SignFlip {
         }
         hits += u64::from(extreme(sum));
     }
-    SignFlip {
-        n,
-        p_value: (hits + 1) as f64 / (SIGN_FLIP_SAMPLES + 1) as f64,
-        method: SignFlipMethod::Sampled,
-    }
+    hits
 }
 
 /// The result of [`sign_flip_test`].
@@ -605,13 +776,28 @@ pub struct SignFlip {
     pub p_value: f64,
     /// How the p-value was found.
     pub method: SignFlipMethod,
+    /// A sampled p-value's 99.9% upper confidence bound (`None` when the
+    /// p-value is exact or approximate): what [`below`](Self::below) compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_upper: Option<f64>,
+}
+
+impl SignFlip {
+    /// Whether the test is significant at `alpha`: its p-value is below it,
+    /// for a sampled one with all its sampling error (`p_upper`), so that
+    /// sampling never calls a difference the exact test would not.
+    pub fn below(&self, alpha: f64) -> bool {
+        self.p_upper.unwrap_or(self.p_value) < alpha
+    }
 }
 
 /// How [`sign_flip_test`] found its p-value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SignFlipMethod {
-    /// Every sign assignment enumerated.
+    /// Exact: the binomial test on the signs (differences of one size),
+    /// the sum's distribution counted (differences on a common step), or
+    /// every sign assignment enumerated.
     Exact,
     /// Sign assignments sampled with a fixed seed.
     Sampled,

@@ -648,8 +648,8 @@ fn no_clear_winner_says_what_more_cases_would_detect() {
     assert_eq!(
         c.verdict_message(),
         "no clear winner on pass/fail: with 5 cases no difference can reach α = 0.05 \
-         (an exact test needs 6 that differ); about 197 cases would detect 10 points, \
-         assuming a spread of 0.5"
+         (an exact test needs 6 that differ); about 215 cases would detect 10 points, \
+         assuming a spread of 0.5 (exact McNemar power)"
     );
     let p = c.significance[0].power.unwrap();
     assert_eq!(

@@ -20,6 +20,41 @@ struct Vectors {
     sign_flip: Vec<SignFlipCase>,
     clustered_se: Vec<ClusteredCase>,
     power: Vec<PowerCase>,
+    sign_flip_binomial: Vec<BinomialCase>,
+    sign_flip_grid: Vec<SignFlipCase>,
+    power_exact: Vec<ExactPowerCase>,
+}
+
+#[derive(Deserialize)]
+struct BinomialCase {
+    wins: usize,
+    losses: usize,
+    agreeing: usize,
+    pvalue: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum ExactPowerCase {
+    Power {
+        cases: usize,
+        effect: f64,
+        sd: f64,
+        alpha: f64,
+        power: f64,
+    },
+    Mde {
+        cases: usize,
+        sd: f64,
+        alpha: f64,
+        effect: Option<f64>,
+    },
+    Cases {
+        effect: f64,
+        sd: f64,
+        alpha: f64,
+        cases: usize,
+    },
 }
 
 #[derive(Deserialize)]
@@ -201,14 +236,14 @@ fn paired_t_test_matches_scipy_ttest_rel() {
 
 #[test]
 fn wilcoxon_matches_scipy_wilcoxon() {
-    let mut exact = 0;
-    let mut normal = 0;
+    let (mut exact, mut permutation, mut normal) = (0, 0, 0);
     for case in vectors().wilcoxon {
         let name = &case.name;
         let force = case.force.as_deref().map(|f| match f {
             "exact" => WilcoxonMethod::Exact,
             _ => WilcoxonMethod::Normal,
         });
+        let forced = force.is_some();
         let options = WilcoxonOptions {
             alternative: alternative(&case.alternative),
             correction: case.correction,
@@ -217,11 +252,11 @@ fn wilcoxon_matches_scipy_wilcoxon() {
         };
         let w = wilcoxon_signed_rank(&case.a, &case.b, &options)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let method = match w.method {
-            WilcoxonMethod::Exact => "exact",
-            WilcoxonMethod::Normal => "normal",
-        };
-        assert_eq!(method, case.method, "{name}: method chosen");
+        assert_eq!(
+            w.method.as_str(),
+            case.method,
+            "{name}: method chosen (forced: {forced})"
+        );
         assert_eq!(
             (w.n, w.zeros, w.ties),
             (case.n, case.zeros, case.ties),
@@ -231,15 +266,16 @@ fn wilcoxon_matches_scipy_wilcoxon() {
         close(w.p_value, case.pvalue, &format!("{name} p"));
         match w.method {
             WilcoxonMethod::Exact => exact += 1,
+            WilcoxonMethod::Permutation => permutation += 1,
             WilcoxonMethod::Normal => normal += 1,
         }
     }
     assert!(
-        exact >= 15 && normal >= 15,
-        "exact {exact}, normal {normal}"
+        exact >= 15 && normal >= 15 && permutation >= 12,
+        "exact {exact}, permutation {permutation}, normal {normal}"
     );
     println!(
-        "Wilcoxon: {exact} exact and {normal} normal-approximation vectors; largest relative difference so far {:e}",
+        "Wilcoxon: {exact} exact, {permutation} permutation and {normal} normal-approximation vectors; largest relative difference so far {:e}",
         WORST.lock().map(|w| *w).unwrap_or(f64::NAN)
     );
 }
@@ -304,9 +340,11 @@ fn summaries_use_the_same_definitions() {
 }
 
 /// The sign-flip test on pass/fail differences is the exact McNemar test
-/// (a two-sided binomial test on the discordant cases, computed here from
-/// the binomial formula), zeros dropped; beyond 20 non-zero differences it
-/// samples with a fixed seed, so its p is the same every run.
+/// at any size (a two-sided binomial test on the discordant cases, computed
+/// here from the binomial formula), zeros dropped. Differences of several
+/// sizes and no common step are enumerated up to 20, sampled with a fixed
+/// seed up to 200 (the same p every run, its sampling error bounded by
+/// `p_upper`, which decides), and approximated beyond.
 #[test]
 fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
     use scaffold::_cargo_scaffold_support::eval::stats::sign_flip_test;
@@ -315,7 +353,15 @@ fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
         let tail = (0..=wins.min(n - wins)).map(choose).sum::<f64>() / 2f64.powi(n as i32);
         (2.0 * tail).min(1.0)
     }
-    for (wins, losses, zeros) in [(5, 0, 0), (5, 1, 3), (7, 2, 1), (4, 4, 2), (12, 3, 0)] {
+    for (wins, losses, zeros) in [
+        (5, 0, 0),
+        (5, 1, 3),
+        (7, 2, 1),
+        (4, 4, 2),
+        (12, 3, 0),
+        (22, 8, 0),
+        (170, 130, 9),
+    ] {
         let d: Vec<f64> = std::iter::repeat_n(1.0, wins)
             .chain(std::iter::repeat_n(-1.0, losses))
             .chain(std::iter::repeat_n(0.0, zeros))
@@ -324,32 +370,78 @@ fn sign_flip_is_exact_mcnemar_on_pass_fail_and_seeded_beyond() {
         let n = (wins + losses) as u64;
         let expected = binomial_two_sided(wins.min(losses) as u64, n);
         assert!(
-            (t.p_value - expected).abs() < 1e-12,
+            (t.p_value - expected).abs() < 1e-12 * expected.max(1e-3),
             "{wins}/{losses}: {} vs {expected}",
             t.p_value
         );
-        assert_eq!((t.n, t.method.as_str()), (wins + losses, "exact"));
+        assert_eq!(
+            (t.n, t.method.as_str(), t.p_upper),
+            (wins + losses, "exact", None)
+        );
     }
-    // Beyond 20: sampled, the same p twice, close to the exact binomial.
-    let d: Vec<f64> = std::iter::repeat_n(1.0, 22)
-        .chain(std::iter::repeat_n(-1.0, 8))
+    // No common step: 30 differences are sampled, the same p twice, and
+    // the upper bound that decides lies above it.
+    let d: Vec<f64> = (0..30)
+        .map(|i| {
+            (0.37 + (i as f64 * 0.7548776662).fract()) * if i % 3 == 0 { -1.0 } else { 1.0 }
+                / 1.0e3_f64.sqrt()
+        })
         .collect();
     let (first, second) = (sign_flip_test(&d), sign_flip_test(&d));
     assert_eq!(first.method.as_str(), "sampled");
     assert_eq!(first.p_value, second.p_value);
-    let exact = binomial_two_sided(8, 30);
+    let upper = first.p_upper.expect("a sampled p has an upper bound");
     assert!(
-        (first.p_value - exact).abs() < 0.005,
-        "{} vs {exact}",
-        first.p_value
+        upper > first.p_value && upper - first.p_value < 0.01,
+        "{first:?}"
     );
-    // Beyond 200: the normal approximation (n = 300, 170 wins: z = 2.31).
-    let d: Vec<f64> = std::iter::repeat_n(1.0, 170)
-        .chain(std::iter::repeat_n(-1.0, 130))
+    assert!(!first.below(upper));
+    assert!(first.below(upper + 1e-9));
+    // Beyond 200 such differences: the normal approximation.
+    let d: Vec<f64> = (0..250)
+        .map(|i| (i as f64 * 0.7548776662).fract() - 0.4)
         .collect();
-    let t = sign_flip_test(&d);
-    assert_eq!(t.method.as_str(), "normal");
-    assert!((t.p_value - 0.0209).abs() < 0.001, "{}", t.p_value);
+    assert_eq!(sign_flip_test(&d).method.as_str(), "normal");
+}
+
+/// Issue 38: 202 pass/fail cases, 115 against 87, printed "clear winner
+/// (sign-flip p = 0.049)" from samples where the exact McNemar p is 0.0572.
+/// Pass/fail comparisons of any size now take the exact test (statsmodels'
+/// McNemar, SciPy's binomtest).
+#[test]
+fn sign_flip_is_exact_on_pass_fail_at_any_size() {
+    use scaffold::_cargo_scaffold_support::eval::stats::sign_flip_test;
+    let cases = vectors().sign_flip_binomial;
+    assert!(cases.len() >= 8);
+    for c in cases {
+        let d: Vec<f64> = std::iter::repeat_n(1.0, c.wins)
+            .chain(std::iter::repeat_n(-1.0, c.losses))
+            .chain(std::iter::repeat_n(0.0, c.agreeing))
+            .collect();
+        let t = sign_flip_test(&d);
+        assert_eq!(t.method.as_str(), "exact");
+        close(
+            t.p_value,
+            c.pvalue,
+            &format!("{}/{} (+{})", c.wins, c.losses, c.agreeing),
+        );
+    }
+}
+
+/// Differences on a common step (trial means, scores in hundredths) are
+/// counted exactly at sizes enumeration cannot reach, against exact counts
+/// in Python integers.
+#[test]
+fn sign_flip_counts_differences_on_a_common_step_exactly() {
+    use scaffold::_cargo_scaffold_support::eval::stats::sign_flip_test;
+    let cases = vectors().sign_flip_grid;
+    assert!(cases.len() >= 6);
+    for c in cases {
+        let d: Vec<f64> = c.a.iter().zip(&c.b).map(|(x, y)| x - y).collect();
+        let t = sign_flip_test(&d);
+        assert_eq!(t.method.as_str(), "exact", "{}", c.name);
+        close(t.p_value, c.pvalue, &c.name);
+    }
 }
 
 /// Exact McNemar (statsmodels) is the sign-flip test on pass/fail
@@ -428,4 +520,90 @@ fn power_matches_statsmodels_normal_power() {
             ),
         }
     }
+}
+
+/// Exact McNemar power, and the minimum detectable effect and cases needed
+/// searched on it, against SciPy (`binom`, `binomtest`; the small ones also
+/// by enumerating all 3ⁿ outcomes). Issue 38: "11 cases detect ~42 points"
+/// had a real power of 0.29, not 0.80.
+#[test]
+fn power_of_pass_fail_comparisons_is_exact() {
+    use scaffold::_cargo_scaffold_support::eval::stats::{Power, PowerMethod};
+    // A pass/fail comparison of `cases` with spread `sd`: differences of
+    // ±1 and 0 whose sample spread is `sd` need not exist, so the power is
+    // asked of one built from pass/fail differences and its spread set.
+    let design = |cases: usize, sd: f64, alpha: f64| {
+        let mut d = vec![0.0; cases];
+        d[0] = 1.0;
+        let mut p = Power::of(&d, alpha);
+        p.sd = sd;
+        p.sd_assumed = false;
+        p
+    };
+    for c in vectors().power_exact {
+        match c {
+            ExactPowerCase::Power {
+                cases,
+                effect,
+                sd,
+                alpha,
+                power,
+            } => {
+                let p = design(cases, sd, alpha);
+                close(
+                    p.exact_power(cases, effect).expect("exact"),
+                    power,
+                    &format!("power of {cases} cases to detect {effect}"),
+                );
+            }
+            ExactPowerCase::Mde {
+                cases,
+                sd,
+                alpha,
+                effect,
+            } => {
+                let (mde, method) = design(cases, sd, alpha).detectable(0.8);
+                assert_eq!(method, PowerMethod::Exact);
+                match (mde, effect) {
+                    (Some(mde), Some(effect)) => assert!(
+                        (mde - effect).abs() < 1e-6,
+                        "MDE of {cases} cases: {mde} vs {effect}"
+                    ),
+                    (mde, effect) => assert_eq!(mde, effect, "MDE of {cases} cases"),
+                }
+            }
+            ExactPowerCase::Cases {
+                effect,
+                sd,
+                alpha,
+                cases,
+            } => {
+                assert_eq!(
+                    design(20, sd, alpha).cases_for(effect, 0.8),
+                    (cases, PowerMethod::Exact),
+                    "cases for {effect}"
+                );
+            }
+        }
+    }
+    // The advice says which, and so does a comparison of averaged trials.
+    let exact = Power::of(
+        &[1.0, 0.0, 1.0, -1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0],
+        0.05,
+    );
+    assert!(
+        exact.advice().ends_with("(exact McNemar power)"),
+        "{}",
+        exact.advice()
+    );
+    let normal = Power::of(
+        &[1.0, 0.5, 0.0, 0.5, 1.0, -0.5, 1.0, 0.0, 0.5, 1.0, 0.5],
+        0.05,
+    );
+    assert_eq!(normal.method, PowerMethod::Normal);
+    assert!(
+        normal.advice().ends_with("(normal approximation)"),
+        "{}",
+        normal.advice()
+    );
 }

@@ -123,7 +123,7 @@ def wilcoxon_cases():
                 "b": floats(b),
                 "alternative": alt,
                 "correction": correction,
-                "method": "exact" if method == "exact" else "normal",
+                "method": {"exact": "exact", "auto": "permutation"}.get(method, "normal"),
                 "force": force,
                 "n": int(np.count_nonzero(d)),
                 "zeros": int(np.count_nonzero(d == 0)),
@@ -157,14 +157,16 @@ def wilcoxon_cases():
     add("ties-18", a, b, "asymptotic")
     a = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0]
     b = [0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-    add("pass-fail-12", a, b, "asymptotic")
+    # SciPy 1.17's default with ties or zeros and at most 13 pairs: an exact
+    # permutation test over every sign assignment.
+    add("pass-fail-12", a, b, "auto")
     a = np.round(rng.uniform(0, 1, 50), 2)
     b = a.copy()
     b[::3] = np.round(rng.uniform(0, 1, len(b[::3])), 2)
     add("zeros-and-ties-50", a, b, "asymptotic")
-    add("zeros-small", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 1.5, 3.0, 2.5, 6.5, 9.0], "asymptotic")
+    add("zeros-small", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 1.5, 3.0, 2.5, 6.5, 9.0], "auto")
     add("zeros-small-uncorrected", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-        [1.0, 1.5, 3.0, 2.5, 6.5, 9.0], "asymptotic", correction=False)
+        [1.0, 1.5, 3.0, 2.5, 6.5, 9.0], "asymptotic", correction=False, force="normal")
     # Forced exact with ties: SciPy rounds W+ conservatively.
     add("forced-exact-ties", [1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 1.0, 4.0, 2.0, 6.0], "exact",
         force="exact")
@@ -177,6 +179,13 @@ def wilcoxon_cases():
     a = rng.normal(0.55, 0.15, 51)
     b = rng.normal(0.5, 0.15, 51)
     add("normal-51", a, b, "asymptotic")
+    # Issue 38: pass/fail +7/-1/0x3 (the normal approximation said 0.041).
+    add("pass-fail-7-1-3", [1.0] * 7 + [0.0] + [1.0] * 3, [0.0] * 7 + [1.0] + [1.0] * 3, "auto")
+    add("ties-13", [3.0, 1.0, 2.0, 2.0, 5.0, 1.0, 4.0, 2.0, 3.0, 1.0, 2.0, 2.0, 4.0],
+        [1.0, 1.0, 1.0, 3.0, 2.0, 0.0, 1.0, 2.0, 1.0, 2.0, 0.0, 1.0, 2.0], "auto")
+    # 14 pairs with ties: beyond the permutation range, the normal approximation.
+    add("ties-14", [3.0, 1.0, 2.0, 2.0, 5.0, 1.0, 4.0, 2.0, 3.0, 1.0, 2.0, 2.0, 4.0, 3.0],
+        [1.0, 1.0, 1.0, 3.0, 2.0, 0.0, 1.0, 2.0, 1.0, 2.0, 0.0, 1.0, 2.0, 1.0], "asymptotic")
     return cases
 
 
@@ -263,6 +272,132 @@ def power_cases():
     return out
 
 
+def sign_flip_binomial_cases():
+    """Pass/fail comparisons of any size: the sign-flip test is the exact
+    McNemar test (statsmodels), checked against SciPy's `binomtest` too."""
+    from statsmodels.stats.contingency_tables import mcnemar
+    out = []
+    for wins, losses, agreeing in [(115, 87, 0), (114, 86, 0), (30, 10, 5), (61, 40, 99),
+                                   (500, 430, 70), (1000, 930, 0), (2, 3, 400), (260, 200, 40)]:
+        r = mcnemar([[agreeing, wins], [losses, 0]], exact=True)
+        b = stats.binomtest(wins, wins + losses, 0.5).pvalue
+        assert abs(r.pvalue - b) <= 1e-12 * max(b, 1e-300)
+        out.append({"wins": wins, "losses": losses, "agreeing": agreeing,
+                    "pvalue": float(r.pvalue)})
+    return out
+
+
+def exact_sign_flip_p(d):
+    """The two-sided sign-flip p of differences on a common grid, counted
+    with Python's exact integers: the share of the 2^n sign assignments
+    whose sum is at least as far from 0 as the observed one."""
+    from fractions import Fraction
+    steps = None
+    for scale in range(1, 1001):
+        v = [Fraction(x).limit_denominator(1000) * scale for x in d]
+        close = all(abs(float(f) / scale - x) <= 1e-9 for f, x in zip(v, d))
+        if close and all(x.denominator == 1 for x in v):
+            steps = [int(x) for x in v if x != 0]
+            break
+    assert steps is not None
+    counts = {0: 1}
+    for s in steps:
+        nxt = {}
+        for total, c in counts.items():
+            nxt[total + s] = nxt.get(total + s, 0) + c
+            nxt[total - s] = nxt.get(total - s, 0) + c
+        counts = nxt
+    observed = abs(sum(steps))
+    hits = sum(c for total, c in counts.items() if abs(total) >= observed)
+    return hits / 2 ** len(steps)
+
+
+def sign_flip_grid_cases():
+    """Differences on a common step (trial means, scores in hundredths) at
+    sizes enumeration cannot reach: exact counts in Python integers."""
+    out = []
+
+    def add(name, a, b):
+        a = np.asarray(a, dtype=float)
+        b = np.asarray(b, dtype=float)
+        out.append({"name": name, "a": floats(a), "b": floats(b),
+                    "pvalue": float(exact_sign_flip_p(list(a - b)))})
+
+    for n, trials in [(30, 3), (60, 3), (150, 5), (240, 2)]:
+        a = rng.integers(0, trials + 1, n) / trials
+        b = rng.integers(0, trials + 1, n) / trials
+        b[: n // 6] = np.maximum(b[: n // 6] - 1 / trials, 0)
+        add(f"trial-means-{n}x{trials}", a, b)
+    for n in (25, 45):
+        add(f"hundredths-{n}", np.round(rng.uniform(0.4, 1, n), 2), np.round(rng.uniform(0.3, 0.9, n), 2))
+    return out
+
+
+def mcnemar_power(n, effect, sd, alpha):
+    """Exact power of the two-sided exact binomial (McNemar) test over n
+    cases whose difference is +1 with p10, -1 with p01, else 0, where
+    p10 - p01 = effect and the differences' spread is sd: SciPy's binom
+    and binomtest, summed over the number of cases that differ."""
+    pd = sd * sd + effect * effect
+    if pd > 1 or effect > pd or pd == 0:
+        return 0.0
+    q = (pd + effect) / (2 * pd)
+    total = 0.0
+    for k in range(n + 1):
+        reject = [j for j in range(k + 1) if k > 0 and stats.binomtest(j, k, 0.5).pvalue <= alpha]
+        total += stats.binom.pmf(k, n, pd) * sum(stats.binom.pmf(j, k, q) for j in reject)
+    return total
+
+
+def mcnemar_power_enumerated(n, effect, sd, alpha):
+    """The same power by enumerating all 3^n outcomes (small n only)."""
+    import itertools
+    pd = sd * sd + effect * effect
+    p10, p01 = (pd + effect) / 2, (pd - effect) / 2
+    total = 0.0
+    for outcome in itertools.product((1, -1, 0), repeat=n):
+        wins, losses = outcome.count(1), outcome.count(-1)
+        prob = p10 ** wins * p01 ** losses * (1 - pd) ** (n - wins - losses)
+        if wins + losses > 0 and stats.binomtest(wins, wins + losses, 0.5).pvalue <= alpha:
+            total += prob
+    return total
+
+
+def power_exact_cases():
+    """Exact McNemar power (pass/fail comparisons), its minimum detectable
+    effect and the cases an effect needs, searched on it."""
+    out = []
+    for n, effect, sd, alpha in [(6, 0.6, 0.5, 0.05), (8, 0.5, 0.5, 0.05), (9, 0.4, 0.5, 0.05)]:
+        enumerated = mcnemar_power_enumerated(n, effect, sd, alpha)
+        mixture = mcnemar_power(n, effect, sd, alpha)
+        assert abs(enumerated - mixture) < 1e-12, (n, enumerated, mixture)
+    for n, effect, sd, alpha in [(6, 0.6, 0.5, 0.05), (8, 0.5, 0.5, 0.05), (9, 0.4, 0.5, 0.05),
+                                 (11, 0.42, 0.5, 0.05), (15, 0.3, 0.5, 0.05), (40, 0.2, 0.45, 0.05),
+                                 (120, 0.1, 0.5, 0.05), (60, 0.15, 0.4, 0.01)]:
+        out.append({"kind": "power", "cases": n, "effect": effect, "sd": sd, "alpha": alpha,
+                    "power": float(mcnemar_power(n, effect, sd, alpha))})
+    for n, sd, alpha in [(6, 0.5, 0.05), (11, 0.5, 0.05), (15, 0.5, 0.05), (40, 0.45, 0.05)]:
+        lo, hi = 0.0, None
+        for i in range(1, 201):
+            e = i / 200
+            if mcnemar_power(n, e, sd, alpha) >= 0.8:
+                hi = e
+                break
+            lo = e
+        if hi is not None:
+            for _ in range(30):
+                mid = (lo + hi) / 2
+                if mcnemar_power(n, mid, sd, alpha) >= 0.8:
+                    hi = mid
+                else:
+                    lo = mid
+        out.append({"kind": "mde", "cases": n, "sd": sd, "alpha": alpha, "effect": hi})
+    for effect, sd, alpha in [(0.3, 0.5, 0.05), (0.2, 0.45, 0.05)]:
+        n = next(n for n in range(6, 401) if mcnemar_power(n, effect, sd, alpha) >= 0.8)
+        out.append({"kind": "cases", "effect": effect, "sd": sd, "alpha": alpha, "cases": n})
+    return out
+
+
 def main():
     doc = {
         "generator": "scaffold/tests/vectors/gen.py",
@@ -277,6 +412,9 @@ def main():
         "sign_flip": sign_flip_cases(),
         "clustered_se": clustered_se_cases(),
         "power": power_cases(),
+        "sign_flip_binomial": sign_flip_binomial_cases(),
+        "sign_flip_grid": sign_flip_grid_cases(),
+        "power_exact": power_exact_cases(),
     }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stats.json")
     with open(path, "w") as f:

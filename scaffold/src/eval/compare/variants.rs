@@ -57,8 +57,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::eval::results::CellRecord;
 use crate::eval::stats::{
-    Alternative, DEFAULT_CONFIDENCE, Power, SignFlip, TTest, VariantSummary, Wilcoxon,
-    WilcoxonOptions, paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
+    Alternative, DEFAULT_CONFIDENCE, Power, SignFlip, SignFlipMethod, TTest, VariantSummary,
+    Wilcoxon, WilcoxonOptions, paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
 };
 use crate::util::fmt::{duration as ms, p_value as p_text, pct, usd};
 
@@ -280,13 +280,18 @@ impl VariantComparison {
         let on = t.metric_label();
         match self.verdict {
             WinnerVerdict::ClearWinner => format!(
-                "{verdict} on {on} ({} cases, sign-flip {}{})",
+                "{verdict} on {on} ({} cases, sign-flip {}{}{})",
                 t.pairs,
                 p_text(p_of(t)),
                 if self.significance.len() > 1 {
                     " at most"
                 } else {
                     ""
+                },
+                match t.sign_flip.map(|s| s.method) {
+                    Some(SignFlipMethod::Sampled) => ", sampled",
+                    Some(SignFlipMethod::Normal) => ", normal approximation",
+                    _ => "",
                 }
             ),
             WinnerVerdict::NoClearWinner => match &t.power {
@@ -630,7 +635,7 @@ fn pairwise(
         .flatten();
     let wilcoxon = wilcoxon_signed_rank(&a, &b, &WilcoxonOptions::default()).ok();
     let sign_flip = (pairs > 0).then(|| sign_flip_test(&differences));
-    let significant = mean_difference > 0.0 && sign_flip.is_some_and(|s| s.p_value < alpha);
+    let significant = mean_difference > 0.0 && sign_flip.is_some_and(|s| s.below(alpha));
     let power = (pairs > 0).then(|| Power::of(&differences, alpha));
     PairwiseTest {
         variant: variant.to_string(),
