@@ -10,13 +10,22 @@ use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
-use serde_saphyr::Spanned;
 use serde_saphyr::budget::BudgetBreach;
+use serde_saphyr::granit_parser::{ErrorKind, ScanError};
+use serde_saphyr::{ExternalMessageSource, Spanned};
 
 /// Nesting deeper than this is refused (both formats), so hostile input
 /// cannot exhaust the stack: the YAML deserializer's frames are large enough
 /// in debug builds that 64 levels overflow a 2 MiB test thread.
 pub(crate) const MAX_DEPTH: usize = 32;
+
+/// The error of nesting past [`MAX_DEPTH`], in both formats.
+fn too_deep() -> String {
+    format!(
+        "nesting deeper than {MAX_DEPTH} levels: expected at most {MAX_DEPTH} levels of lists and \
+         mappings"
+    )
+}
 
 /// 1-based line and column (columns count characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -304,6 +313,13 @@ fn yaml_options(len: usize) -> serde_saphyr::Options {
     options.with_snippet = false;
     if let Some(budget) = options.budget.as_mut() {
         budget.max_depth = MAX_DEPTH;
+        // The scanner reads up to a simple key's lookahead (1,024 characters)
+        // ahead of the events the depth is checked on: `[[[…` past its own
+        // limit would fail there with its own words, before the depth check.
+        budget.flow_nesting_limit = budget
+            .simple_key_max_lookahead
+            .saturating_add(MAX_DEPTH)
+            .saturating_add(1);
         budget.max_nodes = node_budget(len);
         // Each node is one event, each list or mapping one more to close it.
         budget.max_events = budget.max_nodes.saturating_mul(2).saturating_add(1_024);
@@ -329,11 +345,24 @@ fn breach(e: &serde_saphyr::Error) -> Option<&BudgetBreach> {
     }
 }
 
+/// The YAML parser's own error behind a saphyr error, if that is what it is.
+fn scan_error(e: &serde_saphyr::Error) -> Option<&ScanError> {
+    match e {
+        serde_saphyr::Error::ExternalMessage { source, .. } => match source.as_ref() {
+            ExternalMessageSource::Parser(scan) => Some(scan),
+            _ => None,
+        },
+        serde_saphyr::Error::AliasError { error, .. }
+        | serde_saphyr::Error::WithSnippet { error, .. } => scan_error(error),
+        _ => None,
+    }
+}
+
 /// A budget breach in words: what was found and what was expected.
 fn breach_message(b: &BudgetBreach, len: usize) -> String {
     let budget = node_budget(len);
     match b {
-        BudgetBreach::Depth { .. } => format!("nesting deeper than {MAX_DEPTH} levels"),
+        BudgetBreach::Depth { .. } => too_deep(),
         BudgetBreach::Nodes { .. } | BudgetBreach::Events { .. } => format!(
             "more than {budget} values once aliases (`*name`) are expanded: expected at most \
              {budget} in a file of {len} bytes (an alias counts the values of its anchor each \
@@ -389,6 +418,15 @@ pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
                     message: breach_message(b, src.len()),
                 });
             }
+            // The parser's own nesting limit, should it come before the
+            // budget's (it is set above it): the same words.
+            if scan_error(&e).is_some_and(|s| matches!(s.kind(), ErrorKind::RecursionLimitExceeded))
+            {
+                return Err(SyntaxError {
+                    pos,
+                    message: too_deep(),
+                });
+            }
             let message = plain_message(&e.without_snippet().to_string());
             let pos = if message.contains("tab") {
                 tab_pos(src, pos)
@@ -406,18 +444,23 @@ pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
 pub(crate) fn parse_json(src: &str) -> Result<Node, SyntaxError> {
     // serde_json first: its messages and positions are the ones people know.
     if let Err(e) = serde_json::from_str::<de::IgnoredAny>(src) {
+        let at = Pos::new(
+            u32::try_from(e.line()).unwrap_or(u32::MAX),
+            u32::try_from(e.column()).unwrap_or(u32::MAX),
+        );
+        // serde_json stops at 128 levels, in its own words; ours come first.
+        if let Some(pos) = json_too_deep(src).filter(|&deep| deep <= at) {
+            return Err(SyntaxError {
+                pos,
+                message: too_deep(),
+            });
+        }
         let message = e.to_string();
         let message = match message.rfind(" at line ") {
-            Some(at) => message[..at].to_string(),
+            Some(cut) => message[..cut].to_string(),
             None => message,
         };
-        return Err(SyntaxError {
-            pos: Pos::new(
-                u32::try_from(e.line()).unwrap_or(u32::MAX),
-                u32::try_from(e.column()).unwrap_or(u32::MAX),
-            ),
-            message,
-        });
+        return Err(SyntaxError { pos: at, message });
     }
     let mut r = JsonReader {
         src,
@@ -432,6 +475,42 @@ pub(crate) fn parse_json(src: &str) -> Result<Node, SyntaxError> {
         return Err(r.error("trailing characters"));
     }
     Ok(node)
+}
+
+/// Where JSON text opens its list or object number [`MAX_DEPTH`] + 1, if it
+/// does (brackets in strings aside).
+fn json_too_deep(src: &str) -> Option<Pos> {
+    let (mut depth, mut line, mut column) = (0usize, 1u32, 0u32);
+    let (mut in_string, mut escaped) = (false, false);
+    for c in src.chars() {
+        if c == '\n' {
+            line = line.saturating_add(1);
+            column = 0;
+            continue;
+        }
+        column = column.saturating_add(1);
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '[' | '{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(Pos::new(line, column));
+                }
+            }
+            ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A reader over text that `serde_json` already accepted; it only adds
@@ -488,7 +567,7 @@ impl JsonReader<'_> {
 
     fn value(&mut self, depth: usize) -> Result<Node, SyntaxError> {
         if depth >= MAX_DEPTH {
-            return Err(self.error(&format!("nesting deeper than {MAX_DEPTH} levels")));
+            return Err(self.error(&too_deep()));
         }
         let pos = self.pos();
         let kind = match self.peek() {

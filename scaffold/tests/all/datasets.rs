@@ -495,7 +495,9 @@ fn syntax_errors_have_positions() {
     let deep = format!("name: t\ncases: {}{}\n", "[".repeat(80), "]".repeat(80));
     assert_eq!(
         diagnostics(&deep, Format::Yaml),
-        ["2:39: error: nesting deeper than 32 levels"]
+        [
+            "2:39: error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings"
+        ]
     );
     let deep = format!(
         "{{\"name\": \"t\", \"cases\": {}{}}}",
@@ -504,8 +506,75 @@ fn syntax_errors_have_positions() {
     );
     assert_eq!(
         diagnostics(&deep, Format::Json),
-        ["1:55: error: nesting deeper than 32 levels"]
+        [
+            "1:55: error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings"
+        ]
     );
+}
+
+/// A YAML list nested `n` deep under `cases:`, in flow style.
+fn flow_lists(n: usize) -> String {
+    format!("name: t\ncases: {}{}\n", "[".repeat(n), "]".repeat(n))
+}
+
+/// A YAML mapping nested `n` deep under `cases:`, in flow style.
+fn flow_maps(n: usize) -> String {
+    format!("name: t\ncases: {}x{}\n", "{a: ".repeat(n), "}".repeat(n))
+}
+
+/// A YAML list nested `n` deep under `cases:`, in block style (`- - - x`).
+fn block_lists(n: usize) -> String {
+    format!("name: t\ncases:\n{}x\n", "- ".repeat(n))
+}
+
+/// A YAML mapping nested `n` deep under `cases:`, in block style.
+fn block_maps(n: usize) -> String {
+    let mut y = String::from("name: t\ncases:\n");
+    for i in 0..n {
+        y.push_str(&" ".repeat(i + 1));
+        y.push_str("a:\n");
+    }
+    y
+}
+
+/// A JSON list nested `n` deep under `cases`.
+fn json_lists(n: usize) -> String {
+    format!(
+        "{{\"name\": \"t\", \"cases\": {}{}}}",
+        "[".repeat(n),
+        "]".repeat(n)
+    )
+}
+
+/// Every depth past the limit is refused with the same message at the same
+/// place (the first level too deep), however the nesting is written: the
+/// readers' own limits (255 nested `[` in YAML, 128 in JSON) never show.
+#[test]
+fn nesting_past_the_limit_is_refused_in_words_at_any_depth() {
+    let too_deep =
+        "error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings";
+    let forms: [(&str, fn(usize) -> String, Format, &str, usize); 5] = [
+        ("flow lists", flow_lists, Format::Yaml, "2:39", 100_000),
+        ("flow maps", flow_maps, Format::Yaml, "2:132", 100_000),
+        ("block lists", block_lists, Format::Yaml, "3:63", 100_000),
+        ("block maps", block_maps, Format::Yaml, "34:33", 1_000),
+        ("json lists", json_lists, Format::Json, "1:55", 100_000),
+    ];
+    for (form, build, format, at, deepest) in forms {
+        // The root mapping is one level, so 31 more fit and 32 do not.
+        let fits = diagnostics(&build(31), format);
+        assert!(
+            !fits.iter().any(|d| d.contains("nesting")),
+            "{form} 31: {fits:?}"
+        );
+        for n in [32, 33, 128, 129, 254, 255, 256, 257, 1_000, deepest] {
+            if n > deepest {
+                continue;
+            }
+            let d = diagnostics(&build(n), format);
+            assert_eq!(d, [format!("{at}: {too_deep}")], "{form} {n}");
+        }
+    }
 }
 
 // -------------------------------------------------- load lists every error
