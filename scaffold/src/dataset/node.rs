@@ -14,6 +14,8 @@ use serde_saphyr::budget::BudgetBreach;
 use serde_saphyr::granit_parser::{ErrorKind, ScanError};
 use serde_saphyr::{ExternalMessageSource, Spanned};
 
+use super::aliases;
+
 /// Nesting deeper than this is refused (both formats), so hostile input
 /// cannot exhaust the stack: the YAML deserializer's frames are large enough
 /// in debug builds that 64 levels overflow a 2 MiB test thread.
@@ -306,25 +308,92 @@ pub(crate) fn node_budget(len: usize) -> usize {
         .min(MAX_NODES)
 }
 
+/// The parser's lookahead for a simple key, in characters (its default).
+const SIMPLE_KEY_LOOKAHEAD: usize = 1_024;
+
+/// How many flow collections (`[`, `{`) the parser may have open. It reads
+/// up to a simple key's lookahead ahead of the events the depth is checked
+/// on, so `[[[…` past a lower limit would fail there, in its own words,
+/// before the depth check.
+const FLOW_NESTING: usize = SIMPLE_KEY_LOOKAHEAD + MAX_DEPTH + 1;
+
 /// The reader's options for a YAML text of `len` bytes.
+///
+/// The node budget is the only limit on aliases: the counts of aliases and
+/// anchors, their ratio, merge keys, the values replayed and those anchors
+/// hold all follow it (the reader's own defaults, such as a million values
+/// replayed or ten uses of an anchor, would refuse files the budget allows,
+/// in its own words). [`aliases::excess`] checks the budget before the file
+/// is read; the reader's checks stay as a second line.
 fn yaml_options(len: usize) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.strict_booleans = true;
     options.with_snippet = false;
+    let nodes = node_budget(len);
+    // Each node is one event, each list or mapping one more to close it,
+    // each alias one more for itself (and it replays one node at least).
+    let events = nodes.saturating_mul(3).saturating_add(1_024);
+    options.alias_limits.max_total_replayed_events = events;
     if let Some(budget) = options.budget.as_mut() {
         budget.max_depth = MAX_DEPTH;
-        // The scanner reads up to a simple key's lookahead (1,024 characters)
-        // ahead of the events the depth is checked on: `[[[…` past its own
-        // limit would fail there with its own words, before the depth check.
-        budget.flow_nesting_limit = budget
-            .simple_key_max_lookahead
-            .saturating_add(MAX_DEPTH)
-            .saturating_add(1);
-        budget.max_nodes = node_budget(len);
-        // Each node is one event, each list or mapping one more to close it.
-        budget.max_events = budget.max_nodes.saturating_mul(2).saturating_add(1_024);
+        budget.simple_key_max_lookahead = SIMPLE_KEY_LOOKAHEAD;
+        budget.flow_nesting_limit = FLOW_NESTING;
+        budget.max_nodes = nodes;
+        budget.max_events = events;
+        budget.max_aliases = nodes;
+        budget.max_anchors = nodes;
+        budget.enforce_alias_anchor_ratio = false;
+        budget.max_merge_keys = nodes;
+        // Copies of events, of which a node makes two at most (no alias is
+        // kept: what it replays is).
+        budget.max_recorded_anchor_events = nodes.saturating_mul(2).saturating_add(1_024);
     }
     options
+}
+
+/// The parser's options for [`aliases::excess`]: those the reader uses.
+fn parser_options() -> serde_saphyr::granit_parser::Options {
+    let mut options = serde_saphyr::granit_parser::options! {
+        simple_key_max_lookahead: SIMPLE_KEY_LOOKAHEAD,
+        flow_nesting_limit: FLOW_NESTING,
+    };
+    options.set_emit_comments(false);
+    options
+}
+
+/// Aliases past the budget, found before the file is read, in words.
+fn alias_excess(src: &str) -> Option<SyntaxError> {
+    // No alias without both an anchor (`&`) and an alias (`*`).
+    if !(src.contains('&') && src.contains('*')) {
+        return None;
+    }
+    let len = src.len();
+    let budget = node_budget(len);
+    let limits = aliases::Limits {
+        values: budget,
+        held: budget,
+    };
+    let (pos, excess) = aliases::excess(src, parser_options(), limits)?;
+    let message = match excess {
+        aliases::Excess::Values { aliases } => format!(
+            "with {aliases} alias{es} (`*name`) expanded, the file holds more than {budget} \
+             values: expected at most {budget} in a file of {len} bytes (an alias counts the \
+             values of its anchor each time it is used)",
+            es = if aliases == 1 { "" } else { "es" }
+        ),
+        aliases::Excess::Held => held_too_much(len),
+    };
+    Some(SyntaxError { pos, message })
+}
+
+/// The words for anchors that hold more than the budget.
+fn held_too_much(len: usize) -> String {
+    let budget = node_budget(len);
+    format!(
+        "anchors (`&name`) hold more than {budget} values, with the aliases in them expanded \
+         and an anchor inside another counted again: expected at most {budget} in a file of \
+         {len} bytes"
+    )
 }
 
 /// The position of a saphyr location.
@@ -378,9 +447,10 @@ fn breach_message(b: &BudgetBreach, len: usize) -> String {
         BudgetBreach::Anchors { anchors } => {
             format!("{anchors} anchors (`&name`): expected far fewer")
         }
-        BudgetBreach::RecordedAnchorEvents { .. } | BudgetBreach::RecordedAnchorBytes { .. } => {
-            "anchors (`&name`) nested in anchors hold too much to repeat: expected small \
-             anchors"
+        BudgetBreach::RecordedAnchorEvents { .. } => held_too_much(len),
+        BudgetBreach::RecordedAnchorBytes { .. } => {
+            "anchors (`&name`) hold more than 64 MiB of text, with the aliases in them \
+             expanded and an anchor inside another counted again: expected smaller anchors"
                 .into()
         }
         BudgetBreach::ScalarBytes { .. } => {
@@ -408,6 +478,9 @@ fn tab_pos(src: &str, pos: Pos) -> Pos {
 
 /// Parse YAML into a node tree.
 pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
+    if let Some(e) = alias_excess(src) {
+        return Err(e);
+    }
     match serde_saphyr::from_str_with_options::<Spanned<YamlKind>>(src, yaml_options(src.len())) {
         Ok(root) => Ok(to_node(root)),
         Err(e) => {
@@ -726,6 +799,34 @@ mod tests {
         let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
         assert!(parse_json(&deep).is_err());
         assert!(parse_json("{\"a\": 1, \"a\": 2}").is_err());
+    }
+
+    /// More values replayed from anchors than the reader's own cap (a
+    /// million events), within the budget: the alias check lets the file
+    /// through and the reader reads it.
+    #[test]
+    fn aliases_replay_as_many_values_as_the_budget_allows() {
+        let mut y = String::from("name: t\ncases: []\nmetadata:\n");
+        for g in 0..100 {
+            y.push_str(&format!(
+                "  a{g}: &a{g} [{}]\n",
+                vec!["x"; 1_000].join(", ")
+            ));
+            y.push_str(&format!(
+                "  b{g}: [{}]\n",
+                vec![format!("*a{g}"); 10].join(", ")
+            ));
+        }
+        // 100 × 10 × 1,002 events replayed; 1.1 million values of the 1.24
+        // million its 308,000 bytes allow.
+        assert!(node_budget(y.len()) > 1_200_000);
+        assert_eq!(alias_excess(&y), None);
+        let read = serde_saphyr::from_str_with_options::<de::IgnoredAny>(&y, yaml_options(y.len()));
+        assert!(
+            read.is_ok(),
+            "{}",
+            read.err().map(|e| e.to_string()).unwrap_or_default()
+        );
     }
 
     #[test]

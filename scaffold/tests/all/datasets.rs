@@ -804,16 +804,132 @@ fn a_billion_laughs_is_refused_at_once_and_in_words() {
     assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
     let f = path.display().to_string();
     let bytes = BILLION_LAUGHS.len();
+    // At the alias that breaks the budget: the 10th `*c` of line 5.
     assert_eq!(
         err.to_string(),
         format!(
-            "invalid dataset {f}: 1 error\n{f}:5:44: error: more than {n} values once aliases \
-             (`*name`) are expanded: expected at most {n} in a file of {bytes} bytes (an alias \
-             counts the values of its anchor each time it is used)",
+            "invalid dataset {f}: 1 error\n{f}:5:44: error: with 30 aliases (`*name`) expanded, \
+             the file holds more than {n} values: expected at most {n} in a file of {bytes} \
+             bytes (an alias counts the values of its anchor each time it is used)",
             n = 10_000 + 4 * bytes
         )
     );
     assert!(!err.to_string().contains("Nodes {"), "{err}");
+}
+
+/// The peak memory of this process so far, in MiB (0 where unknown).
+fn peak_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib / 1024)
+}
+
+/// Padding makes a file's budget the largest there is (20 million values):
+/// a billion laughs after 5 MB of comments is still refused before a value
+/// is built, at the alias that breaks the budget, in words.
+#[test]
+fn a_billion_laughs_padded_with_comments_is_refused_before_it_expands() {
+    let comment = "# a comment of the padding, seventy-five bytes long, to raise the budget.\n";
+    let lines = 5_000_000 / comment.len() + 1;
+    let src = format!("{}{BILLION_LAUGHS}", comment.repeat(lines));
+    let (bytes, before) = (src.len(), peak_mib());
+    let started = std::time::Instant::now();
+    let v = validate_str(&src, Format::Yaml, "t");
+    println!(
+        "{bytes} bytes refused in {:?}; peak memory {before} MiB before, {} MiB after",
+        started.elapsed(),
+        peak_mib()
+    );
+    // 12 million values once `g` is expanded, and its first use in `h`
+    // takes the file past 20 million.
+    let line = lines + 9;
+    assert_eq!(
+        v.to_string(),
+        format!(
+            "t:{line}:8: error: with 61 aliases (`*name`) expanded, the file holds more than \
+             20000000 values: expected at most 20000000 in a file of {bytes} bytes (an alias \
+             counts the values of its anchor each time it is used)\n"
+        )
+    );
+}
+
+/// A dataset of `lines` lines whose line `lines - 6` uses the anchor of the
+/// line before it `uses` times; the anchor is a list of `values` values.
+fn anchor_used_late(lines: usize, values: usize, uses: usize) -> String {
+    let mut y = String::from(
+        "name: t\ncases:\n  - id: a\n    input: {}\n    assertions: [{type: signal.not, \
+         pattern: x}]\nmetadata:\n",
+    );
+    for i in 0..lines - 14 {
+        y.push_str(&format!("  k{i}: v\n"));
+    }
+    y.push_str(&format!("  one: &one [{}]\n", vec!["x"; values].join(", ")));
+    y.push_str(&format!("  uses: [{}]\n", vec!["*one"; uses].join(", ")));
+    for i in 0..6 {
+        y.push_str(&format!("  t{i}: v\n"));
+    }
+    y
+}
+
+/// An anchor may be used as often as the budget allows (the reader's own
+/// "ten uses of an anchor" is not a rule of datasets, and it was reported
+/// past the end of the file); an alias past the budget is reported where
+/// it is.
+#[test]
+fn aliases_are_limited_by_the_budget_alone_and_placed_in_the_file() {
+    let src = anchor_used_late(3_850, 1, 101);
+    assert_eq!(src.lines().count(), 3_850);
+    let ds = load_str(&src, Format::Yaml, "t").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ds.metadata["uses"].as_array().map(Vec::len), Some(101));
+
+    // 200 uses of 2,000 values: 400,000 values, ten times the budget.
+    let src = anchor_used_late(3_850, 2_000, 200);
+    let budget = 10_000 + 4 * src.len();
+    assert!(400_000 > budget, "{budget}");
+    let v = validate_str(&src, Format::Yaml, "t");
+    assert_eq!(v.diagnostics.len(), 1, "{v}");
+    let d = &v.diagnostics[0];
+    assert_eq!(d.line, 3_844, "{v}");
+    let line = src.lines().nth(3_843).expect("line 3844");
+    let at: String = line.chars().skip(d.column as usize - 1).take(4).collect();
+    assert_eq!(at, "*one", "{v}");
+    assert!(
+        d.message.starts_with("with ") && d.message.contains(&format!("more than {budget} values")),
+        "{v}"
+    );
+}
+
+/// The reader keeps a copy of each anchor's values for its aliases to
+/// repeat, one more for each anchor around them: what anchors hold has the
+/// budget's limit too, in words, at the alias that passes it.
+#[test]
+fn anchors_holding_more_than_the_budget_are_refused_in_words() {
+    let src = format!(
+        "name: t\ncases: []\na: &a [{}]\nc: &c [&d [&e [{}]]]\n",
+        vec!["x"; 1_000].join(", "),
+        vec!["*a"; 10].join(", ")
+    );
+    let (bytes, budget) = (src.len(), 10_000 + 4 * src.len());
+    // 11,000 values, held three times over by `c`, `d` and `e`.
+    assert!(11_100 < budget && 3 * 10_010 > budget, "{budget}");
+    let v = validate_str(&src, Format::Yaml, "t");
+    assert_eq!(v.diagnostics.len(), 1, "{v}");
+    let d = &v.diagnostics[0];
+    assert_eq!(
+        d.message,
+        format!(
+            "anchors (`&name`) hold more than {budget} values, with the aliases in them expanded \
+             and an anchor inside another counted again: expected at most {budget} in a file of \
+             {bytes} bytes"
+        )
+    );
+    let line = src.lines().nth(d.line as usize - 1).expect("the line");
+    let at: String = line.chars().skip(d.column as usize - 1).take(2).collect();
+    assert_eq!((d.line, at.as_str()), (4, "*a"), "{v}");
 }
 
 #[test]
