@@ -528,6 +528,15 @@ pub(crate) fn parse_json(src: &str) -> Result<Node, SyntaxError> {
                 message: too_deep(),
             });
         }
+        // serde_json says "key must be a string" or "expected value" at the
+        // `}` or `]` after a trailing comma: name the comma instead.
+        let closer = byte_offset(src, e.line(), e.column()).and_then(|at| after_comma(src, at));
+        if let Some((comma, closer)) = closer {
+            return Err(SyntaxError {
+                pos: pos_of(src, comma),
+                message: trailing_comma(closer),
+            });
+        }
         let message = e.to_string();
         let message = match message.rfind(" at line ") {
             Some(cut) => message[..cut].to_string(),
@@ -548,6 +557,149 @@ pub(crate) fn parse_json(src: &str) -> Result<Node, SyntaxError> {
         return Err(r.error("trailing characters"));
     }
     Ok(node)
+}
+
+/// A parse that went on past the syntax errors it could mend.
+#[derive(Debug)]
+pub(crate) struct Parsed {
+    /// The tree of the text, mended where there were errors (with the
+    /// positions of the text as it is), if it could be read.
+    pub(crate) root: Option<Node>,
+    /// Every syntax error found, in order.
+    pub(crate) errors: Vec<SyntaxError>,
+}
+
+impl Parsed {
+    pub(crate) fn of(result: Result<Node, SyntaxError>) -> Parsed {
+        match result {
+            Ok(root) => Parsed {
+                root: Some(root),
+                errors: Vec::new(),
+            },
+            Err(e) => Parsed {
+                root: None,
+                errors: vec![e],
+            },
+        }
+    }
+}
+
+/// Parse JSON, going past trailing commas: each is reported, and the text
+/// is read without them (so its other errors are found too).
+pub(crate) fn read_json(src: &str) -> Parsed {
+    let first = match parse_json(src) {
+        Err(e) if e.message.starts_with(TRAILING_COMMA) => e,
+        result => return Parsed::of(result),
+    };
+    let commas = trailing_commas(src);
+    if commas.first().map(|c| c.0) != Some(first.pos) {
+        return Parsed::of(Err(first));
+    }
+    let mut mended = src.as_bytes().to_vec();
+    let mut errors = Vec::with_capacity(commas.len() + 1);
+    for (pos, at, closer) in commas {
+        // A space for the comma: every other position stays as it was.
+        mended[at] = b' ';
+        errors.push(SyntaxError {
+            pos,
+            message: trailing_comma(closer),
+        });
+    }
+    let mended = String::from_utf8(mended).unwrap_or_default();
+    let mut parsed = Parsed::of(parse_json(&mended));
+    errors.append(&mut parsed.errors);
+    Parsed {
+        root: parsed.root,
+        errors,
+    }
+}
+
+/// How the message of a trailing comma begins.
+const TRAILING_COMMA: &str = "trailing comma before";
+
+/// The message of a trailing comma before `closer` (`}` or `]`).
+fn trailing_comma(closer: char) -> String {
+    if closer == '}' {
+        format!(
+            "{TRAILING_COMMA} `}}`: expected another `\"key\": value` after it, or no comma \
+             after the last entry"
+        )
+    } else {
+        format!(
+            "{TRAILING_COMMA} `]`: expected another item after it, or no comma after the last \
+             item"
+        )
+    }
+}
+
+/// The byte offset of serde_json's 1-based line and (byte) column.
+fn byte_offset(src: &str, line: usize, column: usize) -> Option<usize> {
+    let start = if line <= 1 {
+        0
+    } else {
+        src.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    Some(start + column.checked_sub(1)?)
+}
+
+/// When the byte at `at` is a `}` or `]` right after a comma (whitespace
+/// between), where the comma is and which it is.
+fn after_comma(src: &str, at: usize) -> Option<(usize, char)> {
+    let closer = char::from(*src.as_bytes().get(at)?);
+    if !matches!(closer, '}' | ']') {
+        return None;
+    }
+    let before = src.get(..at)?.trim_end_matches([' ', '\t', '\n', '\r']);
+    before.ends_with(',').then(|| (before.len() - 1, closer))
+}
+
+/// The position (in characters) of the byte offset `at`.
+fn pos_of(src: &str, at: usize) -> Pos {
+    let before = src.get(..at).unwrap_or(src);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Pos::new(
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(column).unwrap_or(u32::MAX),
+    )
+}
+
+/// Every comma of JSON text that comes right before a `}` or `]`
+/// (whitespace between): its position, byte offset and the closer.
+fn trailing_commas(src: &str) -> Vec<(Pos, usize, char)> {
+    let mut found = Vec::new();
+    let (mut line, mut column) = (1u32, 0u32);
+    let (mut in_string, mut escaped) = (false, false);
+    let mut comma: Option<(Pos, usize)> = None;
+    for (at, c) in src.char_indices() {
+        if c == '\n' {
+            line = line.saturating_add(1);
+            column = 0;
+        } else {
+            column = column.saturating_add(1);
+        }
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            ' ' | '\t' | '\n' | '\r' => continue,
+            '}' | ']' => {
+                if let Some((pos, at)) = comma {
+                    found.push((pos, at, c));
+                }
+            }
+            '"' => in_string = true,
+            _ => {}
+        }
+        comma = (c == ',').then(|| (Pos::new(line, column), at));
+    }
+    found
 }
 
 /// Where JSON text opens its list or object number [`MAX_DEPTH`] + 1, if it

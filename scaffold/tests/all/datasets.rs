@@ -632,6 +632,40 @@ fn json_errors_are_placed_too() {
     assert_eq!(err.to_string(), expected);
 }
 
+/// A comma after the last item or entry is named as what it is, where it
+/// is, and the rest of the file is still checked.
+#[test]
+fn a_json_trailing_comma_is_named_and_the_other_errors_still_shown() {
+    let src = "{\n  \"name\": \"t\",\n  \"cases\": [\n    {\"id\": \"a\", \"input\": {}, \
+               \"assertions\": [{\"type\": \"signal.contans\", \"pattern\": \"x\"},]},\n  ],\n}\n";
+    let list = "trailing comma before `]`: expected another item after it, or no comma after \
+                the last item";
+    let map = "trailing comma before `}`: expected another `\"key\": value` after it, or no \
+               comma after the last entry";
+    assert_eq!(
+        diagnostics(src, Format::Json),
+        [
+            "4:54: error: unknown assertion type `signal.contans`\n  = help: did you mean \
+             `signal.contains`?"
+                .to_string(),
+            format!("4:87: error: {list}"),
+            format!("4:90: error: {list}"),
+            format!("5:4: error: {map}"),
+        ]
+    );
+    // Another syntax error after a trailing comma is reported too.
+    assert_eq!(
+        diagnostics(
+            "{\"name\": \"t\", \"cases\": [1,], \"x\": [1 2]}",
+            Format::Json
+        ),
+        [
+            format!("1:26: error: {list}"),
+            "1:38: error: expected `,` or `]`".to_string(),
+        ]
+    );
+}
+
 #[test]
 fn io_errors_name_the_file() {
     let err = load("no/such/dataset.yaml").unwrap_err();
