@@ -53,7 +53,7 @@ fn not_text(file: &str, e: SyntaxError) -> Vec<super::Diagnostic> {
 fn check<'f>(src: &str, format: Format, file: &'f str) -> (Option<Node>, Validator<'f>) {
     let mut v = Validator::new(file);
     let parsed = match format {
-        Format::Yaml => node::Parsed::of(node::parse_yaml(src)),
+        Format::Yaml => node::read_yaml(src),
         Format::Json => node::read_json(src),
     };
     let mended = !parsed.errors.is_empty();

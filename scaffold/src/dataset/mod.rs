@@ -59,6 +59,7 @@
 mod aliases;
 mod builder;
 pub(crate) mod cache;
+mod indent;
 mod load;
 pub(crate) mod node;
 mod schema;

@@ -14,7 +14,7 @@ use serde_saphyr::budget::BudgetBreach;
 use serde_saphyr::granit_parser::{ErrorKind, ScanError};
 use serde_saphyr::{ExternalMessageSource, Spanned};
 
-use super::aliases;
+use super::{aliases, indent};
 
 /// Nesting deeper than this is refused (both formats), so hostile input
 /// cannot exhaust the stack: the YAML deserializer's frames are large enough
@@ -478,27 +478,36 @@ fn tab_pos(src: &str, pos: Pos) -> Pos {
 
 /// Parse YAML into a node tree.
 pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
+    yaml_tree(src).map_err(|f| f.error)
+}
+
+/// A YAML syntax error, and whether the parser's kind of it is one a line
+/// indented to no level gives.
+struct YamlFailure {
+    error: SyntaxError,
+    indentation: bool,
+}
+
+fn yaml_tree(src: &str) -> Result<Node, YamlFailure> {
+    let fail = |pos, message| YamlFailure {
+        error: SyntaxError { pos, message },
+        indentation: false,
+    };
     if let Some(e) = alias_excess(src) {
-        return Err(e);
+        return Err(fail(e.pos, e.message));
     }
     match serde_saphyr::from_str_with_options::<Spanned<YamlKind>>(src, yaml_options(src.len())) {
         Ok(root) => Ok(to_node(root)),
         Err(e) => {
             let pos = e.location().map(location_pos).unwrap_or(Pos::new(1, 1));
             if let Some(b) = breach(&e) {
-                return Err(SyntaxError {
-                    pos,
-                    message: breach_message(b, src.len()),
-                });
+                return Err(fail(pos, breach_message(b, src.len())));
             }
+            let kind = scan_error(&e).map(ScanError::kind);
             // The parser's own nesting limit, should it come before the
             // budget's (it is set above it): the same words.
-            if scan_error(&e).is_some_and(|s| matches!(s.kind(), ErrorKind::RecursionLimitExceeded))
-            {
-                return Err(SyntaxError {
-                    pos,
-                    message: too_deep(),
-                });
+            if matches!(kind, Some(ErrorKind::RecursionLimitExceeded)) {
+                return Err(fail(pos, too_deep()));
             }
             let message = plain_message(&e.without_snippet().to_string());
             let pos = if message.contains("tab") {
@@ -506,7 +515,126 @@ pub(crate) fn parse_yaml(src: &str) -> Result<Node, SyntaxError> {
             } else {
                 pos
             };
-            Err(SyntaxError { pos, message })
+            Err(YamlFailure {
+                error: SyntaxError { pos, message },
+                indentation: matches!(
+                    kind,
+                    Some(
+                        ErrorKind::ExpectedBlockSequenceEntry
+                            | ErrorKind::ExpectedBlockMappingKey
+                            | ErrorKind::MappingValueNotAllowed
+                            | ErrorKind::BlockSequenceEntryNotAllowed
+                            | ErrorKind::InvalidIndentation
+                    )
+                ),
+            })
+        }
+    }
+}
+
+/// Lines moved by [`read_yaml`] to go past an indentation error: lines
+/// `first..=last`, whose text is `shift` characters right (left if
+/// negative) of where it is in the file.
+#[derive(Debug, Clone, Copy)]
+struct Shift {
+    first: u32,
+    last: u32,
+    shift: i64,
+}
+
+/// Where `pos` of the mended text is in the file.
+fn unshift(pos: Pos, shifts: &[Shift]) -> Pos {
+    let column = shifts
+        .iter()
+        .rev()
+        .filter(|s| (s.first..=s.last).contains(&pos.line))
+        .fold(i64::from(pos.column), |c, s| c - s.shift);
+    Pos::new(pos.line, u32::try_from(column.max(1)).unwrap_or(u32::MAX))
+}
+
+/// Every position of a tree read from mended text, put back where it is in
+/// the file.
+fn unshift_tree(node: &mut Node, shifts: &[Shift]) {
+    node.pos = unshift(node.pos, shifts);
+    match &mut node.kind {
+        Kind::Seq(items) => items.iter_mut().for_each(|n| unshift_tree(n, shifts)),
+        Kind::Map(entries) => {
+            for (k, v) in entries.iter_mut() {
+                k.pos = unshift(k.pos, shifts);
+                unshift_tree(v, shifts);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The most lines [`read_yaml`] moves to go past indentation errors: each
+/// is a parse of the whole file (or two).
+const MAX_MOVES: usize = 16;
+
+/// Parse YAML, going past lines indented to no level of the lines above:
+/// each is reported with the line it should line up with, and the file is
+/// read as if it did, so that its other errors are found too.
+pub(crate) fn read_yaml(src: &str) -> Parsed {
+    let mut failure = match yaml_tree(src) {
+        Ok(root) => return Parsed::of(Ok(root)),
+        Err(f) => f,
+    };
+    let mut errors = Vec::new();
+    let mut shifts: Vec<Shift> = Vec::new();
+    let mut text = src.to_string();
+    loop {
+        let line = failure.error.pos.line;
+        // The indentation of a line moved already is left to the next run:
+        // the move may be what is wrong with it.
+        if failure.indentation && shifts.iter().any(|s| (s.first..=s.last).contains(&line)) {
+            return Parsed { root: None, errors };
+        }
+        let to_move = (failure.indentation && shifts.len() < MAX_MOVES)
+            .then(|| indent::misplaced(&text, line as usize))
+            .flatten();
+        let Some(m) = to_move else {
+            let pos = unshift(failure.error.pos, &shifts);
+            errors.push(SyntaxError {
+                pos,
+                ..failure.error
+            });
+            return Parsed { root: None, errors };
+        };
+        let column = u32::try_from(m.from + 1).unwrap_or(u32::MAX);
+        errors.push(SyntaxError {
+            pos: unshift(Pos::new(line, column), &shifts),
+            message: m.message.clone(),
+        });
+        // The lines under it move with it, unless it reads further alone.
+        let (with_block, last) = indent::apply(&text, &m, true);
+        let (alone, _) = indent::apply(&text, &m, false);
+        let (with_block_read, alone_read) = (yaml_tree(&with_block), yaml_tree(&alone));
+        let alone_further = match (&with_block_read, &alone_read) {
+            (Err(_), Ok(_)) => true,
+            (Err(a), Err(b)) => b.error.pos > a.error.pos,
+            _ => false,
+        };
+        let (next, read, last) = if alone_further {
+            (alone, alone_read, m.line)
+        } else {
+            (with_block, with_block_read, last)
+        };
+        shifts.push(Shift {
+            first: line,
+            last: u32::try_from(last).unwrap_or(u32::MAX),
+            shift: i64::try_from(m.to).unwrap_or(i64::MAX) - i64::try_from(m.from).unwrap_or(0),
+        });
+        text = next;
+        match read {
+            Ok(mut root) => {
+                unshift_tree(&mut root, &shifts);
+                return Parsed {
+                    root: Some(root),
+                    errors,
+                };
+            }
+            Err(f) => failure = f,
         }
     }
 }

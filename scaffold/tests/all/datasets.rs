@@ -473,7 +473,11 @@ fn syntax_errors_have_positions() {
     );
     assert_eq!(
         diagnostics("name: t\ncases:\n  - id: a\n   bad: [\n", Format::Yaml),
-        ["4:4: error: while parsing a block collection, did not find expected '-' indicator"]
+        [
+            "4:4: error: `bad` is indented 3 spaces, in line with nothing above it: expected 4, \
+             to line up with `id` on line 3",
+            "4:9: error: unclosed bracket '['"
+        ]
     );
     assert_eq!(
         diagnostics("name: a\nname: b\ncases: []\n", Format::Yaml),
@@ -575,6 +579,83 @@ fn nesting_past_the_limit_is_refused_in_words_at_any_depth() {
             assert_eq!(d, [format!("{at}: {too_deep}")], "{form} {n}");
         }
     }
+}
+
+/// A line indented to no level of the lines above is named, with the line
+/// it should line up with, and the file is read as if it did (so its other
+/// errors show too).
+#[test]
+fn a_yaml_indentation_error_says_what_to_line_up_with_and_hides_nothing() {
+    let src = "\
+name: t
+cases:
+  - id: a
+    input: {}
+   assertions:
+      - type: signal.contans
+        pattern: x
+  - id: b
+    input: {}
+    assertions:
+      - type: output.contains
+         text: hi
+";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "5:4: error: `assertions` is indented 3 spaces, in line with nothing above it: \
+             expected 4, to line up with `input` on line 4",
+            "6:15: error: unknown assertion type `signal.contans`\n  = help: did you mean \
+             `signal.contains`?",
+            "12:10: error: `text` is indented 9 spaces, in line with nothing above it: \
+             expected 8, to line up with `type` on line 11",
+        ]
+    );
+    // A list item out of line: the `-` lines up with the `-` above, and
+    // the lines under it stay where they are.
+    let src = "\
+name: t
+cases:
+  - id: a
+    input: {}
+    assertions: []
+ - id: b
+    input: {}
+    assertions: []
+";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "3:5: warning: case `a` has no assertions (and the dataset has no \
+             defaultAssertions): it checks nothing",
+            "6:2: error: `-` is indented 1 space, in line with nothing above it: expected 2, \
+             to line up with the `-` on line 3",
+            "6:4: warning: case `b` has no assertions (and the dataset has no \
+             defaultAssertions): it checks nothing",
+        ]
+    );
+    // A key in line with a list's `-`, and one under a key that has a
+    // value already.
+    assert_eq!(
+        diagnostics(
+            "name: t\ncases:\n  - id: a\n  input: {}\n    assertions: []\n",
+            Format::Yaml
+        ),
+        [
+            "3:5: warning: case `a` has no assertions (and the dataset has no \
+             defaultAssertions): it checks nothing",
+            "4:3: error: `input` is indented 2 spaces, in line with the `-` on line 3: \
+             expected 4, to line up with `id` on line 3",
+        ]
+    );
+    assert_eq!(
+        diagnostics("name: t\n  cases: []\n", Format::Yaml),
+        [
+            "2:3: error: `cases` is indented 2 spaces, in line with nothing above it: \
+             expected 0, to line up with `name` on line 1",
+            "2:10: error: the dataset has no cases",
+        ]
+    );
 }
 
 // -------------------------------------------------- load lists every error
