@@ -85,10 +85,10 @@ pub(crate) fn excess(src: &str, options: Options, limits: Limits) -> Option<(Pos
                 (1, false)
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                if frames.last().is_some_and(|f| f.depth == depth) {
-                    if let Some(f) = frames.pop() {
-                        set(&mut sizes, f.anchor, values - f.values_before);
-                    }
+                if frames.last().is_some_and(|f| f.depth == depth)
+                    && let Some(f) = frames.pop()
+                {
+                    set(&mut sizes, f.anchor, values - f.values_before);
                 }
                 depth = depth.saturating_sub(1);
                 continue;

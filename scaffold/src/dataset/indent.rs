@@ -53,9 +53,12 @@ pub(crate) struct Move {
     pub(crate) message: String,
 }
 
+/// The levels a line begins: column, kind and text of each.
+type Heads<'s> = Vec<(usize, Kind, &'s str)>;
+
 /// The indentation (spaces) of a line and the levels it begins, or `None`
 /// for a blank or comment line, or one indented with a tab.
-fn levels_of(line: &str) -> Option<(usize, Vec<(usize, Kind, &str)>)> {
+fn levels_of(line: &str) -> Option<(usize, Heads<'_>)> {
     let indent = line.len() - line.trim_start_matches(' ').len();
     let mut rest = &line[indent..];
     let trimmed = rest.trim_end();

@@ -557,7 +557,16 @@ fn json_lists(n: usize) -> String {
 fn nesting_past_the_limit_is_refused_in_words_at_any_depth() {
     let too_deep =
         "error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings";
-    let forms: [(&str, fn(usize) -> String, Format, &str, usize); 5] = [
+    // Each form: its name, how it is written, its format, where the first
+    // level too deep is, and the deepest it is tried at.
+    type Form = (
+        &'static str,
+        fn(usize) -> String,
+        Format,
+        &'static str,
+        usize,
+    );
+    let forms: [Form; 5] = [
         ("flow lists", flow_lists, Format::Yaml, "2:39", 100_000),
         ("flow maps", flow_maps, Format::Yaml, "2:132", 100_000),
         ("block lists", block_lists, Format::Yaml, "3:63", 100_000),
@@ -1026,7 +1035,7 @@ fn anchors_holding_more_than_the_budget_are_refused_in_words() {
     let src = format!(
         "name: t\ncases: []\na: &a [{}]\nc: &c [&d [&e [{}]]]\n",
         vec!["x"; 1_000].join(", "),
-        vec!["*a"; 10].join(", ")
+        ["*a"; 10].join(", ")
     );
     let (bytes, budget) = (src.len(), 10_000 + 4 * src.len());
     // 11,000 values, held three times over by `c`, `d` and `e`.
