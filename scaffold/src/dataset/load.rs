@@ -53,24 +53,27 @@ fn not_text(file: &str, e: SyntaxError) -> Vec<super::Diagnostic> {
 fn check<'f>(src: &str, format: Format, file: &'f str) -> (Option<Node>, Validator<'f>) {
     let mut v = Validator::new(file);
     let parsed = match format {
-        Format::Yaml => node::parse_yaml(src),
-        Format::Json => node::parse_json(src),
+        Format::Yaml => node::read_yaml(src),
+        Format::Json => node::read_json(src),
     };
-    match parsed {
-        Ok(root) => {
+    let mended = !parsed.errors.is_empty();
+    for e in parsed.errors {
+        v.push(
+            Severity::Error,
+            DiagnosticKind::Syntax,
+            e.pos,
+            e.message,
+            None,
+        );
+    }
+    match parsed.root {
+        // A tree mended past syntax errors is checked for the file's other
+        // errors, never built.
+        Some(root) => {
             v.dataset(&root);
-            (Some(root), v)
+            (if mended { None } else { Some(root) }, v)
         }
-        Err(e) => {
-            v.push(
-                Severity::Error,
-                DiagnosticKind::Syntax,
-                e.pos,
-                e.message,
-                None,
-            );
-            (None, v)
-        }
+        None => (None, v),
     }
 }
 

@@ -25,8 +25,9 @@
 //! `serde_yaml` is archived and `serde_yml` unsound), with YAML 1.2 booleans
 //! only (`yes` stays a string) and nesting capped at 32 levels (JSON too).
 //! A YAML file may hold four values per byte of its text, plus 10,000 (at
-//! most 20 million): aliases (`*name`) that repeat anchors past that, as a
-//! "billion laughs" file does, are refused at once.
+//! most 20 million), the only limit on aliases: aliases (`*name`) that
+//! repeat anchors past that, as a "billion laughs" file does, are counted
+//! and refused before the file is read.
 //!
 //! ```
 //! use scaffold::dataset::{Format, validate_str};
@@ -55,8 +56,10 @@
 //! assert_eq!(ds.cases[0].assertions().len(), 2); // the default first
 //! ```
 
+mod aliases;
 mod builder;
 pub(crate) mod cache;
+mod indent;
 mod load;
 pub(crate) mod node;
 mod schema;

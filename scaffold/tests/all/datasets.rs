@@ -473,7 +473,11 @@ fn syntax_errors_have_positions() {
     );
     assert_eq!(
         diagnostics("name: t\ncases:\n  - id: a\n   bad: [\n", Format::Yaml),
-        ["4:4: error: while parsing a block collection, did not find expected '-' indicator"]
+        [
+            "4:4: error: `bad` is indented 3 spaces, in line with nothing above it: expected 4, \
+             to line up with `id` on line 3",
+            "4:9: error: unclosed bracket '['"
+        ]
     );
     assert_eq!(
         diagnostics("name: a\nname: b\ncases: []\n", Format::Yaml),
@@ -495,7 +499,9 @@ fn syntax_errors_have_positions() {
     let deep = format!("name: t\ncases: {}{}\n", "[".repeat(80), "]".repeat(80));
     assert_eq!(
         diagnostics(&deep, Format::Yaml),
-        ["2:39: error: nesting deeper than 32 levels"]
+        [
+            "2:39: error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings"
+        ]
     );
     let deep = format!(
         "{{\"name\": \"t\", \"cases\": {}{}}}",
@@ -504,7 +510,160 @@ fn syntax_errors_have_positions() {
     );
     assert_eq!(
         diagnostics(&deep, Format::Json),
-        ["1:55: error: nesting deeper than 32 levels"]
+        [
+            "1:55: error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings"
+        ]
+    );
+}
+
+/// A YAML list nested `n` deep under `cases:`, in flow style.
+fn flow_lists(n: usize) -> String {
+    format!("name: t\ncases: {}{}\n", "[".repeat(n), "]".repeat(n))
+}
+
+/// A YAML mapping nested `n` deep under `cases:`, in flow style.
+fn flow_maps(n: usize) -> String {
+    format!("name: t\ncases: {}x{}\n", "{a: ".repeat(n), "}".repeat(n))
+}
+
+/// A YAML list nested `n` deep under `cases:`, in block style (`- - - x`).
+fn block_lists(n: usize) -> String {
+    format!("name: t\ncases:\n{}x\n", "- ".repeat(n))
+}
+
+/// A YAML mapping nested `n` deep under `cases:`, in block style.
+fn block_maps(n: usize) -> String {
+    let mut y = String::from("name: t\ncases:\n");
+    for i in 0..n {
+        y.push_str(&" ".repeat(i + 1));
+        y.push_str("a:\n");
+    }
+    y
+}
+
+/// A JSON list nested `n` deep under `cases`.
+fn json_lists(n: usize) -> String {
+    format!(
+        "{{\"name\": \"t\", \"cases\": {}{}}}",
+        "[".repeat(n),
+        "]".repeat(n)
+    )
+}
+
+/// Every depth past the limit is refused with the same message at the same
+/// place (the first level too deep), however the nesting is written: the
+/// readers' own limits (255 nested `[` in YAML, 128 in JSON) never show.
+#[test]
+fn nesting_past_the_limit_is_refused_in_words_at_any_depth() {
+    let too_deep =
+        "error: nesting deeper than 32 levels: expected at most 32 levels of lists and mappings";
+    // Each form: its name, how it is written, its format, where the first
+    // level too deep is, and the deepest it is tried at.
+    type Form = (
+        &'static str,
+        fn(usize) -> String,
+        Format,
+        &'static str,
+        usize,
+    );
+    let forms: [Form; 5] = [
+        ("flow lists", flow_lists, Format::Yaml, "2:39", 100_000),
+        ("flow maps", flow_maps, Format::Yaml, "2:132", 100_000),
+        ("block lists", block_lists, Format::Yaml, "3:63", 100_000),
+        ("block maps", block_maps, Format::Yaml, "34:33", 1_000),
+        ("json lists", json_lists, Format::Json, "1:55", 100_000),
+    ];
+    for (form, build, format, at, deepest) in forms {
+        // The root mapping is one level, so 31 more fit and 32 do not.
+        let fits = diagnostics(&build(31), format);
+        assert!(
+            !fits.iter().any(|d| d.contains("nesting")),
+            "{form} 31: {fits:?}"
+        );
+        for n in [32, 33, 128, 129, 254, 255, 256, 257, 1_000, deepest] {
+            if n > deepest {
+                continue;
+            }
+            let d = diagnostics(&build(n), format);
+            assert_eq!(d, [format!("{at}: {too_deep}")], "{form} {n}");
+        }
+    }
+}
+
+/// A line indented to no level of the lines above is named, with the line
+/// it should line up with, and the file is read as if it did (so its other
+/// errors show too).
+#[test]
+fn a_yaml_indentation_error_says_what_to_line_up_with_and_hides_nothing() {
+    let src = "\
+name: t
+cases:
+  - id: a
+    input: {}
+   assertions:
+      - type: signal.contans
+        pattern: x
+  - id: b
+    input: {}
+    assertions:
+      - type: output.contains
+         text: hi
+";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "5:4: error: `assertions` is indented 3 spaces, in line with nothing above it: \
+             expected 4, to line up with `input` on line 4",
+            "6:15: error: unknown assertion type `signal.contans`\n  = help: did you mean \
+             `signal.contains`?",
+            "12:10: error: `text` is indented 9 spaces, in line with nothing above it: \
+             expected 8, to line up with `type` on line 11",
+        ]
+    );
+    // A list item out of line: the `-` lines up with the `-` above, and
+    // the lines under it stay where they are.
+    let src = "\
+name: t
+cases:
+  - id: a
+    input: {}
+    assertions: []
+ - id: b
+    input: {}
+    assertions: []
+";
+    assert_eq!(
+        diagnostics(src, Format::Yaml),
+        [
+            "3:5: warning: case `a` has no assertions (and the dataset has no \
+             defaultAssertions): it checks nothing",
+            "6:2: error: `-` is indented 1 space, in line with nothing above it: expected 2, \
+             to line up with the `-` on line 3",
+            "6:4: warning: case `b` has no assertions (and the dataset has no \
+             defaultAssertions): it checks nothing",
+        ]
+    );
+    // A key in line with a list's `-`, and one under a key that has a
+    // value already.
+    assert_eq!(
+        diagnostics(
+            "name: t\ncases:\n  - id: a\n  input: {}\n    assertions: []\n",
+            Format::Yaml
+        ),
+        [
+            "3:5: warning: case `a` has no assertions (and the dataset has no \
+             defaultAssertions): it checks nothing",
+            "4:3: error: `input` is indented 2 spaces, in line with the `-` on line 3: \
+             expected 4, to line up with `id` on line 3",
+        ]
+    );
+    assert_eq!(
+        diagnostics("name: t\n  cases: []\n", Format::Yaml),
+        [
+            "2:3: error: `cases` is indented 2 spaces, in line with nothing above it: \
+             expected 0, to line up with `name` on line 1",
+            "2:10: error: the dataset has no cases",
+        ]
     );
 }
 
@@ -561,6 +720,40 @@ fn json_errors_are_placed_too() {
     .join("\n")
     .replace("{f}", &path);
     assert_eq!(err.to_string(), expected);
+}
+
+/// A comma after the last item or entry is named as what it is, where it
+/// is, and the rest of the file is still checked.
+#[test]
+fn a_json_trailing_comma_is_named_and_the_other_errors_still_shown() {
+    let src = "{\n  \"name\": \"t\",\n  \"cases\": [\n    {\"id\": \"a\", \"input\": {}, \
+               \"assertions\": [{\"type\": \"signal.contans\", \"pattern\": \"x\"},]},\n  ],\n}\n";
+    let list = "trailing comma before `]`: expected another item after it, or no comma after \
+                the last item";
+    let map = "trailing comma before `}`: expected another `\"key\": value` after it, or no \
+               comma after the last entry";
+    assert_eq!(
+        diagnostics(src, Format::Json),
+        [
+            "4:54: error: unknown assertion type `signal.contans`\n  = help: did you mean \
+             `signal.contains`?"
+                .to_string(),
+            format!("4:87: error: {list}"),
+            format!("4:90: error: {list}"),
+            format!("5:4: error: {map}"),
+        ]
+    );
+    // Another syntax error after a trailing comma is reported too.
+    assert_eq!(
+        diagnostics(
+            "{\"name\": \"t\", \"cases\": [1,], \"x\": [1 2]}",
+            Format::Json
+        ),
+        [
+            format!("1:26: error: {list}"),
+            "1:38: error: expected `,` or `]`".to_string(),
+        ]
+    );
 }
 
 #[test]
@@ -735,16 +928,132 @@ fn a_billion_laughs_is_refused_at_once_and_in_words() {
     assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
     let f = path.display().to_string();
     let bytes = BILLION_LAUGHS.len();
+    // At the alias that breaks the budget: the 10th `*c` of line 5.
     assert_eq!(
         err.to_string(),
         format!(
-            "invalid dataset {f}: 1 error\n{f}:5:44: error: more than {n} values once aliases \
-             (`*name`) are expanded: expected at most {n} in a file of {bytes} bytes (an alias \
-             counts the values of its anchor each time it is used)",
+            "invalid dataset {f}: 1 error\n{f}:5:44: error: with 30 aliases (`*name`) expanded, \
+             the file holds more than {n} values: expected at most {n} in a file of {bytes} \
+             bytes (an alias counts the values of its anchor each time it is used)",
             n = 10_000 + 4 * bytes
         )
     );
     assert!(!err.to_string().contains("Nodes {"), "{err}");
+}
+
+/// The peak memory of this process so far, in MiB (0 where unknown).
+fn peak_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib / 1024)
+}
+
+/// Padding makes a file's budget the largest there is (20 million values):
+/// a billion laughs after 5 MB of comments is still refused before a value
+/// is built, at the alias that breaks the budget, in words.
+#[test]
+fn a_billion_laughs_padded_with_comments_is_refused_before_it_expands() {
+    let comment = "# a comment of the padding, seventy-five bytes long, to raise the budget.\n";
+    let lines = 5_000_000 / comment.len() + 1;
+    let src = format!("{}{BILLION_LAUGHS}", comment.repeat(lines));
+    let (bytes, before) = (src.len(), peak_mib());
+    let started = std::time::Instant::now();
+    let v = validate_str(&src, Format::Yaml, "t");
+    println!(
+        "{bytes} bytes refused in {:?}; peak memory {before} MiB before, {} MiB after",
+        started.elapsed(),
+        peak_mib()
+    );
+    // 12 million values once `g` is expanded, and its first use in `h`
+    // takes the file past 20 million.
+    let line = lines + 9;
+    assert_eq!(
+        v.to_string(),
+        format!(
+            "t:{line}:8: error: with 61 aliases (`*name`) expanded, the file holds more than \
+             20000000 values: expected at most 20000000 in a file of {bytes} bytes (an alias \
+             counts the values of its anchor each time it is used)\n"
+        )
+    );
+}
+
+/// A dataset of `lines` lines whose line `lines - 6` uses the anchor of the
+/// line before it `uses` times; the anchor is a list of `values` values.
+fn anchor_used_late(lines: usize, values: usize, uses: usize) -> String {
+    let mut y = String::from(
+        "name: t\ncases:\n  - id: a\n    input: {}\n    assertions: [{type: signal.not, \
+         pattern: x}]\nmetadata:\n",
+    );
+    for i in 0..lines - 14 {
+        y.push_str(&format!("  k{i}: v\n"));
+    }
+    y.push_str(&format!("  one: &one [{}]\n", vec!["x"; values].join(", ")));
+    y.push_str(&format!("  uses: [{}]\n", vec!["*one"; uses].join(", ")));
+    for i in 0..6 {
+        y.push_str(&format!("  t{i}: v\n"));
+    }
+    y
+}
+
+/// An anchor may be used as often as the budget allows (the reader's own
+/// "ten uses of an anchor" is not a rule of datasets, and it was reported
+/// past the end of the file); an alias past the budget is reported where
+/// it is.
+#[test]
+fn aliases_are_limited_by_the_budget_alone_and_placed_in_the_file() {
+    let src = anchor_used_late(3_850, 1, 101);
+    assert_eq!(src.lines().count(), 3_850);
+    let ds = load_str(&src, Format::Yaml, "t").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ds.metadata["uses"].as_array().map(Vec::len), Some(101));
+
+    // 200 uses of 2,000 values: 400,000 values, ten times the budget.
+    let src = anchor_used_late(3_850, 2_000, 200);
+    let budget = 10_000 + 4 * src.len();
+    assert!(400_000 > budget, "{budget}");
+    let v = validate_str(&src, Format::Yaml, "t");
+    assert_eq!(v.diagnostics.len(), 1, "{v}");
+    let d = &v.diagnostics[0];
+    assert_eq!(d.line, 3_844, "{v}");
+    let line = src.lines().nth(3_843).expect("line 3844");
+    let at: String = line.chars().skip(d.column as usize - 1).take(4).collect();
+    assert_eq!(at, "*one", "{v}");
+    assert!(
+        d.message.starts_with("with ") && d.message.contains(&format!("more than {budget} values")),
+        "{v}"
+    );
+}
+
+/// The reader keeps a copy of each anchor's values for its aliases to
+/// repeat, one more for each anchor around them: what anchors hold has the
+/// budget's limit too, in words, at the alias that passes it.
+#[test]
+fn anchors_holding_more_than_the_budget_are_refused_in_words() {
+    let src = format!(
+        "name: t\ncases: []\na: &a [{}]\nc: &c [&d [&e [{}]]]\n",
+        vec!["x"; 1_000].join(", "),
+        ["*a"; 10].join(", ")
+    );
+    let (bytes, budget) = (src.len(), 10_000 + 4 * src.len());
+    // 11,000 values, held three times over by `c`, `d` and `e`.
+    assert!(11_100 < budget && 3 * 10_010 > budget, "{budget}");
+    let v = validate_str(&src, Format::Yaml, "t");
+    assert_eq!(v.diagnostics.len(), 1, "{v}");
+    let d = &v.diagnostics[0];
+    assert_eq!(
+        d.message,
+        format!(
+            "anchors (`&name`) hold more than {budget} values, with the aliases in them expanded \
+             and an anchor inside another counted again: expected at most {budget} in a file of \
+             {bytes} bytes"
+        )
+    );
+    let line = src.lines().nth(d.line as usize - 1).expect("the line");
+    let at: String = line.chars().skip(d.column as usize - 1).take(2).collect();
+    assert_eq!((d.line, at.as_str()), (4, "*a"), "{v}");
 }
 
 #[test]
