@@ -543,23 +543,8 @@ fn the_first_eval_guide_records_plays_back_and_accepts_snapshots() {
 
 /// The guide's crate's suite, run directly (built already) with `env`.
 fn suite_run(dir: &Path, quiet: &[(&str, PathBuf)], env: &[(&str, &str)]) -> String {
-    let built = cargo(
-        dir,
-        &[
-            "test",
-            "--test",
-            "evals",
-            "--no-run",
-            "--message-format=json",
-        ],
-    )
-    .output()
-    .expect("cargo runs");
-    check(&built, true, "the guide's suite, built");
-    let exe = String::from_utf8_lossy(&built.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|m| Some(PathBuf::from(m["executable"].as_str()?)))
+    let (_, exe) = evals_executables(dir, &["test", "--test", "evals"], "the guide's suite")
+        .pop()
         .expect("the guide's suite executable");
     let mut cmd = common::clean(Command::new(exe));
     cmd.current_dir(dir);
@@ -698,30 +683,32 @@ fn two_packages(dir: &Path) -> Vec<(String, PathBuf)> {
         std::fs::write(package.join("src/lib.rs"), "").expect("write");
         std::fs::write(package.join("tests/evals.rs"), SHARED_SUITE).expect("write");
     }
-    let out = cargo(
-        dir,
-        &[
-            "test",
-            "--workspace",
-            "--test",
-            "evals",
-            "--no-run",
-            "--message-format=json",
-        ],
-    )
-    .output()
-    .expect("cargo runs");
-    check(&out, true, "building the two packages");
+    let args = ["test", "--workspace", "--test", "evals"];
+    evals_executables(dir, &args, "building the two packages")
+        .into_iter()
+        .filter_map(|(package, exe)| {
+            let name = ["alpha", "beta"]
+                .into_iter()
+                .find(|n| package.contains(n))?;
+            Some((name.to_string(), exe))
+        })
+        .collect()
+}
+
+/// Build the `evals` targets `cargo {args}` would run in `dir` (`what`
+/// names the build in a failure): each one's package id and executable.
+fn evals_executables(dir: &Path, args: &[&str], what: &str) -> Vec<(String, PathBuf)> {
+    let mut args = args.to_vec();
+    args.extend(["--no-run", "--message-format=json"]);
+    let out = cargo(dir, &args).output().expect("cargo runs");
+    check(&out, true, what);
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "evals")
         .filter_map(|m| {
-            let package = m["package_id"].as_str()?;
-            let name = ["alpha", "beta"]
-                .into_iter()
-                .find(|n| package.contains(n))?;
-            Some((name.to_string(), PathBuf::from(m["executable"].as_str()?)))
+            let package = m["package_id"].as_str()?.to_string();
+            Some((package, PathBuf::from(m["executable"].as_str()?)))
         })
         .collect()
 }

@@ -67,7 +67,7 @@ mod validate;
 
 pub use builder::{CaseBuilder, DatasetBuilder};
 pub use load::{load, load_str, validate, validate_str};
-pub(crate) use validate::suggest;
+pub(crate) use validate::{Validator, suggest};
 
 use std::fmt;
 use std::path::PathBuf;

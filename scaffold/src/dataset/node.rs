@@ -792,14 +792,12 @@ fn pos_of(src: &str, at: usize) -> Pos {
     )
 }
 
-/// Every comma of JSON text that comes right before a `}` or `]`
-/// (whitespace between): its position, byte offset and the closer.
-fn trailing_commas(src: &str) -> Vec<(Pos, usize, char)> {
-    let mut found = Vec::new();
+/// The characters of JSON text outside its strings (their quotes
+/// included, their insides not), with each one's position and byte offset.
+fn outside_strings(src: &str) -> impl Iterator<Item = (Pos, usize, char)> + '_ {
     let (mut line, mut column) = (1u32, 0u32);
     let (mut in_string, mut escaped) = (false, false);
-    let mut comma: Option<(Pos, usize)> = None;
-    for (at, c) in src.char_indices() {
+    src.char_indices().filter_map(move |(at, c)| {
         if c == '\n' {
             line = line.saturating_add(1);
             column = 0;
@@ -813,19 +811,29 @@ fn trailing_commas(src: &str) -> Vec<(Pos, usize, char)> {
                 '"' => in_string = false,
                 _ => {}
             }
-            continue;
+            return None;
         }
+        in_string = c == '"';
+        Some((Pos::new(line, column), at, c))
+    })
+}
+
+/// Every comma of JSON text that comes right before a `}` or `]`
+/// (whitespace between): its position, byte offset and the closer.
+fn trailing_commas(src: &str) -> Vec<(Pos, usize, char)> {
+    let mut found = Vec::new();
+    let mut comma: Option<(Pos, usize)> = None;
+    for (pos, at, c) in outside_strings(src) {
         match c {
             ' ' | '\t' | '\n' | '\r' => continue,
             '}' | ']' => {
-                if let Some((pos, at)) = comma {
-                    found.push((pos, at, c));
+                if let Some((comma_pos, comma_at)) = comma {
+                    found.push((comma_pos, comma_at, c));
                 }
             }
-            '"' => in_string = true,
             _ => {}
         }
-        comma = (c == ',').then(|| (Pos::new(line, column), at));
+        comma = (c == ',').then_some((pos, at));
     }
     found
 }
@@ -833,30 +841,13 @@ fn trailing_commas(src: &str) -> Vec<(Pos, usize, char)> {
 /// Where JSON text opens its list or object number [`MAX_DEPTH`] + 1, if it
 /// does (brackets in strings aside).
 fn json_too_deep(src: &str) -> Option<Pos> {
-    let (mut depth, mut line, mut column) = (0usize, 1u32, 0u32);
-    let (mut in_string, mut escaped) = (false, false);
-    for c in src.chars() {
-        if c == '\n' {
-            line = line.saturating_add(1);
-            column = 0;
-            continue;
-        }
-        column = column.saturating_add(1);
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    let mut depth = 0usize;
+    for (pos, _, c) in outside_strings(src) {
         match c {
-            '"' => in_string = true,
             '[' | '{' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
-                    return Some(Pos::new(line, column));
+                    return Some(pos);
                 }
             }
             ']' | '}' => depth = depth.saturating_sub(1),

@@ -33,7 +33,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::dataset::node::{self, Key, Kind, Node, Pos};
-use crate::dataset::{Diagnostic, DiagnosticKind, Severity, suggest};
+use crate::dataset::{Diagnostic, DiagnosticKind, Severity, Validator, suggest};
 use crate::provider::CallContext;
 use crate::provider::http::ReqwestTransport;
 use crate::provider::recorder::{MODE_ENV, RecorderMode, split_url};
@@ -112,8 +112,7 @@ impl FakeRules {
     /// Parse the text of a rules file named `file`.
     pub(crate) fn parse(src: &str, file: &str) -> Result<FakeRules, String> {
         let mut reader = Reader {
-            file,
-            diagnostics: Vec::new(),
+            found: Validator::new(file),
         };
         let parsed = match node::parse_yaml(src) {
             Ok(root) => reader.top(&root),
@@ -123,12 +122,12 @@ impl FakeRules {
             }
         };
         match parsed {
-            Some((rules, timing)) if reader.diagnostics.is_empty() => Ok(FakeRules {
+            Some((rules, timing)) if reader.found.diagnostics.is_empty() => Ok(FakeRules {
                 file: file.to_string(),
                 rules,
                 timing,
             }),
-            _ => Err(render(file, &reader.diagnostics)),
+            _ => Err(render(file, &reader.found.diagnostics)),
         }
     }
 
@@ -162,8 +161,7 @@ fn render(file: &str, diagnostics: &[Diagnostic]) -> String {
 
 /// Reads the node tree of a rules file, collecting every mistake.
 struct Reader<'f> {
-    file: &'f str,
-    diagnostics: Vec<Diagnostic>,
+    found: Validator<'f>,
 }
 
 fn entries(node: &Node) -> &[(Key, Node)] {
@@ -181,15 +179,7 @@ impl Reader<'_> {
             m if m.starts_with("expected") => DiagnosticKind::WrongType,
             _ => DiagnosticKind::BadValue,
         };
-        self.diagnostics.push(Diagnostic {
-            severity: Severity::Error,
-            kind,
-            file: self.file.to_string(),
-            line: pos.line,
-            column: pos.column,
-            message,
-            help,
-        });
+        self.found.push(Severity::Error, kind, pos, message, help);
     }
 
     /// `node` as a mapping whose keys are all in `known`, else an error.
