@@ -484,7 +484,9 @@ fn record(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let output =
         std::env::temp_dir().join(format!("record-example-suite-{}-{run}", std::process::id()));
-    let mut command = Command::new(env!("CARGO"));
+    // Without the variables `cargo run` set for this example: a rebuild of
+    // the dependencies at every switch between recording and playback.
+    let mut command = scaffold::_cargo_scaffold_support::nested_cargo();
     command
         .current_dir(root)
         .args(["test", "--test", "evals", "--"])
@@ -631,7 +633,7 @@ fn filter_argument() -> Result<Option<String>, String> {
 /// The suite's tests (`cargo test --test evals -- --list`): each one's
 /// kind (`eval` for a cell, `gate` for an eval's gate) and name.
 fn test_names(root: &str) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
-    let output = Command::new(env!("CARGO"))
+    let output = scaffold::_cargo_scaffold_support::nested_cargo()
         .current_dir(root)
         .args(["test", "--test", "evals", "--", "--list"])
         .env("SCAFFOLD_MODE", "record")

@@ -1414,7 +1414,7 @@ fn nextest_shards_merge_then_gate() {
     for k in 1..=2 {
         let db = dir.path().join(format!("shard-{k}.db"));
         let partition = format!("hash:{k}/2");
-        let mut cmd = Command::new(env!("CARGO"));
+        let mut cmd = scaffold::_cargo_scaffold_support::nested_cargo();
         cmd.current_dir(workspace())
             .args([
                 "nextest",

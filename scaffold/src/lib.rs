@@ -107,6 +107,16 @@ pub mod __private {
 /// ```
 #[doc(hidden)]
 pub mod _cargo_scaffold_support {
+    /// `cargo` as a shell starts it, from inside a cargo run: the one
+    /// running us (`$CARGO`, else `cargo`) without the variables cargo set
+    /// for the package it runs (see `util::without_package_vars`).
+    pub fn nested_cargo() -> std::process::Command {
+        let mut cmd =
+            std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        crate::util::without_package_vars(&mut cmd);
+        cmd
+    }
+    pub use crate::util::without_package_vars;
     /// Assertion internals the assertion tests check directly.
     pub mod assert {
         pub use crate::assert::glob::Glob;

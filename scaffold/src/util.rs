@@ -7,6 +7,34 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Remove from `cmd`'s environment the variables cargo sets for the package
+/// it runs (`CARGO_PKG_*`, `CARGO_MANIFEST_*`, `CARGO_CRATE_*`,
+/// `CARGO_BIN_*`, `CARGO_PRIMARY_PACKAGE`, `CARGO_TARGET_TMPDIR`), so that
+/// a `cargo` started from inside a cargo run (a test, an example, `cargo
+/// scaffold run` under a test) builds as one from a shell does. Inherited,
+/// they reach the dependencies' builds, whose fingerprints then differ from
+/// a plain `cargo`'s: every switch between the two rebuilt ring, rustls,
+/// reqwest and scaffold, over a minute and a half each time.
+pub fn without_package_vars(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    let set_by_cargo = |key: &str| {
+        [
+            "CARGO_PKG_",
+            "CARGO_MANIFEST_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+        ]
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
+            || matches!(key, "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR")
+    };
+    for (key, _) in std::env::vars_os() {
+        if set_by_cargo(&key.to_string_lossy()) {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd
+}
+
 /// `raw` as one safe file-name component: characters outside
 /// `[A-Za-z0-9._-]` become `-`, runs of `_` shrink to one (so a `__`
 /// separator stays unambiguous), and a component of dots alone (`.`, `..`)

@@ -77,26 +77,10 @@ fn the_guides_manifest_sets_the_workspaces_profiles() {
     assert_eq!(profiles(manifest).join("\n"), workspace_profiles());
 }
 
-/// `cargo` in `dir` with a clean environment, building in [`target_dir`]:
-/// without the variables cargo set for this test's own package, as a
-/// user's shell has none (inherited, they would make the nested builds
-/// differ from a user's).
+/// `cargo` in `dir` with a clean environment (none of the variables cargo
+/// set for this test's package either), building in [`target_dir`].
 fn cargo(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = common::clean(Command::new(env!("CARGO")));
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy();
-        let per_package = [
-            "CARGO_PKG_",
-            "CARGO_MANIFEST_",
-            "CARGO_CRATE_",
-            "CARGO_BIN_",
-        ]
-        .iter()
-        .any(|p| key.starts_with(p));
-        if per_package || key == "CARGO_PRIMARY_PACKAGE" || key == "CARGO_TARGET_TMPDIR" {
-            cmd.env_remove(key.as_ref());
-        }
-    }
+    let mut cmd = common::clean(scaffold::_cargo_scaffold_support::nested_cargo());
     cmd.current_dir(dir)
         .args(args)
         .env("CARGO_TARGET_DIR", target_dir())

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use scaffold::_cargo_scaffold_support::nested_cargo;
+
 /// A command whose environment holds none of the caller's `SCAFFOLD_*` or
 /// nextest variables, with snapshots never written and no progress bar.
 pub fn clean(mut cmd: Command) -> Command {
@@ -20,9 +22,10 @@ pub fn clean(mut cmd: Command) -> Command {
     cmd
 }
 
-/// `cargo {args}` in the root package, with a [`clean`] environment.
+/// `cargo {args}` in the root package, with a [`clean`] environment and
+/// none of the variables cargo set for this test's package.
 pub fn cargo(args: &[&str]) -> Command {
-    let mut cmd = clean(Command::new(env!("CARGO")));
+    let mut cmd = clean(nested_cargo());
     cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args(args);
     cmd
 }
@@ -31,7 +34,7 @@ pub fn cargo(args: &[&str]) -> Command {
 /// (a nested cargo in this target directory) and return the executable of
 /// the target named `target`.
 pub fn built_executable(args: &[&str], target: &str) -> std::path::PathBuf {
-    let out = Command::new(env!("CARGO"))
+    let out = nested_cargo()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(args)
         .arg("--message-format=json")
@@ -59,7 +62,7 @@ pub fn text(out: &Output) -> String {
 /// Whether `cargo nextest` can run here for `test`. Without it, a test
 /// fails on CI (where it must run) and elsewhere says loudly that it skips.
 pub fn nextest_available(test: &str) -> bool {
-    let installed = Command::new(env!("CARGO"))
+    let installed = nested_cargo()
         .args(["nextest", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());

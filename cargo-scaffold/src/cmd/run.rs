@@ -10,6 +10,7 @@ use scaffold::_cargo_scaffold_support::harness::{
     BASELINE_ENV, DATABASE_ENV, FAKE_ENV, FORMAT_ENV, OUTPUT_ENV, RESUME_ENV, TAGS_ENV, TRIALS_ENV,
     VARIANTS_ENV,
 };
+use scaffold::_cargo_scaffold_support::without_package_vars;
 use scaffold::provider::recorder::{MODE_ENV, RecorderMode};
 
 use crate::cli::RunArgs;
@@ -222,7 +223,9 @@ pub fn execute(plan: &Plan) -> CmdResult {
             CliError::input(format!("--output {}: cannot create it: {e}", dir.display()))
         })?;
     }
-    let status = Command::new(&plan.program)
+    // Under a test or `cargo run`, without the variables cargo set for
+    // that package: they would make this build's dependencies rebuild.
+    let status = without_package_vars(&mut Command::new(&plan.program))
         .args(&plan.args)
         .envs(plan.envs.iter().map(|(k, v)| (k, v)))
         .status()
