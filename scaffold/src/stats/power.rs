@@ -80,14 +80,14 @@ pub struct Power {
     pub power: f64,
     /// The standard deviation of the per-case differences used.
     pub sd: f64,
-    /// Whether `sd` is [`ASSUMED_SD`] rather than estimated.
+    /// Whether `sd` is `ASSUMED_SD` rather than estimated.
     pub sd_assumed: bool,
     /// The smallest difference detectable with `power` (absent below the
     /// exact floor, where no difference could be significant, and when no
     /// difference the exact design can hold reaches `power`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_detectable_effect: Option<f64>,
-    /// Cases needed to detect [`ADVICE_EFFECT`] (10 points).
+    /// Cases needed to detect `ADVICE_EFFECT` (10 points).
     pub cases_for_advice_effect: usize,
     /// The size of every non-zero difference, when they share one (a
     /// pass/fail comparison: 1): the design whose power is exact.
@@ -96,8 +96,8 @@ pub struct Power {
     /// How the minimum detectable effect was computed.
     #[serde(default)]
     pub method: PowerMethod,
-    /// How the cases for [`ADVICE_EFFECT`] were computed (exact only within
-    /// [`EXACT_POWER_MAX_CASES`]).
+    /// How the cases for `ADVICE_EFFECT` were computed (exact only within
+    /// `EXACT_POWER_MAX_CASES`).
     #[serde(default)]
     pub cases_method: PowerMethod,
 }

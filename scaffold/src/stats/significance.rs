@@ -583,8 +583,8 @@ const MAX_EXACT_WORK: u64 = 100_000_000;
 ///
 /// Other differences are sampled with a fixed seed (the same p every run),
 /// `p = (hits + 1) / (samples + 1)`, up to `SIGN_FLIP_SAMPLED_MAX_N`: the
-/// sampling error is bounded by [`SignFlip::p_upper`], the 99.9% upper
-/// confidence bound that decides ([`SignFlip::below`]), so sampling can
+/// sampling error is bounded by `SignFlip::p_upper`, the 99.9% upper
+/// confidence bound that decides (`SignFlip::below`), so sampling can
 /// keep a winner from being called but never call one the exact test
 /// would not; beyond, the sum is normal with variance `Σ d²` (its exact
 /// variance under the null).
