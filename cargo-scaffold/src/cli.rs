@@ -169,6 +169,19 @@ pub enum Command {
             cargo scaffold merge shard-1.db shard-2.db --output merged/ && cargo scaffold gate --results merged/"
     )]
     Merge(MergeArgs),
+    /// Browse the session database in a web browser: runs, a run's grid, two runs compared.
+    #[command(
+        long_about = "Serve the session database, read only, on a local web server and print its\n\
+            URL: every eval run (origin, time, state, evals, cells passed), one run's\n\
+            grid of cases × variants with each cell's verdict, scores and output\n\
+            (filter by failing or passing cells, variant and text), and any two runs\n\
+            compared eval by eval (regressions first). Binds 127.0.0.1 unless --host\n\
+            says otherwise. Runs until stopped.",
+        after_help = "Examples:\n  \
+            cargo scaffold view\n  \
+            cargo scaffold view --database shard-1.db --port 8080 --open"
+    )]
+    View(ViewArgs),
 }
 
 /// `cargo scaffold run`.
@@ -349,6 +362,22 @@ pub enum RunsCommand {
         cargo scaffold runs list --database shard-1.db"
     )]
     List(RunsListArgs),
+}
+
+/// `cargo scaffold view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub db: DatabaseArg,
+    /// The address to listen on (another than 127.0.0.1 shows the store to other machines)
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (0: any free one)
+    #[arg(long, value_name = "PORT", default_value_t = 7878)]
+    pub port: u16,
+    /// Open the page in the desktop's browser
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// `cargo scaffold runs list`.

@@ -9,6 +9,7 @@ mod paths;
 mod results;
 mod store;
 mod text;
+mod view;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -55,6 +56,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Merge(args) => cmd::merge::run(&args),
         Command::Plan(args) => cmd::plan::run(&args),
         Command::Validate(args) => cmd::validate::run(&args),
+        Command::View(args) => view::run(&args),
     }
 }
 

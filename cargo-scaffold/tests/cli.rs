@@ -1944,3 +1944,161 @@ fn plan_says_how_many_cases_an_effect_needs() {
         assert_input_error(&args, expected);
     }
 }
+
+/// A finished run `id` of eval `qa` in `db`: `results(failing, 100)` with
+/// each cell's output set by `output`.
+fn finished_run(db: &Path, id: &str, failing: &[&str], output: impl Fn(&CellRecord) -> String) {
+    let store = Store::open(db).expect("the database opens");
+    let r = results(failing, 100);
+    let meta = EvalRunMeta::new(id, "harness").eval("qa", r.config.clone());
+    store.begin_eval_run(&meta).expect("the run begins");
+    for c in &r.results {
+        let mut record = c.clone();
+        record.output = Some(Value::String(output(c)));
+        let name = c.test_name("qa", 1);
+        store
+            .record_cell(id, &RecordedCell::new("qa", name, record, true))
+            .expect("the cell is recorded");
+    }
+    store
+        .finish_eval_run_if_whole(id)
+        .expect("the run finishes");
+    store.flush().expect("the store flushes");
+}
+
+/// `GET {url}{path}` over HTTP/1.1: the status line and the body.
+fn get(url: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(addr).expect("the viewer listens");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or_default().to_string(),
+        body.to_string(),
+    )
+}
+
+/// The viewer serves the store: every run, one run's grid (filtered by
+/// status, variant and text), two runs compared with the regression
+/// first, a clear page for a run that is not there; untrusted outputs stay
+/// text (escaped, and a Content-Security-Policy that runs no script at
+/// all), checked in Chromium too.
+#[test]
+fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("view.db");
+    let hostile = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\"><a href=\"javascript:alert(1)\">x</a></script>";
+    finished_run(&db, "run-one", &[], |c| {
+        format!("{} answered {hostile}", c.variant)
+    });
+    finished_run(&db, "run-two", &["smart::sub"], |c| {
+        format!("{} said {}", c.variant, c.case)
+    });
+    /// The viewer's process, stopped however the test ends.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Server(
+        command(&["scaffold", "view", "--database", s(&db), "--port", "0"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("the viewer starts"),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.0.stdout.take().expect("stdout")),
+        &mut line,
+    )
+    .expect("the viewer says where it listens");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("a local URL: {line}"))
+        .to_string();
+
+    let (status, runs) = get(&url, "/");
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        runs.contains("/runs/run-one") && runs.contains("/runs/run-two"),
+        "{runs}"
+    );
+    assert!(runs.contains("<form action=\"/compare\">"), "{runs}");
+
+    let (_, grid) = get(&url, "/runs/run-one");
+    assert!(grid.contains("4 of 4 cells shown"), "{grid}");
+    assert!(
+        grid.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"),
+        "{grid}"
+    );
+    assert!(
+        !grid.contains("<script>document") && !grid.contains("<img src=x"),
+        "{grid}"
+    );
+    assert!(grid.contains("default-src 'none'"), "{grid}");
+    let (_, failing) = get(&url, "/runs/run-two?status=failing");
+    assert!(
+        failing.contains("1 of 4 cells shown") && failing.contains("smart said sub"),
+        "{failing}"
+    );
+    assert!(!failing.contains("fast said add"), "{failing}");
+    let (_, searched) = get(&url, "/runs/run-two?q=SAID%20ADD&variant=fast");
+    assert!(
+        searched.contains("1 of 4 cells shown") && searched.contains("fast said add"),
+        "{searched}"
+    );
+
+    let (_, compared) = get(&url, "/compare?base=run-one&head=run-two");
+    assert!(
+        compared.contains("1 regression(s), 0 improvement(s)"),
+        "{compared}"
+    );
+    assert!(
+        compared.contains(
+            "class=\"fail\">regression</td><td>smart::sub</td><td>passed in the baseline, fails now"
+        ),
+        "{compared}"
+    );
+
+    let (status, missing) = get(&url, "/runs/nope");
+    assert!(status.contains("404"), "{status}");
+    assert!(missing.contains("nope"), "{missing}");
+
+    let chromium = Path::new("/usr/bin/chromium");
+    if chromium.exists() {
+        let out = Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--dump-dom",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                dir.path().join("profile").display()
+            ))
+            .arg(format!("{url}runs/run-one"))
+            .output()
+            .expect("chromium runs");
+        let dom = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            dom.contains("<title>Run run-one</title>"),
+            "no script ran: {dom}"
+        );
+        assert!(!dom.contains("pwned</title>"), "{dom}");
+    } else {
+        eprintln!("SKIPPED the Chromium check: no {}", chromium.display());
+    }
+    drop(server);
+}
