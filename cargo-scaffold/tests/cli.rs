@@ -1960,9 +1960,7 @@ fn finished_run(db: &Path, id: &str, failing: &[&str], output: impl Fn(&CellReco
             .record_cell(id, &RecordedCell::new("qa", name, record, true))
             .expect("the cell is recorded");
     }
-    store
-        .finish_eval_run_if_whole(id)
-        .expect("the run finishes");
+    store.finish_eval_run(id).expect("the run finishes");
     store.flush().expect("the store flushes");
 }
 
@@ -2069,6 +2067,33 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
         ),
         "{compared}"
     );
+
+    // A run still going reloads itself and shows its cells as they come.
+    assert!(!grid.contains("http-equiv=\"refresh\""), "{grid}");
+    let store = Store::open(&db).expect("the database opens");
+    let r = results(&[], 100);
+    let meta = EvalRunMeta::new("run-live", "nextest").eval("qa", r.config.clone());
+    store.begin_eval_run(&meta).expect("the run begins");
+    let record = |c: &CellRecord| RecordedCell::new("qa", c.test_name("qa", 1), c.clone(), true);
+    store
+        .record_cell("run-live", &record(&r.results[0]))
+        .expect("recorded");
+    store.flush().expect("flushed");
+    let (_, live) = get(&url, "/runs/run-live");
+    assert!(
+        live.contains("<meta http-equiv=\"refresh\" content=\"2\">"),
+        "{live}"
+    );
+    assert!(
+        live.contains("going (this page reloads every 2 s)") && live.contains("1 of 1 cells shown"),
+        "{live}"
+    );
+    store
+        .record_cell("run-live", &record(&r.results[1]))
+        .expect("recorded");
+    store.flush().expect("flushed");
+    let (_, live) = get(&url, "/runs/run-live");
+    assert!(live.contains("2 of 2 cells shown"), "{live}");
 
     let (status, missing) = get(&url, "/runs/nope");
     assert!(status.contains("404"), "{status}");

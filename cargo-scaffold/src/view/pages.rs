@@ -49,10 +49,19 @@ form{margin:.5em 0}";
 
 /// A whole page: its title (text) and body (HTML).
 pub fn page(title: &str, body: &str) -> String {
+    page_with(title, "", body)
+}
+
+/// Seconds between two loads of the page of a run still going: its cells
+/// show as they finish, a nextest run's processes' too.
+pub const LIVE_REFRESH_SECONDS: u32 = 2;
+
+/// A whole page with `head` (HTML) added to its head.
+fn page_with(title: &str, head: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
-         <title>{}</title><style>{STYLE}</style></head><body>\
+         {head}<title>{}</title><style>{STYLE}</style></head><body>\
          <nav><a href=\"/\">Runs</a></nav><h1>{}</h1>{body}</body></html>",
         esc(title),
         esc(title)
@@ -170,10 +179,18 @@ fn cut(s: &str, n: usize) -> String {
 /// One run: each eval's grid of cases × variants (one row per case and
 /// trial), filtered and paged.
 pub fn run(record: &EvalRunRecord, evals: &[EvalResults], filter: &Filter) -> String {
+    let (state, refresh) = match record.finished {
+        true => ("finished".to_string(), String::new()),
+        false => (
+            format!("going (this page reloads every {LIVE_REFRESH_SECONDS} s)"),
+            format!("<meta http-equiv=\"refresh\" content=\"{LIVE_REFRESH_SECONDS}\">"),
+        ),
+    };
     let mut body = format!(
-        "<p>{} · {} · {}/{} cells passed</p>",
+        "<p>{} · {} · {} · {}/{} cells passed</p>",
         esc(&record.origin),
         esc(&rfc3339(record.started_at_ms)),
+        esc(&state),
         record.passed,
         record.cells
     );
@@ -195,7 +212,7 @@ pub fn run(record: &EvalRunRecord, evals: &[EvalResults], filter: &Filter) -> St
     for eval in evals {
         eval_grid(&mut body, eval, filter);
     }
-    page(&format!("Run {}", record.id), &body)
+    page_with(&format!("Run {}", record.id), &refresh, &body)
 }
 
 /// One eval's grid: a row per dataset, case and trial, a column per variant.
