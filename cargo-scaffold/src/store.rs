@@ -24,10 +24,26 @@ pub fn open(flag: Option<&Path>) -> Result<Db, CliError> {
     open_file(&path, from)
 }
 
+/// Open the database to read only, as [`open`] finds it: nothing is
+/// migrated or written (see `Store::open_read_only`).
+pub fn open_read_only(flag: Option<&Path>) -> Result<Db, CliError> {
+    let (path, from) = paths::database(flag)?;
+    opened(&path, from, Store::open_read_only(&path))
+}
+
 /// Open the database file `path` (`from` says where the path came from, for
 /// messages); an error when there is none.
 pub fn open_file(path: &Path, from: &str) -> Result<Db, CliError> {
-    match Store::open_existing(path) {
+    opened(path, from, Store::open_existing(path))
+}
+
+/// What opening `path` gave, as a database or the error that says why not.
+fn opened(
+    path: &Path,
+    from: &str,
+    result: Result<Option<Store>, StoreError>,
+) -> Result<Db, CliError> {
+    match result {
         Ok(Some(store)) => Ok(Db {
             store,
             path: path.to_path_buf(),

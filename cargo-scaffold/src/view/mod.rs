@@ -29,7 +29,7 @@ struct Viewer {
 
 /// `cargo scaffold view`.
 pub fn run(args: &ViewArgs) -> CmdResult {
-    let db = store::open(args.db.database.as_deref())?;
+    let db = store::open_read_only(args.db.database.as_deref())?;
     let host: IpAddr = args.host.parse().map_err(|_| {
         CliError::input(format!(
             "--host `{}`: expected an IP address such as 127.0.0.1",

@@ -466,6 +466,40 @@ impl Store {
         Store::open_with(path, StoreOptions::default(), false).map(Some)
     }
 
+    /// Open the existing database file at `path` to read only, or
+    /// `Ok(None)` when there is no file there: nothing is created, migrated
+    /// or written (every connection is `query_only`, so a write fails), as a
+    /// viewer over another process's runs wants. A database of an older
+    /// schema is [`StoreError::Corrupt`] saying to open it once with the
+    /// harness or [`Store::open_existing`], which migrate it.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Option<Store>, StoreError> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let name = path.display().to_string();
+        let options = StoreOptions::default();
+        let conn = open_reader(path, &name, options.busy_timeout)?;
+        let version = schema::user_version(&conn, &name)?;
+        if version != schema::SCHEMA_VERSION {
+            return Err(StoreError::Corrupt {
+                path: name,
+                what: "schema version".into(),
+                detail: format!(
+                    "{version}, where this version reads {}: open it once with the harness \
+                     (or any cargo scaffold command but `view`) to migrate it",
+                    schema::SCHEMA_VERSION
+                ),
+            });
+        }
+        let readers = Readers::Pool {
+            path: path.to_path_buf(),
+            busy_timeout: options.busy_timeout,
+            idle: Mutex::new(Vec::new()),
+        };
+        Store::start(conn, name, readers, &options).map(Some)
+    }
+
     /// A private in-memory database with default options; it lives as long
     /// as the store's handles.
     pub fn in_memory() -> Result<Store, StoreError> {

@@ -159,6 +159,42 @@ fn round_trip_file() {
     assert!(dir.db().is_file());
 }
 
+/// A store opened read only reads what another handle wrote and writes
+/// nothing: not a session, not a migration, not a file that is missing.
+#[test]
+fn a_store_opened_read_only_reads_and_never_writes() {
+    let dir = TempDir::new();
+    assert!(Store::open_read_only(dir.db()).unwrap().is_none());
+    assert!(!dir.db().exists(), "opening to read created the file");
+    let writer = Store::open(dir.db()).unwrap();
+    round_trip(&writer);
+    drop(writer);
+    let bytes = std::fs::read(dir.db()).unwrap();
+
+    let reader = Store::open_read_only(dir.db())
+        .unwrap()
+        .expect("the file is there");
+    assert_eq!(reader.session("s1").unwrap().unwrap().signal_count, 6);
+    assert_eq!(reader.schema_version().unwrap(), SCHEMA_VERSION);
+    let refused = reader
+        .begin_session(&SessionMeta::new("s2", "planner"))
+        .and_then(|()| reader.flush());
+    assert!(refused.is_err(), "a read-only store wrote a session");
+    drop(reader);
+    assert_eq!(
+        std::fs::read(dir.db()).unwrap(),
+        bytes,
+        "the database changed"
+    );
+    assert!(
+        Store::open(dir.db())
+            .unwrap()
+            .session("s2")
+            .unwrap()
+            .is_none()
+    );
+}
+
 #[test]
 fn round_trip_in_memory() {
     let store = Store::in_memory().unwrap();
