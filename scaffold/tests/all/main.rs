@@ -14,6 +14,7 @@
 mod assertions;
 mod bridge;
 mod bridge_command;
+mod browser;
 mod compare;
 mod datasets;
 mod eval_cells;

@@ -764,8 +764,6 @@ fn check_text(text: &str) {
 
 // ---------------------------------------------------------------- Chromium
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-
 /// Render `html` with headless Chromium and return the DOM it built; `None`
 /// (with a message) when Chromium is not installed outside CI.
 fn chromium_dom(html: &str) -> Option<String> {
@@ -775,17 +773,7 @@ fn chromium_dom(html: &str) -> Option<String> {
 /// [`chromium_dom`] of the page opened at `#hash` (`""`: none): the page's
 /// script opens the transcript of the cell the hash names.
 fn chromium_dom_at(html: &str, hash: &str) -> Option<String> {
-    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-    if !Path::new(CHROMIUM).exists() {
-        assert!(
-            !in_ci,
-            "{CHROMIUM} is missing in CI: .ci/run installs Debian's chromium"
-        );
-        eprintln!(
-            "SKIPPED: {CHROMIUM} is not installed (apt-get install -y chromium) and this is not CI"
-        );
-        return None;
-    }
+    let chromium = crate::browser::chromium()?;
     let dir = std::env::temp_dir().join(format!(
         "scaffold-html-{}-{}",
         std::process::id(),
@@ -795,18 +783,9 @@ fn chromium_dom_at(html: &str, hash: &str) -> Option<String> {
     std::fs::create_dir_all(&profile).unwrap();
     let page = dir.join("report.html");
     std::fs::write(&page, html).unwrap();
-    let output = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-        ])
+    let output = Command::new(chromium)
+        .args(crate::browser::FLAGS)
+        .arg("--disable-quic")
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
         .arg(format!("file://{}{hash}", page.display()))
