@@ -1,6 +1,7 @@
 //! Inline SVG plots for the HTML report: a value distribution per variant
 //! (a box from the quartiles, whiskers to min and max, every cell as a
-//! dot, the mean as a diamond) and cost against quality with the
+//! dot, the mean as a diamond; past [`MAX_DOTS`] values in a plot, each
+//! row's histogram of [`BINS`] bins instead of the dots) and cost against quality with the
 //! comparison's Pareto frontier: its points ringed, a staircase through
 //! them when there are two or more, and every point labelled where the
 //! label overlaps no other label.
@@ -86,6 +87,12 @@ pub(crate) struct Series<'a> {
     pub values: Vec<f64>,
 }
 
+/// The most values a distribution draws as a dot each; past them every
+/// row is a histogram (a plot's size no longer grows with its cells).
+pub(crate) const MAX_DOTS: usize = 300;
+/// The bins of a row's histogram, across the value axis.
+pub(crate) const BINS: usize = 40;
+
 const WIDTH: f64 = 720.0;
 const LEFT: f64 = 170.0;
 const RIGHT: f64 = 30.0;
@@ -155,9 +162,10 @@ pub(crate) fn distribution(
     let mut s = String::new();
     open_svg(&mut s, id, "plot score-distribution", height, title, LEFT);
     value_axis(&mut s, &x, height, axis);
+    let histogram = series.iter().map(|s| s.values.len()).sum::<usize>() > MAX_DOTS;
     for (row, serie) in series.iter().enumerate() {
         let cy = TOP + ROW * row as f64 + ROW / 2.0;
-        series_row(&mut s, &x, serie, cy);
+        series_row(&mut s, &x, serie, cy, histogram);
     }
     s.push_str("</svg>");
     s
@@ -202,8 +210,9 @@ fn value_axis(s: &mut String, x: &Scale, height: f64, axis: &str) {
 }
 
 /// One variant's row of [`distribution`] at height `cy`: its name, then
-/// its box, dots and mean (none without values).
-fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64) {
+/// its histogram (when `histogram`), box, dots (else) and mean (none
+/// without values).
+fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64, histogram: bool) {
     let row = Row {
         x,
         cy,
@@ -220,8 +229,13 @@ fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64) {
     if !serie.values.is_empty() {
         let mut sorted = serie.values.clone();
         sorted.sort_by(f64::total_cmp);
+        if histogram {
+            row.histogram(s, &sorted);
+        }
         row.box_plot(s, &sorted);
-        row.dots(s, &serie.values);
+        if !histogram {
+            row.dots(s, &serie.values);
+        }
         row.mean(s, sorted.iter().sum::<f64>() / sorted.len() as f64);
     }
     s.push_str("</g>");
@@ -263,6 +277,34 @@ impl Row<'_> {
             x.at(med),
             cy + 9.0
         );
+    }
+
+    /// The `sorted` values' histogram: a bar per non-empty bin of [`BINS`]
+    /// across the axis, as tall as its share of the fullest bin, centred
+    /// on the row behind the box, titled with its count and range.
+    fn histogram(&self, s: &mut String, sorted: &[f64]) {
+        let Row { x, cy, c } = *self;
+        let width = (x.hi - x.lo) / BINS as f64;
+        let mut counts = [0usize; BINS];
+        for v in sorted {
+            let bin = ((v - x.lo) / width).floor();
+            counts[(bin.max(0.0) as usize).min(BINS - 1)] += 1;
+        }
+        let fullest = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+        for (bin, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let (lo, hi) = (x.lo + width * bin as f64, x.lo + width * (bin + 1) as f64);
+            let h = (34.0 * n as f64 / fullest).max(1.0);
+            let _ = write!(
+                s,
+                r#"<rect class="bin" x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{c}" fill-opacity="0.45"><title>{n} {} from {} to {}</title></rect>"#,
+                x.at(lo),
+                cy - h / 2.0,
+                (x.at(hi) - x.at(lo)).max(1.0),
+                if n == 1 { "cell" } else { "cells" },
+                num(lo),
+                num(hi)
+            );
+        }
     }
 
     /// Every value as a dot, jittered by its position.
@@ -667,6 +709,45 @@ mod tests {
         assert_eq!(ticks(0.0, 1.0), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
         assert_eq!(ticks(0.0, 0.05), vec![0.0, 0.01, 0.02, 0.03, 0.04, 0.05]);
         assert_eq!(ticks(3.0, 3.0), vec![3.0]);
+    }
+
+    /// Past a few hundred values a plot draws each row's histogram, not a
+    /// dot per value: its size stays that of a few hundred dots, and the
+    /// bins' counts add up to every value.
+    #[test]
+    fn many_values_are_drawn_as_a_histogram_not_a_dot_each() {
+        let series: Vec<Series<'_>> = ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(index, name)| Series {
+                name,
+                index,
+                values: (0..5_000).map(|i| f64::from(i % 97) / 96.0).collect(),
+            })
+            .collect();
+        let svg = distribution("p", "Quality", "score", &series, true);
+        assert_eq!(svg.matches("class=\"dot\"").count(), 0);
+        let bins = svg.matches("<rect class=\"bin\"").count();
+        assert!(bins > 10 && bins <= 2 * BINS, "{bins}");
+        let counted: usize = svg
+            .match_indices("<rect class=\"bin\"")
+            .map(|(i, _)| {
+                let title = &svg[i..];
+                let title = &title[title.find("<title>").unwrap() + 7..];
+                title[..title.find(' ').unwrap()].parse::<usize>().unwrap()
+            })
+            .sum();
+        assert_eq!(counted, 10_000);
+        assert!(svg.len() < 30_000, "{} bytes", svg.len());
+        // A few values are still a dot each.
+        let few = [Series {
+            name: "a",
+            index: 0,
+            values: vec![0.1, 0.5, 0.9],
+        }];
+        let svg = distribution("p", "Quality", "score", &few, true);
+        assert_eq!(svg.matches("class=\"dot\"").count(), 3);
+        assert_eq!(svg.matches("class=\"bin\"").count(), 0);
     }
 
     /// The point labels of a cost/quality plot: text, x, y, anchor.
