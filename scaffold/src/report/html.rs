@@ -704,6 +704,9 @@ fn cells(
     let mut text = String::new();
     text.push_str("<section id=\"cells\">\n<h2>Cells</h2>\n");
     text.push_str(viewer::FILTERS);
+    if results.results.len() > viewer::PAGE_ROWS {
+        text.push_str(viewer::NO_SCRIPT_ROWS);
+    }
     text.push_str("<table>\n<thead><tr><th>Cell</th><th>Result</th><th class=\"num\">Latency</th><th class=\"num\">Cost</th><th class=\"num\">Tokens</th>");
     for s in &scorers {
         let _ = write!(text, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));
@@ -716,6 +719,7 @@ fn cells(
         .map(viewer::baseline_sessions)
         .unwrap_or_default();
     let trials = results.config.trials;
+    let mut index = 0;
     stream::each_whole(&results.results, details, |c| {
         text.clear();
         let anchor = cell_anchor(&results.eval, &c.variant, &c.case, c.trial);
@@ -724,10 +728,12 @@ fn cells(
         let tags = transcripts.map(|t| viewer::cell_tags(t.store, &c.session_id));
         let mark = RowMark {
             anchor: &anchor,
+            hidden: index >= viewer::PAGE_ROWS,
             flaky: marks.is_flaky(c),
             regressed,
             tags: tags.as_deref().unwrap_or("[]"),
         };
+        index += 1;
         row(&mut text, results, c, &mark, &scorers);
         if let Some(t) = transcripts.filter(|_| picked.wants(c)) {
             let base = baseline_sessions.get(&label).filter(|_| regressed);
@@ -741,6 +747,8 @@ fn cells(
 /// What a row of the cells table shows besides its cell.
 struct RowMark<'a> {
     anchor: &'a str,
+    /// Past the first page (the viewer pages the table).
+    hidden: bool,
     flaky: bool,
     regressed: bool,
     /// The session's tags, a JSON array.
@@ -757,14 +765,16 @@ fn row(
 ) {
     let RowMark {
         anchor,
+        hidden,
         flaky: is_flaky,
         regressed,
         tags,
     } = *mark;
     let _ = write!(
         out,
-        "<tr id=\"{anchor}\" class=\"cell {}\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\"{}>{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td>",
+        "<tr id=\"{anchor}\" class=\"cell {}\"{} tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\"{}>{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td>",
         if c.passed { "passed" } else { "failed" },
+        if hidden { " hidden" } else { "" },
         xml(&c.variant),
         xml(&c.case),
         c.trial,

@@ -28,6 +28,8 @@ tr.cell { cursor: pointer; }
 tr.cell:focus, tr.cell.current { outline: 2px solid #2563eb; outline-offset: -2px; }
 tr.detail > td { background: #f9fafb; padding: 12px; }
 nav#jump { margin: 8px 0; padding: 6px 10px; border-left: 3px solid var(--bad); background: #fef2f2; }
+#filters input[type=search] { min-width: 16em; padding: 2px 6px; }
+.pager { display: flex; gap: 8px; align-items: center; margin: 8px 0; color: var(--muted); }
 #filters { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
 .transcript .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; }
 .transcript input[type=search] { flex: 1; padding: 4px 8px; }
@@ -396,8 +398,19 @@ pub(crate) fn jump_list(out: &mut String, groups: &[JumpGroup<'_>]) {
     out.push_str("</nav>\n");
 }
 
-/// The filters above the cells table (the script fills their options).
-pub(crate) const FILTERS: &str = "<div id=\"filters\"><label>Variant <select id=\"filter-variant\"><option value=\"\">all</option></select></label> <label>Case <select id=\"filter-case\"><option value=\"\">all</option></select></label> <label>Tag <select id=\"filter-tag\"><option value=\"\">all</option></select></label> <label>Status <select id=\"filter-status\"><option value=\"\">all</option></select></label> <span id=\"filter-count\" class=\"meta\"></span> <span class=\"meta\">Keys: j/k next/previous cell, Enter opens its transcript, / searches.</span></div>\n";
+/// The filters above the cells table (the script fills their options):
+/// a search of the cells' text (`/` focuses it), then variant, case, tag
+/// and status.
+pub(crate) const FILTERS: &str = "<div id=\"filters\"><input type=\"search\" id=\"filter-search\" placeholder=\"Search cells (/)\" aria-label=\"Search cells\"> <label>Variant <select id=\"filter-variant\"><option value=\"\">all</option></select></label> <label>Case <select id=\"filter-case\"><option value=\"\">all</option></select></label> <label>Tag <select id=\"filter-tag\"><option value=\"\">all</option></select></label> <label>Status <select id=\"filter-status\"><option value=\"\">all</option></select></label> <span id=\"filter-count\" class=\"meta\"></span> <span class=\"meta\">Keys: j/k next/previous cell, Enter opens its transcript, / searches.</span></div>\n";
+
+/// The rows of the cells table shown at a time: the HTML marks the rest
+/// `hidden` (Chromium lays out no more), the script pages through them (as
+/// filters, `j`/`k` and links to a cell move) and says so in `.pager`.
+pub(crate) const PAGE_ROWS: usize = 100;
+
+/// Without scripts, a long table's every row.
+pub(crate) const NO_SCRIPT_ROWS: &str =
+    "<noscript><style>tr.cell[hidden] { display: table-row; }</style></noscript>\n";
 
 /// A page with one session's transcript (`cargo scaffold sessions show ID --html`).
 pub fn session_page(session_id: &str, signals: &[Signal]) -> String {
@@ -461,6 +474,12 @@ mod examples {
                 .to_string(),
             "SCAFFOLD_REPORT_TRANSCRIPTS=`some` is not one of: all, failing, none"
         );
+    }
+
+    #[test]
+    fn the_script_pages_the_table_as_the_html_does() {
+        let page = format!("var PAGE = {};", super::PAGE_ROWS);
+        assert!(super::SCRIPT.contains(&page), "viewer.js: {page}");
     }
 
     #[test]

@@ -227,6 +227,11 @@ impl Page {
         );
     }
 
+    /// Type `text` into the focused element.
+    pub(crate) fn type_text(&mut self, text: &str) {
+        self.call("Input.insertText", json!({"text": text}));
+    }
+
     /// Wait for the next frame to be drawn (after the work queued before it).
     pub(crate) fn next_frame(&mut self) {
         self.eval(NEXT_FRAME);

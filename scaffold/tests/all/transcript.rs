@@ -580,6 +580,118 @@ fn the_markdown_summary_links_failed_cells_to_their_anchor() {
     assert!(report::render(Format::Markdown, &results, None).contains("| `gpt-4o::refund` |"));
 }
 
+/// `/` with no transcript open focuses the cells' search, and what is
+/// typed there filters the cells (it used to focus the Variant select,
+/// where typing did nothing).
+#[test]
+fn slash_focuses_a_search_of_the_cells() {
+    let html = page(TranscriptSelection::All);
+    let Some(mut page) = Page::open("slash", &[("report.html", &html)]) else {
+        return;
+    };
+    page.press("/");
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("filter-search")
+    );
+    page.type_text("refund");
+    assert_eq!(
+        page.eval("document.getElementById('filter-count').textContent"),
+        json!("2 of 4 cells")
+    );
+    let shown = "[].filter.call(document.querySelectorAll('tr.cell'), function (r) { return !r.hidden; })\
+         .map(function (r) { return r.getAttribute('data-case'); }).join(' ')";
+    assert_eq!(page.eval(shown), json!("refund refund"));
+    // Escape leaves the search; `j` moves among the cells it shows.
+    page.press("Escape");
+    page.press("j");
+    assert_eq!(page.eval("document.activeElement.id"), json!(FAILING));
+    // With a transcript open, `/` searches in it.
+    page.press("Enter");
+    page.press("/");
+    assert_eq!(
+        page.eval("document.activeElement.className"),
+        json!("t-search")
+    );
+}
+
+/// 250 cells: a page of 100 rows at a time, in the HTML (so that Chromium
+/// lays out no more) and as filters, `j` and links move; every row is in
+/// the file for a reader without scripts.
+#[test]
+fn a_long_table_is_shown_a_page_at_a_time() {
+    let cells: Vec<CellRecord> = (0..250)
+        .map(|i| {
+            let mut c = CellRecord::new("v", format!("case-{i:03}"));
+            c.passed = i % 50 != 7;
+            c
+        })
+        .collect();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 250,
+        variants: vec!["v".into()],
+        scorers: vec![],
+        min_pass_rate: 1.0,
+    };
+    let results = EvalResults::new("long", "2026-01-28T12:00:00Z", config, cells);
+    let html = report::render(Format::Html, &results, None);
+    assert_eq!(html.matches("<tr id=\"cell-").count(), 250);
+    assert_eq!(
+        html.matches("class=\"cell passed\" hidden").count()
+            + html.matches("class=\"cell failed\" hidden").count(),
+        150
+    );
+    assert!(html.contains("<noscript>"), "every row without scripts");
+    let shown = "[].filter.call(document.querySelectorAll('tr.cell'), function (r) { return !r.hidden; })\
+         .map(function (r) { return r.getAttribute('data-case'); })";
+    let Some(mut page) =
+        Page::open_at("paged", &[("long.html", &html)], "#cell-long-v-case-180-t0")
+    else {
+        return;
+    };
+    // The link's row is on the second page, open and focused.
+    let on_view = page.eval(shown);
+    assert_eq!(on_view.as_array().unwrap().len(), 100);
+    assert_eq!(on_view[0], json!("case-100"));
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("cell-long-v-case-180-t0")
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('tr.detail').length"),
+        json!(1)
+    );
+    assert!(
+        page.eval("document.querySelector('.pager').textContent")
+            .as_str()
+            .unwrap()
+            .contains("101–200 of 250")
+    );
+    // Filtered: the five failing cells, one page.
+    page.eval("var f = document.getElementById('filter-status'); f.value = 'fail'; f.dispatchEvent(new Event('change')); true");
+    assert_eq!(
+        page.eval(&format!("{shown}.join(' ')")),
+        json!("case-007 case-057 case-107 case-157 case-207")
+    );
+    // Cleared: the first page again; `j` past its last row turns the page.
+    page.eval("var f = document.getElementById('filter-status'); f.value = ''; f.dispatchEvent(new Event('change')); true");
+    assert_eq!(page.eval(&format!("{shown}.length")), json!(100));
+    page.eval("document.getElementById('cell-long-v-case-099-t0').focus(); true");
+    page.press("j");
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("cell-long-v-case-100-t0")
+    );
+    assert_eq!(page.eval(&format!("{shown}[0]")), json!("case-100"));
+    page.press("k");
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("cell-long-v-case-099-t0")
+    );
+    assert_eq!(page.eval(&format!("{shown}[99]")), json!("case-099"));
+}
+
 /// 10,000 cells, 1% failing, of two variants scored by two scorers (so
 /// four plots, three of them a value per cell): the default embeds the
 /// failing cells and their siblings only. Printed (docs/ci.md): the page's
@@ -665,12 +777,11 @@ fn ten_thousand_cells_stay_usable() {
     let j = page.time(|p| p.press("j"));
     let focused = page.eval("document.activeElement.id");
     assert_eq!(focused, json!("cell-big-gpt-4o-case-0001-t0"));
-    // Opening a failing cell's transcript.
+    // Opening a failing cell's transcript by its link (the summary's).
     let failing = "cell-big-gpt-4o-case-0100-t0";
-    page.eval(&format!(
-        "document.getElementById('{failing}').focus(); true"
-    ));
-    let open = page.time(|p| p.press("Enter"));
+    let open = page.time(|p| {
+        p.eval(&format!("location.hash = '#{failing}'; true"));
+    });
     let dom = page.dom();
     assert!(detail_after(&dom, failing).contains("class=\"timeline\""));
     eprintln!(
