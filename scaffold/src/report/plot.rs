@@ -52,6 +52,32 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
+/// The labels of cost ticks (a round step apart): dollars with as many
+/// decimals as the step has (two at least below a dollar), so that no two
+/// read the same however small the costs.
+fn usd_ticks(ticks: &[f64]) -> Vec<String> {
+    let step = match ticks {
+        [a, b, ..] => b - a,
+        _ => 1.0,
+    };
+    let whole = |d: i32| {
+        let scaled = step * 10f64.powi(d);
+        (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+    };
+    let mut decimals = if step >= 1.0 { 0 } else { 2 };
+    while decimals < 12 && !whole(decimals) {
+        decimals += 1;
+    }
+    let decimals = decimals as usize;
+    ticks
+        .iter()
+        .map(|&t| match t {
+            0.0 => "$0".to_string(),
+            t => format!("${t:.decimals$}"),
+        })
+        .collect()
+}
+
 /// A range that is never empty: `lo..hi`, widened when they meet.
 fn range(lo: f64, hi: f64) -> (f64, f64) {
     if !(lo.is_finite() && hi.is_finite()) {
@@ -504,14 +530,15 @@ impl Plane {
     /// The grid and ticks of both axes, the axes and their labels.
     fn axes(&self, s: &mut String, quality_label: &str) {
         let (pw, ph) = (self.cost.len, self.quality.len);
-        for t in ticks(self.cost.lo, self.cost.hi) {
+        let cost_ticks = ticks(self.cost.lo, self.cost.hi);
+        for (t, label) in cost_ticks.iter().copied().zip(usd_ticks(&cost_ticks)) {
             let tx = self.cost.at(t);
             let _ = write!(
                 s,
                 r##"<line class="grid" x1="{tx:.1}" y1="{CQ_TOP}" x2="{tx:.1}" y2="{:.1}" stroke="#e5e7eb"/><text class="tick" x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
                 CQ_TOP + ph,
                 CQ_TOP + ph + 16.0,
-                xml(&usd(t))
+                xml(&label)
             );
         }
         for t in ticks(self.quality.lo, self.quality.hi) {
@@ -748,6 +775,52 @@ mod tests {
         let svg = distribution("p", "Quality", "score", &few, true);
         assert_eq!(svg.matches("class=\"dot\"").count(), 3);
         assert_eq!(svg.matches("class=\"bin\"").count(), 0);
+    }
+
+    /// The cost axis's tick labels: as many digits as their step needs,
+    /// never the same label twice (tiny costs gave `$0.00` and `$0.0001`
+    /// twice each).
+    #[test]
+    fn cost_ticks_are_told_apart_at_any_scale() {
+        for (cheap, dear) in [
+            (0.00002, 0.00009),
+            (0.0011, 0.0017),
+            (0.02, 0.9),
+            (3.0, 40.0),
+        ] {
+            let pts = [
+                Point {
+                    name: "a",
+                    index: 0,
+                    cost: cheap,
+                    quality: 0.5,
+                },
+                Point {
+                    name: "b",
+                    index: 1,
+                    cost: dear,
+                    quality: 0.9,
+                },
+            ];
+            let svg = cost_quality("p", "pass rate", &pts, &[]);
+            let ticks: Vec<&str> = svg
+                .match_indices("<text class=\"tick\"")
+                .map(|(i, _)| {
+                    let t = &svg[i..];
+                    let t = &t[t.find('>').unwrap() + 1..];
+                    &t[..t.find('<').unwrap()]
+                })
+                .filter(|t| t.starts_with('$'))
+                .collect();
+            assert!(ticks.len() >= 3, "{ticks:?}");
+            let mut distinct = ticks.clone();
+            distinct.dedup();
+            assert_eq!(distinct, ticks, "costs {cheap}–{dear}");
+            // Each label is its tick's value.
+            let step: f64 = ticks[2].trim_start_matches('$').parse::<f64>().unwrap()
+                - ticks[1].trim_start_matches('$').parse::<f64>().unwrap();
+            assert!(step > 0.0, "{ticks:?}");
+        }
     }
 
     /// The point labels of a cost/quality plot: text, x, y, anchor.
