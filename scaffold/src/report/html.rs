@@ -834,6 +834,36 @@ mod tests {
         &html[start..end]
     }
 
+    /// A trade-off tells its two figures apart: `$0.00011 vs $0.00014`,
+    /// `1.21s vs 1.24s`, never `$0.0001 vs $0.0001` or `1.2s vs 1.2s`.
+    #[test]
+    fn a_trade_off_tells_its_figures_apart() {
+        use crate::eval::{CellRecord, EvalResults};
+        let mut cells = Vec::new();
+        for (variant, passes, cost, latency) in
+            [("good", 4, 0.00014, 1240), ("cheap", 2, 0.00011, 1210)]
+        {
+            for i in 0..4 {
+                let mut c = CellRecord::new(variant, format!("case-{i}"));
+                c.passed = i < passes;
+                c.metrics.cost_usd = cost;
+                c.metrics.latency_ms = latency;
+                cells.push(c);
+            }
+        }
+        let results = EvalResults::for_tests("qa", 1, cells);
+        let html = super::render(&results, None);
+        let line = html
+            .lines()
+            .find(|l| l.starts_with("<li>Trade-off: cheap is cheaper"))
+            .unwrap_or_else(|| panic!("no trade-off: {html}"));
+        assert!(
+            line.contains("cheaper ($0.00011 vs $0.00014 per case)"),
+            "{line}"
+        );
+        assert!(line.contains("faster (1.21s vs 1.24s avg)"), "{line}");
+    }
+
     /// A variant none of whose cells could be played back shows its
     /// latency and cost as unknown with the reason (in the variants table,
     /// the cells and the plots), is on no frontier and has no place on the
