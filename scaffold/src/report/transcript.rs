@@ -142,6 +142,20 @@ impl Transcript {
     }
 }
 
+impl Transcript {
+    /// Show the run's `output` under its end (what `output.*` assertions
+    /// read), when the transcript has it.
+    pub(crate) fn show_output(&mut self, output: &Value) {
+        let end = (self.entries.iter_mut().rev()).find(|e| e.k == "run" && e.t == RUN_ENDED);
+        if let Some(e) = end {
+            e.parts.push(Part::json("output", output));
+        }
+    }
+}
+
+/// The headline of the run's end.
+const RUN_ENDED: &str = "run ended";
+
 impl Builder {
     fn push(&mut self, s: &Signal, kind: &'static str, title: String) -> usize {
         self.out.entries.push(Entry {
@@ -171,7 +185,7 @@ impl Builder {
                 }
             }
             names::HARNESS_END => {
-                let e = self.push(s, "run", "run ended".into());
+                let e = self.push(s, "run", RUN_ENDED.into());
                 self.out.entries[e].m = duration(u64_of(p, "durationMs"));
             }
             names::HARNESS_TERMINATING => {

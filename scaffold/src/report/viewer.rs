@@ -311,6 +311,10 @@ pub(crate) fn cell_data(
     };
     // A cell that could not be played back failed for that cause alone.
     let cause = c.error.as_deref().filter(|_| c.unplayable);
+    // `output.*` read the run's output: its end, whose entry shows it.
+    let end = (signals.iter().rev())
+        .find(|s| s.name == crate::signal::names::HARNESS_END)
+        .map(|s| s.index);
     let assertions = c
         .assertions
         .iter()
@@ -319,9 +323,16 @@ pub(crate) fn cell_data(
             kind: a.type_name(),
             passed: a.passed,
             message: &a.message,
-            m: crate::assert::matched_signals(&a.assertion, &signals),
+            m: match a.type_name().starts_with("output.") {
+                true => end.into_iter().collect(),
+                false => crate::assert::matched_signals(&a.assertion, &signals),
+            },
         })
         .collect();
+    let mut transcript = Transcript::from_signals(&signals);
+    if let Some(output) = &c.output {
+        transcript.show_output(output);
+    }
     let data = CellData {
         session: &c.session_id,
         variant: &c.variant,
@@ -331,7 +342,7 @@ pub(crate) fn cell_data(
             Some(_) => c.assertions.iter().filter(|a| !a.passed).count(),
             None => 0,
         },
-        t: Transcript::from_signals(&signals),
+        t: transcript,
         b: baseline_session
             .and_then(|id| session_signals(t.store, id))
             .map(|s| Transcript::from_signals(&s)),
@@ -492,5 +503,111 @@ mod examples {
             cell_anchor("qa", "a b", "c", 0),
             cell_anchor("qa", "a-b", "c", 0)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{TranscriptSelection, Transcripts, cell_data};
+    use crate::assert::{Assertion, EvalContext, evaluate};
+    use crate::eval::CellRecord;
+    use crate::eval::results::AssertionRecord;
+    use crate::signal::Signal;
+    use crate::store::{SessionMeta, Store};
+
+    /// A session that calls `lookup` then `refund`, and ends.
+    fn signals() -> Vec<Signal> {
+        let list = [
+            ("harness:start", json!({})),
+            (
+                "tool:call",
+                json!({"id": "a", "name": "lookup", "input": {}}),
+            ),
+            (
+                "tool:result",
+                json!({"id": "a", "name": "lookup", "result": "ok"}),
+            ),
+            (
+                "tool:call",
+                json!({"id": "b", "name": "refund", "input": {"amount": 5}}),
+            ),
+            (
+                "tool:result",
+                json!({"id": "b", "name": "refund", "result": "ok"}),
+            ),
+            ("harness:end", json!({"durationMs": 10})),
+        ];
+        (list.into_iter().enumerate())
+            .map(|(i, (name, payload))| Signal {
+                index: i as u64,
+                name: name.into(),
+                payload,
+                at_ms: i as u64,
+                agent: None,
+            })
+            .collect()
+    }
+
+    /// What the viewer reads of a cell of the session with `assertions`
+    /// and `output`.
+    fn data(assertions: Value, output: Value) -> Value {
+        let store = Store::in_memory().unwrap();
+        store.begin_session(&SessionMeta::new("s1", "wf")).unwrap();
+        let signals = signals();
+        store.append("s1", &signals).unwrap();
+        store.flush().unwrap();
+        let mut c = CellRecord::new("v", "case");
+        c.session_id = "s1".into();
+        c.output = Some(output.clone());
+        let ctx = EvalContext::new(&signals).output(output);
+        let assertions: Vec<Assertion> = serde_json::from_value(assertions).unwrap();
+        c.assertions = (assertions.iter())
+            .map(|a| AssertionRecord::from(&evaluate(a, &ctx)))
+            .collect();
+        let t = Transcripts::new(&store, TranscriptSelection::All);
+        let html = cell_data(&t, "cell-x", &c, None);
+        let json = &html[html.find('>').unwrap() + 1..html.rfind("</script>").unwrap()];
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// `tool.called` and `tool.notCalled` point at the calls they counted
+    /// (every call when none has the name), `output.*` at the run's end,
+    /// whose entry shows the output.
+    #[test]
+    fn tool_and_output_assertions_point_at_the_signals_they_read() {
+        let d = data(
+            json!([
+                {"type": "tool.called", "name": "refund"},
+                {"type": "tool.called", "name": "escalate"},
+                {"type": "tool.notCalled", "name": "refund"},
+                {"type": "tool.notCalled", "name": "delete"},
+                {"type": "output.contains", "text": "done"},
+                {"type": "output.equals", "value": "refund done"},
+            ]),
+            json!("refund done"),
+        );
+        let m: Vec<&Value> = d["assertions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| &a["m"])
+            .collect();
+        assert_eq!(
+            m,
+            [
+                &json!([3]),
+                &json!([1, 3]),
+                &json!([3]),
+                &json!([1, 3]),
+                &json!([5]),
+                &json!([5])
+            ],
+            "{d:#}"
+        );
+        let end = d["t"]["entries"].as_array().unwrap().last().unwrap();
+        assert_eq!(end["t"], "run ended");
+        assert_eq!(end["parts"][0], json!({"l": "output", "x": "refund done"}));
     }
 }
