@@ -31,7 +31,7 @@ use super::stream::{self, Details};
 use super::viewer::{self, Picked};
 pub use super::viewer::{
     BadTranscriptSelection, TRANSCRIPTS_VAR, TranscriptSelection, Transcripts, cell_anchor,
-    session_page,
+    session_page, session_record_page,
 };
 use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};
@@ -725,7 +725,8 @@ fn cells(
         let anchor = cell_anchor(&results.eval, &c.variant, &c.case, c.trial);
         let label = c.label(trials);
         let regressed = marks.regressed.contains(&label);
-        let tags = transcripts.map(|t| viewer::cell_tags(t.store, &c.session_id));
+        let record = transcripts.and_then(|t| viewer::session_record(t.store, &c.session_id));
+        let tags = transcripts.map(|_| viewer::cell_tags(record.as_ref()));
         let mark = RowMark {
             anchor: &anchor,
             hidden: index >= viewer::PAGE_ROWS,
@@ -737,7 +738,8 @@ fn cells(
         row(&mut text, results, c, &mark, &scorers);
         if let Some(t) = transcripts.filter(|_| picked.wants(c)) {
             let base = baseline_sessions.get(&label).filter(|_| regressed);
-            text.push_str(&viewer::cell_data(t, &anchor, c, base.map(String::as_str)));
+            let base = base.map(String::as_str);
+            text.push_str(&viewer::cell_data(t, &anchor, c, record.as_ref(), base));
         }
         writer.write_all(text.as_bytes())
     })?;

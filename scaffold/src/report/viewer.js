@@ -317,6 +317,7 @@
     if (d.b) compare.appendChild(el('option', null, 'baseline')).value = '#baseline';
     if (compare.options.length > 1) bar.appendChild(compare);
     bar.appendChild(el('span', 'meta', 'session ' + d.session));
+    if (d.fork) bar.appendChild(el('span', 'meta fork', 'forked from session ' + d.fork.parent + ' at ' + d.fork.at));
     box.appendChild(bar);
     if (d.cause) {
       // A cell that could not be played back: that cause alone.

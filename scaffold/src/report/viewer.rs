@@ -12,12 +12,13 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::escape::xml;
 use super::transcript::Transcript;
 use crate::eval::{CellRecord, Comparison, EvalResults};
 use crate::signal::Signal;
-use crate::store::Store;
+use crate::store::{SessionMeta, SessionRecord, Store};
 
 /// The inline script of the viewer.
 pub(crate) const SCRIPT: &str = include_str!("viewer.js");
@@ -258,10 +259,64 @@ struct AssertionView<'a> {
     m: Vec<u64>,
 }
 
+/// Where a forked session comes from, as the viewer shows it: `forked
+/// from session {parent} at {at}`.
+#[derive(Serialize)]
+struct Fork<'a> {
+    parent: &'a str,
+    at: String,
+}
+
+impl Fork<'_> {
+    /// The fork of the session of `meta`, when it was forked.
+    fn of(meta: &SessionMeta) -> Option<Fork<'_>> {
+        Some(Fork {
+            parent: meta.parent_id.as_deref()?,
+            at: meta
+                .fork_point
+                .as_ref()
+                .map_or_else(|| "an unknown point".into(), fork_point_words),
+        })
+    }
+}
+
+/// A stored fork point in words: `signal #47 (phase coding, first;
+/// resumes at coding)`; its JSON when it has none of those fields.
+fn fork_point_words(point: &Value) -> String {
+    let text = |key: &str| point.get(key).and_then(Value::as_str);
+    let mut how = Vec::new();
+    if let Some(phase) = text("phase") {
+        how.push(match point.get("occurrence") {
+            Some(Value::String(o)) => format!("phase {phase}, {o}"),
+            Some(o) if !o.is_null() => format!("phase {phase}, occurrence {o}"),
+            _ => format!("phase {phase}"),
+        });
+    }
+    if let Some(predicate) = text("where") {
+        how.push(format!("where {predicate}"));
+    }
+    if let Some(phase) = text("resumeAt") {
+        how.push(format!("resumes at {phase}"));
+    }
+    let how = how.join("; ");
+    match (
+        point.get("eventIndex").and_then(Value::as_u64),
+        how.is_empty(),
+    ) {
+        (Some(i), true) => format!("signal #{i}"),
+        (Some(i), false) => format!("signal #{i} ({how})"),
+        (None, false) => how,
+        (None, true) => point.to_string(),
+    }
+}
+
 /// What the viewer reads for a cell.
 #[derive(Serialize)]
 struct CellData<'a> {
     session: &'a str,
+    /// The session's parent and fork point, when it was forked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fork: Option<Fork<'a>>,
     variant: &'a str,
     assertions: Vec<AssertionView<'a>>,
     /// Why a cell that could not be played back failed: the run's error,
@@ -299,11 +354,13 @@ pub(crate) fn baseline_sessions(t: &Transcripts<'_>) -> HashMap<String, String> 
 }
 
 /// The `<script type="application/json">` of a cell's transcript, or
-/// nothing when its session is not in the store.
+/// nothing when its session is not in the store; `record` is the
+/// session's (its lineage).
 pub(crate) fn cell_data(
     t: &Transcripts<'_>,
     anchor: &str,
     c: &CellRecord,
+    record: Option<&SessionRecord>,
     baseline_session: Option<&str>,
 ) -> String {
     let Some(signals) = session_signals(t.store, &c.session_id) else {
@@ -335,6 +392,7 @@ pub(crate) fn cell_data(
     }
     let data = CellData {
         session: &c.session_id,
+        fork: record.and_then(|r| Fork::of(&r.meta)),
         variant: &c.variant,
         assertions,
         cause,
@@ -364,18 +422,21 @@ fn session_signals(store: &Store, id: &str) -> Option<Vec<Signal>> {
     store.signals(id).ok().filter(|s| !s.is_empty())
 }
 
+/// The stored record of session `id`, when there is one.
+pub(crate) fn session_record(store: &Store, id: &str) -> Option<SessionRecord> {
+    match id {
+        "" => None,
+        id => store.session(id).ok().flatten(),
+    }
+}
+
 /// A session's tags that name no scope (`case:`, `dataset:`, `trial:`, …),
 /// as a JSON array for `data-tags`.
-pub(crate) fn cell_tags(store: &Store, session: &str) -> String {
-    let tags: Vec<String> = match store.session(session) {
-        Ok(Some(r)) => r
-            .meta
-            .tags
-            .into_iter()
-            .filter(|t| !t.contains(':'))
-            .collect(),
-        _ => Vec::new(),
-    };
+pub(crate) fn cell_tags(record: Option<&SessionRecord>) -> String {
+    let tags: Vec<&String> = (record.iter())
+        .flat_map(|r| &r.meta.tags)
+        .filter(|t| !t.contains(':'))
+        .collect();
     serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into())
 }
 
@@ -423,10 +484,21 @@ pub(crate) const PAGE_ROWS: usize = 100;
 pub(crate) const NO_SCRIPT_ROWS: &str =
     "<noscript><style>tr.cell[hidden] { display: table-row; }</style></noscript>\n";
 
-/// A page with one session's transcript (`cargo scaffold sessions show ID --html`).
+/// A page with one session's transcript.
 pub fn session_page(session_id: &str, signals: &[Signal]) -> String {
+    one_session_page(session_id, None, signals)
+}
+
+/// [`session_page`] of a stored session, with its lineage (`cargo scaffold
+/// sessions show ID --html`).
+pub fn session_record_page(record: &SessionRecord, signals: &[Signal]) -> String {
+    one_session_page(&record.meta.id, Fork::of(&record.meta), signals)
+}
+
+fn one_session_page(session_id: &str, fork: Option<Fork<'_>>, signals: &[Signal]) -> String {
     let data = CellData {
         session: session_id,
+        fork,
         variant: "",
         assertions: Vec::new(),
         cause: None,
@@ -567,7 +639,7 @@ mod tests {
             .map(|a| AssertionRecord::from(&evaluate(a, &ctx)))
             .collect();
         let t = Transcripts::new(&store, TranscriptSelection::All);
-        let html = cell_data(&t, "cell-x", &c, None);
+        let html = cell_data(&t, "cell-x", &c, None, None);
         let json = &html[html.find('>').unwrap() + 1..html.rfind("</script>").unwrap()];
         serde_json::from_str(json).unwrap()
     }

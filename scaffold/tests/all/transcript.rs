@@ -15,6 +15,7 @@ use scaffold::_cargo_scaffold_support::eval::{
 };
 use scaffold::_cargo_scaffold_support::report::html::{
     TranscriptSelection, Transcripts, cell_anchor, render_with_transcripts, session_page,
+    session_record_page,
 };
 use scaffold::_cargo_scaffold_support::report::{self, Format};
 use scaffold::assert::{Assertion, EvalContext, evaluate};
@@ -578,6 +579,44 @@ fn the_markdown_summary_links_failed_cells_to_their_anchor() {
     assert!(html.contains(&format!("<tr id=\"{FAILING}\"")));
     // Without a report path, no link.
     assert!(report::render(Format::Markdown, &results, None).contains("| `gpt-4o::refund` |"));
+}
+
+/// A cell whose session was forked says from which session and where,
+/// in its transcript and on the session's own page.
+#[test]
+fn a_forked_sessions_transcript_shows_its_parent_and_fork_point() {
+    let (store, mut results) = fixture();
+    let forked = "s-forked";
+    let mut meta = SessionMeta::new(forked, "refunds");
+    meta.parent_id = Some("s-gpt-4o-refund-500".into());
+    meta.fork_point =
+        Some(json!({"phase": "act", "occurrence": "first", "eventIndex": 6, "resumeAt": "act"}));
+    store.begin_session(&meta).unwrap();
+    let signals = session(500, "forked");
+    store.append(forked, &signals).unwrap();
+    store.flush().unwrap();
+    let cell = (results.results.iter_mut())
+        .find(|c| c.variant == "gpt-4o" && c.case == "refund")
+        .unwrap();
+    cell.session_id = forked.into();
+    let html = render_with_transcripts(
+        &results,
+        None,
+        &Transcripts::new(&store, TranscriptSelection::All),
+    );
+    let Some(dom) = chromium("forked", &html, "", &format!("#{FAILING}"), None) else {
+        return;
+    };
+    let lineage =
+        "forked from session s-gpt-4o-refund-500 at signal #6 (phase act, first; resumes at act)";
+    let detail = detail_after(&dom, FAILING);
+    assert!(detail.contains(lineage), "{detail}");
+    let record = store.session(forked).unwrap().unwrap();
+    let page = session_record_page(&record, &signals);
+    let Some(dom) = chromium("forked-session", &page, "", "", None) else {
+        return;
+    };
+    assert!(dom.contains(lineage), "{dom}");
 }
 
 /// `/` with no transcript open focuses the cells' search, and what is
