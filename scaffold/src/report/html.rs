@@ -8,6 +8,9 @@
 //! ([`cell_anchor`]) and, rendered from a store
 //! ([`render_with_transcripts`]), its transcript (see `viewer`).
 //!
+//! An eval page written beside its run's index page ([`render_index`])
+//! links back to it ([`Page::index`]).
+//!
 //! Elements tests can find: `<svg class="plot score-distribution"
 //! id="plot-score-{scorer}">`, `id="plot-latency"`, `<svg
 //! id="plot-cost-quality">` with a `<circle class="frontier-mark">` per
@@ -26,6 +29,8 @@ use super::fmt::{
     detectable_cell, duration, figure_notes, gate_rule, interval, latency_avg, num, pass_k, pct,
     points, scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
+use super::index::back_link;
+pub use super::index::{INDEX_FILE, IndexEntry, render_index};
 use super::plot::{self, Series};
 use super::stream::{self, Details};
 use super::viewer::{self, Picked};
@@ -72,10 +77,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 
 /// Render `results` (and the comparison with a baseline) as an HTML page.
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
-    let mut out = Vec::new();
-    // Writing into memory with the cells as they are cannot fail.
-    let _ = write_page(results, baseline, &mut out, stream::as_they_are, None);
-    String::from_utf8(out).unwrap_or_default()
+    Page::new(results).baseline(baseline).render()
 }
 
 /// The page [`render`] gives, with the transcripts of the cells
@@ -85,15 +87,10 @@ pub fn render_with_transcripts(
     baseline: Option<&Comparison>,
     transcripts: &Transcripts<'_>,
 ) -> String {
-    let mut out = Vec::new();
-    let _ = write_page(
-        results,
-        baseline,
-        &mut out,
-        stream::as_they_are,
-        Some(transcripts),
-    );
-    String::from_utf8(out).unwrap_or_default()
+    Page::new(results)
+        .baseline(baseline)
+        .transcripts(transcripts)
+        .render()
 }
 
 /// Write the page [`render`] gives, one row of the cells table at a time,
@@ -106,7 +103,9 @@ pub fn write_streamed<W: Write>(
     out: W,
     details: impl Details,
 ) -> io::Result<()> {
-    write_page(results, baseline, out, details, None)
+    Page::new(results)
+        .baseline(baseline)
+        .write_streamed(out, details)
 }
 
 /// [`write_streamed`] with transcripts (see [`render_with_transcripts`]).
@@ -117,16 +116,76 @@ pub fn write_streamed_with_transcripts<W: Write>(
     details: impl Details,
     transcripts: &Transcripts<'_>,
 ) -> io::Result<()> {
-    write_page(results, baseline, out, details, Some(transcripts))
+    Page::new(results)
+        .baseline(baseline)
+        .transcripts(transcripts)
+        .write_streamed(out, details)
 }
 
-fn write_page<W: Write>(
-    results: &EvalResults,
-    baseline: Option<&Comparison>,
-    mut out: W,
-    mut details: impl Details,
-    transcripts: Option<&Transcripts<'_>>,
-) -> io::Result<()> {
+/// An eval's page and what it shows beside the results: the comparison
+/// with a baseline, the cells' transcripts, a link back to its run's index
+/// page. [`render`] and the functions beside it are its shorthands.
+#[derive(Clone, Copy)]
+pub struct Page<'a> {
+    results: &'a EvalResults,
+    baseline: Option<&'a Comparison>,
+    transcripts: Option<&'a Transcripts<'a>>,
+    index: Option<&'a str>,
+}
+
+impl<'a> Page<'a> {
+    /// The page of `results`, nothing beside.
+    pub fn new(results: &'a EvalResults) -> Page<'a> {
+        Page {
+            results,
+            baseline: None,
+            transcripts: None,
+            index: None,
+        }
+    }
+
+    /// With the comparison against a baseline, when there is one.
+    pub fn baseline(mut self, baseline: Option<&'a Comparison>) -> Page<'a> {
+        self.baseline = baseline;
+        self
+    }
+
+    /// With the transcripts of the cells `transcripts` picks.
+    pub fn transcripts(mut self, transcripts: &'a Transcripts<'a>) -> Page<'a> {
+        self.transcripts = Some(transcripts);
+        self
+    }
+
+    /// Linked back to its run's index page, the file `file` beside it
+    /// (see [`render_index`]).
+    pub fn index(mut self, file: &'a str) -> Page<'a> {
+        self.index = Some(file);
+        self
+    }
+
+    /// The page.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into memory with the cells as they are cannot fail.
+        let _ = write_page(self, &mut out, stream::as_they_are);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Write the page one row of the cells table at a time, the whole
+    /// records of summarized cells read from `details` (see
+    /// [`write_streamed`]).
+    pub fn write_streamed<W: Write>(&self, out: W, details: impl Details) -> io::Result<()> {
+        write_page(self, out, details)
+    }
+}
+
+fn write_page<W: Write>(page: &Page<'_>, mut out: W, mut details: impl Details) -> io::Result<()> {
+    let Page {
+        results,
+        baseline,
+        transcripts,
+        index,
+    } = *page;
     let mut head =
         String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     head.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
@@ -143,6 +202,9 @@ fn write_page<W: Write>(
     // Computed once for the notes, the flaky section and the cells.
     let notable = results.notable_trials();
     let marks = Marks::new(&notable, baseline);
+    if let Some(file) = index {
+        head.push_str(&back_link(file));
+    }
     header(&mut head, results, &notable);
     jump(&mut head, results, &marks);
     variants(&mut head, results);

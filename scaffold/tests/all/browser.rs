@@ -186,6 +186,14 @@ impl Page {
         }
     }
 
+    /// Run `expression`, which leaves for another page, and wait for
+    /// that page's load event.
+    pub(crate) fn follow(&mut self, expression: &str) {
+        self.events.retain(|e| e["method"] != "Page.loadEventFired");
+        self.eval(&format!("{expression}; true"));
+        self.wait_event("Page.loadEventFired");
+    }
+
     /// The value of `expression` (a promise's, awaited); an exception fails the test.
     pub(crate) fn eval(&mut self, expression: &str) -> Value {
         let r = self.call(

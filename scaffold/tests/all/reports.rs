@@ -841,6 +841,61 @@ fn html_renders_in_chromium_with_its_plots() {
     assert!(!dom.contains("<mini>"));
 }
 
+/// A run's index page links every eval's page and its other reports, and
+/// each page written beside it links back: followed in Chromium.
+#[test]
+fn a_run_index_links_every_eval_page_and_each_links_back() {
+    use report::html::{INDEX_FILE, IndexEntry, Page, render_index};
+    let (planner, review) = (results(), trial_results());
+    let formats = [Format::Json, Format::Html, Format::Markdown];
+    let entries = [
+        IndexEntry::new(&planner, &formats),
+        IndexEntry::new(&review, &formats),
+    ];
+    let index = render_index(Some("run-7"), &entries);
+    assert!(
+        index.contains("<title>Run run-7 · scaffold</title>"),
+        "{index}"
+    );
+    for eval in ["api-builder-planner", "flaky-review"] {
+        for ext in ["html", "json", "md"] {
+            assert!(
+                index.contains(&format!("href=\"./{eval}.{ext}\"")),
+                "{eval}.{ext}: {index}"
+            );
+        }
+    }
+    assert!(index.contains("Failed"), "{index}");
+    assert!(index.contains("9/12 cells passed"), "{index}");
+    let page = |r: &EvalResults| Page::new(r).index(INDEX_FILE).render();
+    let (planner_page, review_page) = (page(&planner), page(&review));
+    assert!(
+        planner_page.contains("<a href=\"./index.html\">"),
+        "the way back"
+    );
+    assert!(!report::render(Format::Html, &planner, None).contains("index.html"));
+    let Some(mut browser) = crate::browser::Page::open(
+        "index",
+        &[
+            (INDEX_FILE, &index),
+            ("api-builder-planner.html", &planner_page),
+            ("flaky-review.html", &review_page),
+        ],
+    ) else {
+        return;
+    };
+    browser.follow("document.querySelector('a[href=\"./flaky-review.html\"]').click()");
+    assert_eq!(
+        browser.eval("document.title"),
+        json!("Eval flaky-review · scaffold")
+    );
+    browser.follow("document.querySelector('a[href=\"./index.html\"]').click()");
+    assert_eq!(
+        browser.eval("document.title"),
+        json!("Run run-7 · scaffold")
+    );
+}
+
 #[test]
 fn the_schema_doc_describes_every_field() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
