@@ -29,4 +29,5 @@ mod stats;
 mod store;
 mod transcript;
 mod trials;
+mod untrusted;
 mod workflow;
