@@ -850,3 +850,49 @@ fn an_assertion_clicked_highlights_its_own_signals() {
     // The trajectory's steps: the planner, the plan, the clerk.
     assert_eq!(matched, ["2", "5", "7"], "{detail}");
 }
+
+/// Transcripts load lazily: each is inert JSON, read and drawn when its
+/// cell is opened, so 10,000 cells with every transcript embedded
+/// (`SCAFFOLD_REPORT_TRANSCRIPTS=all`) load about as fast as with none.
+/// Printed (docs/ci.md): the page's size and load and open times.
+#[test]
+fn every_transcript_of_ten_thousand_cells_is_read_only_when_opened() {
+    let store = Store::in_memory().unwrap();
+    let mut cells = Vec::new();
+    for case in 0..5_000u32 {
+        for (v, amount) in [("gpt-4o", 500), ("claude", 50)] {
+            cells.push(cell_of(
+                &store,
+                v,
+                &format!("case-{case:04}"),
+                amount,
+                "Refund it.",
+            ));
+        }
+    }
+    store.flush().unwrap();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 5_000,
+        variants: vec!["gpt-4o".into(), "claude".into()],
+        scorers: vec![],
+        min_pass_rate: 1.0,
+    };
+    let results = EvalResults::new("big", "2026-01-28T12:00:00Z", config, cells);
+    let t = Transcripts::new(&store, TranscriptSelection::All);
+    let html = render_with_transcripts(&results, None, &t);
+    assert_eq!(html.matches("type=\"application/json\"").count(), 10_000);
+    let Some(mut page) = Page::open("all", &[("all.html", &html)]) else {
+        return;
+    };
+    let cell = "cell-big-gpt-4o-case-4100-t0";
+    let open = page.time(|p| {
+        p.eval(&format!("location.hash = '#{cell}'; true"));
+    });
+    assert!(detail_after(&page.dom(), cell).contains("class=\"timeline\""));
+    eprintln!(
+        "10,000 cells, every transcript: {} bytes, loaded in {:.0} ms, a transcript opened in {open:.0} ms",
+        html.len(),
+        page.loaded_ms
+    );
+}
