@@ -827,6 +827,9 @@ fn ten_thousand_cells_stay_usable() {
         "10,000 cells in Chromium: loaded in {load:.0} ms, a filter cleared in {clear:.0} ms, \
          `j` in {j:.0} ms, a transcript opened in {open:.0} ms"
     );
+    // The issue's target (#39): a 10,000-cell page loads within 3 s. It
+    // takes about 0.7 s here on a loaded 2-core machine.
+    assert!(load < 3_000.0, "loaded in {load:.0} ms");
 }
 
 #[test]
