@@ -671,9 +671,17 @@ fn report_compare_and_gate_on_stored_results() {
         "qa.junit.xml",
         "qa.html",
         "qa.comparison.json",
+        "index.html",
     ] {
         assert!(site.join(file).is_file(), "{file} written: {}", out.stderr);
     }
+    // The index links the eval's reports; its page links back.
+    let index = std::fs::read_to_string(site.join("index.html")).expect("index");
+    for file in ["qa.html", "qa.json", "qa.md", "qa.junit.xml"] {
+        assert!(index.contains(&format!("href=\"./{file}\"")), "{index}");
+    }
+    let page = std::fs::read_to_string(site.join("qa.html")).expect("html");
+    assert!(page.contains("<a href=\"./index.html\">"), "{page}");
     let again = EvalResults::load(site.join("qa.json")).expect("the JSON report loads");
     assert_eq!(again, EvalResults::load(cand).expect("loads"));
     let md = std::fs::read_to_string(site.join("qa.md")).expect("md");

@@ -230,6 +230,43 @@ pub(crate) mod fmt {
         format!("${s}")
     }
 
+    /// [`usd`] with `extra` more decimals (trailing zeros past the second
+    /// dropped): what [`apart`] shows.
+    pub(crate) fn usd_digits(x: f64, extra: usize) -> String {
+        if extra == 0 || x == 0.0 {
+            return usd(x);
+        }
+        let decimals = if x.abs() < 0.01 { 4 } else { 2 } + extra;
+        let s = format!("{x:.decimals$}");
+        let (int, frac) = s.split_once('.').unwrap_or((&s, ""));
+        let kept = frac.trim_end_matches('0');
+        let frac = if kept.len() < 2 { &frac[..2] } else { kept };
+        format!("${int}.{frac}")
+    }
+
+    /// [`duration`] with `extra` more decimals: what [`apart`] shows.
+    pub(crate) fn duration_digits(ms: f64, extra: usize) -> String {
+        match extra {
+            0 => duration(ms),
+            _ if ms >= 1000.0 => format!("{:.*}s", 1 + extra, ms / 1000.0),
+            _ => format!("{ms:.extra$}ms"),
+        }
+    }
+
+    /// Two different figures as `show(x, extra)` writes them with the
+    /// fewest `extra` digits (none, up to 8) that tell them apart:
+    /// `$0.00011 vs $0.00014` where [`usd`] wrote `$0.0001` twice.
+    pub(crate) fn apart(a: f64, b: f64, show: impl Fn(f64, usize) -> String) -> (String, String) {
+        let mut extra = 0;
+        loop {
+            let (x, y) = (show(a, extra), show(b, extra));
+            if x != y || a == b || extra >= 8 {
+                return (x, y);
+            }
+            extra += 1;
+        }
+    }
+
     /// `850ms`, `2.1s`.
     pub(crate) fn duration(ms: f64) -> String {
         if ms >= 1000.0 {

@@ -294,9 +294,17 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
         // The other reports are what the whole records render (the HTML
         // with the store's transcripts, the Markdown linked to it).
         use scaffold::_cargo_scaffold_support::report::html::{
-            TranscriptSelection, Transcripts, render_with_transcripts,
+            INDEX_FILE, Page, TranscriptSelection, Transcripts,
         };
         let transcripts = Transcripts::new(&store, TranscriptSelection::Failing);
+        // The run's index links each eval's page; each page links back.
+        let index = std::fs::read_to_string(out.join(INDEX_FILE)).expect("the run's index");
+        for eval in EVALS {
+            assert!(
+                index.contains(&format!("<a href=\"./{eval}.html\">")),
+                "{eval}: {index}"
+            );
+        }
         for (format, file) in [
             (Format::Junit, "code-review.junit.xml"),
             (Format::Html, "code-review.html"),
@@ -304,7 +312,10 @@ fn the_results_document_holds_every_cell_whole_from_the_store() {
         ] {
             let report = std::fs::read_to_string(out.join(file)).expect("report written");
             let expected = match format {
-                Format::Html => render_with_transcripts(&written, None, &transcripts),
+                Format::Html => Page::new(&written)
+                    .transcripts(&transcripts)
+                    .index(INDEX_FILE)
+                    .render(),
                 Format::Markdown => {
                     scaffold::_cargo_scaffold_support::report::markdown::render_linked(
                         &written,

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use scaffold::_cargo_scaffold_support::eval::{CompareOptions, Comparison, EvalResults, compare};
 use scaffold::_cargo_scaffold_support::report::html::{
-    TRANSCRIPTS_VAR, TranscriptSelection, Transcripts,
+    INDEX_FILE, IndexEntry, Page, TRANSCRIPTS_VAR, TranscriptSelection, Transcripts, render_index,
 };
 use scaffold::_cargo_scaffold_support::report::{self, Format};
 use scaffold::store::Store;
@@ -40,6 +40,13 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         })?;
     }
     let mut printed = false;
+    // Written into a directory, the HTML pages get an index that links them
+    // (and their other reports), and each page links back to it.
+    let index = match (&args.output, formats.contains(&Format::Html)) {
+        (Some(_), true) => Some(INDEX_FILE),
+        _ => None,
+    };
+    let mut entries = Vec::new();
     for item in &loaded {
         let results = &item.results;
         if let Some(why) = results.partial() {
@@ -60,12 +67,22 @@ pub fn run(args: &ReportArgs) -> CmdResult {
             .map(|b| compare(b, results, &CompareOptions::default()));
         for &format in &formats {
             let text = match (format, &db) {
-                (Format::Html, Some(store)) => {
-                    let mut t = Transcripts::new(store, selection);
-                    if let Some(b) = &base {
-                        t = t.baseline(b);
+                (Format::Html, db) => {
+                    let transcripts = db.as_ref().map(|store| {
+                        let t = Transcripts::new(store, selection);
+                        match &base {
+                            Some(b) => t.baseline(b),
+                            None => t,
+                        }
+                    });
+                    let mut page = Page::new(results).baseline(comparison.as_ref());
+                    if let Some(t) = &transcripts {
+                        page = page.transcripts(t);
                     }
-                    report::html::render_with_transcripts(results, comparison.as_ref(), &t)
+                    if let Some(file) = index {
+                        page = page.index(file);
+                    }
+                    page.render()
                 }
                 // Beside the HTML report, the failed cells link to their transcripts.
                 (Format::Markdown, _)
@@ -101,6 +118,12 @@ pub fn run(args: &ReportArgs) -> CmdResult {
                 &report::json::render_comparison(cmp),
             )?;
         }
+        if index.is_some() {
+            entries.push(IndexEntry::new(results, &formats));
+        }
+    }
+    if let (Some(dir), Some(file)) = (&args.output, index) {
+        write(dir, file, &render_index(None, &entries))?;
     }
     Ok(Exit::Success)
 }

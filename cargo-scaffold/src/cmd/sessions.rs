@@ -131,7 +131,7 @@ pub fn show(args: &SessionsShowArgs) -> CmdResult {
         .map_err(store_error)?;
     let signals = store.signals(&session.meta.id).map_err(store_error)?;
     if let Some(path) = &args.html {
-        return write_html(path, &session.meta.id, &signals);
+        return write_html(path, &session, &signals);
     }
     if args.json {
         let doc = json!({
@@ -154,9 +154,11 @@ pub fn show(args: &SessionsShowArgs) -> CmdResult {
     Ok(Exit::Success)
 }
 
-/// `sessions show --html`: the transcript page, printed (`-`) or written to `path`.
-fn write_html(path: &std::path::Path, id: &str, signals: &[Signal]) -> CmdResult {
-    let page = scaffold::_cargo_scaffold_support::report::html::session_page(id, signals);
+/// `sessions show --html`: the transcript page (with the session's
+/// lineage), printed (`-`) or written to `path`.
+fn write_html(path: &std::path::Path, session: &SessionRecord, signals: &[Signal]) -> CmdResult {
+    let page =
+        scaffold::_cargo_scaffold_support::report::html::session_record_page(session, signals);
     if path.as_os_str() == "-" {
         print!("{page}");
         return Ok(Exit::Success);

@@ -37,7 +37,8 @@ pub struct AssertionResult {
     pub borderline: bool,
     /// The indices of the signals the assertion matched or compared (a
     /// trajectory's steps, the signal `snapshot.at` looked after, the calls
-    /// `tool.calledWith` compared): what the HTML transcript highlights.
+    /// `tool.calledWith` compared, the calls `tool.called` and
+    /// `tool.notCalled` counted): what the HTML transcript highlights.
     #[serde(skip)]
     pub(crate) matched: Vec<u64>,
 }

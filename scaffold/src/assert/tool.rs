@@ -60,6 +60,17 @@ fn calls<'c>(ctx: &'c EvalContext<'_>) -> Vec<(usize, &'c str)> {
         .collect()
 }
 
+/// What `tool.called` and `tool.notCalled` point at (the signals of
+/// `calls` named `name`; all of them when none is): the calls they counted.
+fn read(ctx: &EvalContext<'_>, calls: &[(usize, &str)], name: &str) -> Vec<u64> {
+    let named = calls.iter().filter(|(_, n)| *n == name);
+    let at: Vec<usize> = match named.clone().next() {
+        Some(_) => named.map(|(i, _)| *i).collect(),
+        None => calls.iter().map(|(i, _)| *i).collect(),
+    };
+    at.into_iter().map(|i| ctx.signals()[i].index).collect()
+}
+
 /// "Read ×2, Edit ×1".
 fn tally(calls: &[(usize, &str)]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
@@ -101,6 +112,7 @@ pub(crate) fn called(a: &ToolCalled, ctx: &EvalContext<'_>) -> Outcome {
     Outcome::new(passed, message)
         .expected(bounds.to_value())
         .actual(n)
+        .matched(read(ctx, &all, &a.name))
 }
 
 pub(crate) fn not_called(a: &ToolNotCalled, ctx: &EvalContext<'_>) -> Outcome {
@@ -110,8 +122,11 @@ pub(crate) fn not_called(a: &ToolNotCalled, ctx: &EvalContext<'_>) -> Outcome {
         .filter(|(_, name)| *name == a.name)
         .map(|(i, _)| *i)
         .collect();
+    let matched = read(ctx, &all, &a.name);
     match mine.first() {
-        None => Outcome::pass(format!("{} was never called", a.name)).actual(0),
+        None => Outcome::pass(format!("{} was never called", a.name))
+            .actual(0)
+            .matched(matched),
         Some(&i) => {
             let s = &ctx.signals()[i];
             let input = s.payload.get("input").cloned().unwrap_or(Value::Null);
@@ -124,6 +139,7 @@ pub(crate) fn not_called(a: &ToolNotCalled, ctx: &EvalContext<'_>) -> Outcome {
             ))
             .expected(0)
             .actual(mine.len())
+            .matched(matched)
         }
     }
 }

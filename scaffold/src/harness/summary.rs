@@ -20,6 +20,8 @@ struct Tally {
     invalid_baseline: bool,
     /// An eval's results miss cells the run planned.
     unfinished: bool,
+    /// The run's index page's line of each eval whose reports were written.
+    index: Vec<reports::html::IndexEntry>,
 }
 
 impl Harness {
@@ -79,6 +81,7 @@ impl Harness {
                 self.summarize_eval(judged, gate_tested, &dir, &mut tally);
             }
         }
+        self.write_index(&dir, &tally.index);
         for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
             eprintln!("\n{line}");
         }
@@ -173,6 +176,27 @@ impl Harness {
         };
         let against = comparison.as_ref().map(|(cmp, base)| (cmp, base));
         self.write_reports(dir, &mut results, against);
+        if self.formats.contains(&Format::Html) {
+            (tally.index).push(reports::html::IndexEntry::new(&results, &self.formats));
+        }
+    }
+
+    /// Write the run's index page into `dir`: each eval of `entries`
+    /// linked to its page and its other reports (each page links back).
+    fn write_index(&self, dir: &Path, entries: &[reports::html::IndexEntry]) {
+        if entries.is_empty() {
+            return;
+        }
+        let path = dir.join(reports::html::INDEX_FILE);
+        let run = self.run.as_ref().map(|r| r.id.as_str());
+        let page = reports::html::render_index(run, entries);
+        let written = crate::util::write_atomic(&path, false, |out| {
+            std::io::Write::write_all(out, page.as_bytes())
+        });
+        match written {
+            Ok(()) => eprintln!("\nIndex: {}", path.display()),
+            Err(e) => eprintln!("\nwarning: cannot write {}: {e}", path.display()),
+        }
     }
 
     /// Print the table (when asked for), the gate and the notes of
@@ -341,18 +365,21 @@ impl Harness {
                 None => t,
             }
         });
+        // The page links back to the run's index, written beside it.
+        let mut page = reports::html::Page::new(results)
+            .baseline(comparison)
+            .index(reports::html::INDEX_FILE);
+        if let Some(t) = &transcripts {
+            page = page.transcripts(t);
+        }
         let (Some(store), Some(run), true) = (
             &self.store,
             &self.run,
             self.summarized.load(Ordering::Relaxed),
         ) else {
-            return match (format, &transcripts) {
-                (Format::Html, Some(t)) => out.write_all(
-                    reports::html::render_with_transcripts(results, comparison, t).as_bytes(),
-                ),
-                (Format::Markdown, _) => {
-                    out.write_all(self.markdown(results, comparison).as_bytes())
-                }
+            return match format {
+                Format::Html => out.write_all(page.render().as_bytes()),
+                Format::Markdown => out.write_all(self.markdown(results, comparison).as_bytes()),
                 _ => out.write_all(reports::render(format, results, comparison).as_bytes()),
             };
         };
@@ -366,12 +393,7 @@ impl Harness {
         match format {
             Format::Json => reports::json::write_streamed(results, out, details),
             Format::Junit => reports::junit::write_streamed(results, comparison, out, details),
-            Format::Html => match &transcripts {
-                Some(t) => reports::html::write_streamed_with_transcripts(
-                    results, comparison, out, details, t,
-                ),
-                None => reports::html::write_streamed(results, comparison, out, details),
-            },
+            Format::Html => page.write_streamed(out, details),
             Format::Markdown => out.write_all(self.markdown(results, comparison).as_bytes()),
             Format::Table => out.write_all(reports::render(format, results, comparison).as_bytes()),
         }

@@ -27,6 +27,23 @@ pub(crate) fn xml(s: &str) -> String {
     out
 }
 
+/// A relative file path as a link's target: every byte but ASCII letters,
+/// digits, `-._~` and `/` percent-encoded, so that the link names that
+/// file (no `:` of a scheme, no `?` or `#`, no space, no parenthesis or
+/// pipe to end a Markdown link or table cell).
+pub(crate) fn url_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(char::from(b));
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// Text for a Markdown table cell: one line, pipes and HTML escaped.
 pub(crate) fn md_cell(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -8,6 +8,9 @@
 //! ([`cell_anchor`]) and, rendered from a store
 //! ([`render_with_transcripts`]), its transcript (see `viewer`).
 //!
+//! An eval page written beside its run's index page ([`render_index`])
+//! links back to it ([`Page::index`]).
+//!
 //! Elements tests can find: `<svg class="plot score-distribution"
 //! id="plot-score-{scorer}">`, `id="plot-latency"`, `<svg
 //! id="plot-cost-quality">` with a `<circle class="frontier-mark">` per
@@ -26,12 +29,14 @@ use super::fmt::{
     detectable_cell, duration, figure_notes, gate_rule, interval, latency_avg, num, pass_k, pct,
     points, scorer_heading, sign_flip_cell, t_test_cell, usd, wilcoxon_cell,
 };
+use super::index::back_link;
+pub use super::index::{INDEX_FILE, IndexEntry, render_index};
 use super::plot::{self, Series};
 use super::stream::{self, Details};
 use super::viewer::{self, Picked};
 pub use super::viewer::{
     BadTranscriptSelection, TRANSCRIPTS_VAR, TranscriptSelection, Transcripts, cell_anchor,
-    session_page,
+    session_page, session_record_page,
 };
 use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};
@@ -72,10 +77,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 
 /// Render `results` (and the comparison with a baseline) as an HTML page.
 pub fn render(results: &EvalResults, baseline: Option<&Comparison>) -> String {
-    let mut out = Vec::new();
-    // Writing into memory with the cells as they are cannot fail.
-    let _ = write_page(results, baseline, &mut out, stream::as_they_are, None);
-    String::from_utf8(out).unwrap_or_default()
+    Page::new(results).baseline(baseline).render()
 }
 
 /// The page [`render`] gives, with the transcripts of the cells
@@ -85,15 +87,10 @@ pub fn render_with_transcripts(
     baseline: Option<&Comparison>,
     transcripts: &Transcripts<'_>,
 ) -> String {
-    let mut out = Vec::new();
-    let _ = write_page(
-        results,
-        baseline,
-        &mut out,
-        stream::as_they_are,
-        Some(transcripts),
-    );
-    String::from_utf8(out).unwrap_or_default()
+    Page::new(results)
+        .baseline(baseline)
+        .transcripts(transcripts)
+        .render()
 }
 
 /// Write the page [`render`] gives, one row of the cells table at a time,
@@ -106,7 +103,9 @@ pub fn write_streamed<W: Write>(
     out: W,
     details: impl Details,
 ) -> io::Result<()> {
-    write_page(results, baseline, out, details, None)
+    Page::new(results)
+        .baseline(baseline)
+        .write_streamed(out, details)
 }
 
 /// [`write_streamed`] with transcripts (see [`render_with_transcripts`]).
@@ -117,16 +116,76 @@ pub fn write_streamed_with_transcripts<W: Write>(
     details: impl Details,
     transcripts: &Transcripts<'_>,
 ) -> io::Result<()> {
-    write_page(results, baseline, out, details, Some(transcripts))
+    Page::new(results)
+        .baseline(baseline)
+        .transcripts(transcripts)
+        .write_streamed(out, details)
 }
 
-fn write_page<W: Write>(
-    results: &EvalResults,
-    baseline: Option<&Comparison>,
-    mut out: W,
-    mut details: impl Details,
-    transcripts: Option<&Transcripts<'_>>,
-) -> io::Result<()> {
+/// An eval's page and what it shows beside the results: the comparison
+/// with a baseline, the cells' transcripts, a link back to its run's index
+/// page. [`render`] and the functions beside it are its shorthands.
+#[derive(Clone, Copy)]
+pub struct Page<'a> {
+    results: &'a EvalResults,
+    baseline: Option<&'a Comparison>,
+    transcripts: Option<&'a Transcripts<'a>>,
+    index: Option<&'a str>,
+}
+
+impl<'a> Page<'a> {
+    /// The page of `results`, nothing beside.
+    pub fn new(results: &'a EvalResults) -> Page<'a> {
+        Page {
+            results,
+            baseline: None,
+            transcripts: None,
+            index: None,
+        }
+    }
+
+    /// With the comparison against a baseline, when there is one.
+    pub fn baseline(mut self, baseline: Option<&'a Comparison>) -> Page<'a> {
+        self.baseline = baseline;
+        self
+    }
+
+    /// With the transcripts of the cells `transcripts` picks.
+    pub fn transcripts(mut self, transcripts: &'a Transcripts<'a>) -> Page<'a> {
+        self.transcripts = Some(transcripts);
+        self
+    }
+
+    /// Linked back to its run's index page, the file `file` beside it
+    /// (see [`render_index`]).
+    pub fn index(mut self, file: &'a str) -> Page<'a> {
+        self.index = Some(file);
+        self
+    }
+
+    /// The page.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        // Writing into memory with the cells as they are cannot fail.
+        let _ = write_page(self, &mut out, stream::as_they_are);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Write the page one row of the cells table at a time, the whole
+    /// records of summarized cells read from `details` (see
+    /// [`write_streamed`]).
+    pub fn write_streamed<W: Write>(&self, out: W, details: impl Details) -> io::Result<()> {
+        write_page(self, out, details)
+    }
+}
+
+fn write_page<W: Write>(page: &Page<'_>, mut out: W, mut details: impl Details) -> io::Result<()> {
+    let Page {
+        results,
+        baseline,
+        transcripts,
+        index,
+    } = *page;
     let mut head =
         String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     head.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
@@ -143,6 +202,9 @@ fn write_page<W: Write>(
     // Computed once for the notes, the flaky section and the cells.
     let notable = results.notable_trials();
     let marks = Marks::new(&notable, baseline);
+    if let Some(file) = index {
+        head.push_str(&back_link(file));
+    }
     header(&mut head, results, &notable);
     jump(&mut head, results, &marks);
     variants(&mut head, results);
@@ -704,6 +766,9 @@ fn cells(
     let mut text = String::new();
     text.push_str("<section id=\"cells\">\n<h2>Cells</h2>\n");
     text.push_str(viewer::FILTERS);
+    if results.results.len() > viewer::PAGE_ROWS {
+        text.push_str(viewer::NO_SCRIPT_ROWS);
+    }
     text.push_str("<table>\n<thead><tr><th>Cell</th><th>Result</th><th class=\"num\">Latency</th><th class=\"num\">Cost</th><th class=\"num\">Tokens</th>");
     for s in &scorers {
         let _ = write!(text, "<th class=\"num\">{}</th>", xml(&scorer_heading(s)));
@@ -716,22 +781,27 @@ fn cells(
         .map(viewer::baseline_sessions)
         .unwrap_or_default();
     let trials = results.config.trials;
+    let mut index = 0;
     stream::each_whole(&results.results, details, |c| {
         text.clear();
         let anchor = cell_anchor(&results.eval, &c.variant, &c.case, c.trial);
         let label = c.label(trials);
         let regressed = marks.regressed.contains(&label);
-        let tags = transcripts.map(|t| viewer::cell_tags(t.store, &c.session_id));
+        let record = transcripts.and_then(|t| viewer::session_record(t.store, &c.session_id));
+        let tags = transcripts.map(|_| viewer::cell_tags(record.as_ref()));
         let mark = RowMark {
             anchor: &anchor,
+            hidden: index >= viewer::PAGE_ROWS,
             flaky: marks.is_flaky(c),
             regressed,
             tags: tags.as_deref().unwrap_or("[]"),
         };
+        index += 1;
         row(&mut text, results, c, &mark, &scorers);
         if let Some(t) = transcripts.filter(|_| picked.wants(c)) {
             let base = baseline_sessions.get(&label).filter(|_| regressed);
-            text.push_str(&viewer::cell_data(t, &anchor, c, base.map(String::as_str)));
+            let base = base.map(String::as_str);
+            text.push_str(&viewer::cell_data(t, &anchor, c, record.as_ref(), base));
         }
         writer.write_all(text.as_bytes())
     })?;
@@ -741,6 +811,8 @@ fn cells(
 /// What a row of the cells table shows besides its cell.
 struct RowMark<'a> {
     anchor: &'a str,
+    /// Past the first page (the viewer pages the table).
+    hidden: bool,
     flaky: bool,
     regressed: bool,
     /// The session's tags, a JSON array.
@@ -757,14 +829,16 @@ fn row(
 ) {
     let RowMark {
         anchor,
+        hidden,
         flaky: is_flaky,
         regressed,
         tags,
     } = *mark;
     let _ = write!(
         out,
-        "<tr id=\"{anchor}\" class=\"cell {}\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\"{}>{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td>",
+        "<tr id=\"{anchor}\" class=\"cell {}\"{} tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"><td>{}<a href=\"#{anchor}\"><code>{}</code></a>{}{}</td><td>{}</td><td class=\"num\"{}>{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td>",
         if c.passed { "passed" } else { "failed" },
+        if hidden { " hidden" } else { "" },
         xml(&c.variant),
         xml(&c.case),
         c.trial,
@@ -822,6 +896,36 @@ mod tests {
         let start = html.find(&format!("<tr id=\"{id}\"")).unwrap();
         let end = html[start..].find("</tr>").unwrap() + start;
         &html[start..end]
+    }
+
+    /// A trade-off tells its two figures apart: `$0.00011 vs $0.00014`,
+    /// `1.21s vs 1.24s`, never `$0.0001 vs $0.0001` or `1.2s vs 1.2s`.
+    #[test]
+    fn a_trade_off_tells_its_figures_apart() {
+        use crate::eval::{CellRecord, EvalResults};
+        let mut cells = Vec::new();
+        for (variant, passes, cost, latency) in
+            [("good", 4, 0.00014, 1240), ("cheap", 2, 0.00011, 1210)]
+        {
+            for i in 0..4 {
+                let mut c = CellRecord::new(variant, format!("case-{i}"));
+                c.passed = i < passes;
+                c.metrics.cost_usd = cost;
+                c.metrics.latency_ms = latency;
+                cells.push(c);
+            }
+        }
+        let results = EvalResults::for_tests("qa", 1, cells);
+        let html = super::render(&results, None);
+        let line = html
+            .lines()
+            .find(|l| l.starts_with("<li>Trade-off: cheap is cheaper"))
+            .unwrap_or_else(|| panic!("no trade-off: {html}"));
+        assert!(
+            line.contains("cheaper ($0.00011 vs $0.00014 per case)"),
+            "{line}"
+        );
+        assert!(line.contains("faster (1.21s vs 1.24s avg)"), "{line}");
     }
 
     /// A variant none of whose cells could be played back shows its

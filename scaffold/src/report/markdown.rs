@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::escape::{md_cell, md_code, md_code_cell, md_text};
+use super::escape::{md_cell, md_code, md_code_cell, md_text, url_path};
 use super::fmt::{
     ci_heading, cost_per_case, detectable_cell, duration, figure_notes, gate_rule, interval,
     latency_avg, markers, num, pass_k, pct, points, scorer_heading, sign_flip_cell, t_test_cell,
@@ -281,15 +281,6 @@ fn borderline(out: &mut String, results: &EvalResults) {
     out.push('\n');
 }
 
-/// `path` with the characters that would end a Markdown link target encoded.
-fn link_target(path: &str) -> String {
-    path.replace('%', "%25")
-        .replace(' ', "%20")
-        .replace('(', "%28")
-        .replace(')', "%29")
-        .replace('|', "%7C")
-}
-
 fn failures(out: &mut String, results: &EvalResults, html: Option<&str>) {
     let failed: Vec<_> = results.results.iter().filter(|c| !c.passed).collect();
     if failed.is_empty() {
@@ -307,7 +298,7 @@ fn failures(out: &mut String, results: &EvalResults, html: Option<&str>) {
         let cell = match html {
             Some(page) => format!(
                 "[{label}]({}#{})",
-                link_target(page),
+                url_path(page),
                 super::html::cell_anchor(&results.eval, &c.variant, &c.case, c.trial)
             ),
             None => label,

@@ -10,6 +10,7 @@
 mod escape;
 pub(crate) mod fmt;
 pub mod html;
+mod index;
 pub mod json;
 pub mod junit;
 pub mod markdown;

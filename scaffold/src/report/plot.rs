@@ -1,6 +1,7 @@
 //! Inline SVG plots for the HTML report: a value distribution per variant
 //! (a box from the quartiles, whiskers to min and max, every cell as a
-//! dot, the mean as a diamond) and cost against quality with the
+//! dot, the mean as a diamond; past [`MAX_DOTS`] values in a plot, each
+//! row's histogram of [`BINS`] bins instead of the dots) and cost against quality with the
 //! comparison's Pareto frontier: its points ringed, a staircase through
 //! them when there are two or more, and every point labelled where the
 //! label overlaps no other label.
@@ -51,6 +52,32 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
+/// The labels of cost ticks (a round step apart): dollars with as many
+/// decimals as the step has (two at least below a dollar), so that no two
+/// read the same however small the costs.
+fn usd_ticks(ticks: &[f64]) -> Vec<String> {
+    let step = match ticks {
+        [a, b, ..] => b - a,
+        _ => 1.0,
+    };
+    let whole = |d: i32| {
+        let scaled = step * 10f64.powi(d);
+        (scaled - scaled.round()).abs() < 1e-6 * scaled.max(1.0)
+    };
+    let mut decimals = if step >= 1.0 { 0 } else { 2 };
+    while decimals < 12 && !whole(decimals) {
+        decimals += 1;
+    }
+    let decimals = decimals as usize;
+    ticks
+        .iter()
+        .map(|&t| match t {
+            0.0 => "$0".to_string(),
+            t => format!("${t:.decimals$}"),
+        })
+        .collect()
+}
+
 /// A range that is never empty: `lo..hi`, widened when they meet.
 fn range(lo: f64, hi: f64) -> (f64, f64) {
     if !(lo.is_finite() && hi.is_finite()) {
@@ -85,6 +112,12 @@ pub(crate) struct Series<'a> {
     /// One value per cell.
     pub values: Vec<f64>,
 }
+
+/// The most values a distribution draws as a dot each; past them every
+/// row is a histogram (a plot's size no longer grows with its cells).
+pub(crate) const MAX_DOTS: usize = 300;
+/// The bins of a row's histogram, across the value axis.
+pub(crate) const BINS: usize = 40;
 
 const WIDTH: f64 = 720.0;
 const LEFT: f64 = 170.0;
@@ -155,9 +188,10 @@ pub(crate) fn distribution(
     let mut s = String::new();
     open_svg(&mut s, id, "plot score-distribution", height, title, LEFT);
     value_axis(&mut s, &x, height, axis);
+    let histogram = series.iter().map(|s| s.values.len()).sum::<usize>() > MAX_DOTS;
     for (row, serie) in series.iter().enumerate() {
         let cy = TOP + ROW * row as f64 + ROW / 2.0;
-        series_row(&mut s, &x, serie, cy);
+        series_row(&mut s, &x, serie, cy, histogram);
     }
     s.push_str("</svg>");
     s
@@ -202,8 +236,9 @@ fn value_axis(s: &mut String, x: &Scale, height: f64, axis: &str) {
 }
 
 /// One variant's row of [`distribution`] at height `cy`: its name, then
-/// its box, dots and mean (none without values).
-fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64) {
+/// its histogram (when `histogram`), box, dots (else) and mean (none
+/// without values).
+fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64, histogram: bool) {
     let row = Row {
         x,
         cy,
@@ -220,8 +255,13 @@ fn series_row(s: &mut String, x: &Scale, serie: &Series<'_>, cy: f64) {
     if !serie.values.is_empty() {
         let mut sorted = serie.values.clone();
         sorted.sort_by(f64::total_cmp);
+        if histogram {
+            row.histogram(s, &sorted);
+        }
         row.box_plot(s, &sorted);
-        row.dots(s, &serie.values);
+        if !histogram {
+            row.dots(s, &serie.values);
+        }
         row.mean(s, sorted.iter().sum::<f64>() / sorted.len() as f64);
     }
     s.push_str("</g>");
@@ -263,6 +303,34 @@ impl Row<'_> {
             x.at(med),
             cy + 9.0
         );
+    }
+
+    /// The `sorted` values' histogram: a bar per non-empty bin of [`BINS`]
+    /// across the axis, as tall as its share of the fullest bin, centred
+    /// on the row behind the box, titled with its count and range.
+    fn histogram(&self, s: &mut String, sorted: &[f64]) {
+        let Row { x, cy, c } = *self;
+        let width = (x.hi - x.lo) / BINS as f64;
+        let mut counts = [0usize; BINS];
+        for v in sorted {
+            let bin = ((v - x.lo) / width).floor();
+            counts[(bin.max(0.0) as usize).min(BINS - 1)] += 1;
+        }
+        let fullest = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
+        for (bin, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let (lo, hi) = (x.lo + width * bin as f64, x.lo + width * (bin + 1) as f64);
+            let h = (34.0 * n as f64 / fullest).max(1.0);
+            let _ = write!(
+                s,
+                r#"<rect class="bin" x="{:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{c}" fill-opacity="0.45"><title>{n} {} from {} to {}</title></rect>"#,
+                x.at(lo),
+                cy - h / 2.0,
+                (x.at(hi) - x.at(lo)).max(1.0),
+                if n == 1 { "cell" } else { "cells" },
+                num(lo),
+                num(hi)
+            );
+        }
     }
 
     /// Every value as a dot, jittered by its position.
@@ -462,14 +530,15 @@ impl Plane {
     /// The grid and ticks of both axes, the axes and their labels.
     fn axes(&self, s: &mut String, quality_label: &str) {
         let (pw, ph) = (self.cost.len, self.quality.len);
-        for t in ticks(self.cost.lo, self.cost.hi) {
+        let cost_ticks = ticks(self.cost.lo, self.cost.hi);
+        for (t, label) in cost_ticks.iter().copied().zip(usd_ticks(&cost_ticks)) {
             let tx = self.cost.at(t);
             let _ = write!(
                 s,
                 r##"<line class="grid" x1="{tx:.1}" y1="{CQ_TOP}" x2="{tx:.1}" y2="{:.1}" stroke="#e5e7eb"/><text class="tick" x="{tx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
                 CQ_TOP + ph,
                 CQ_TOP + ph + 16.0,
-                xml(&usd(t))
+                xml(&label)
             );
         }
         for t in ticks(self.quality.lo, self.quality.hi) {
@@ -667,6 +736,91 @@ mod tests {
         assert_eq!(ticks(0.0, 1.0), vec![0.0, 0.2, 0.4, 0.6, 0.8, 1.0]);
         assert_eq!(ticks(0.0, 0.05), vec![0.0, 0.01, 0.02, 0.03, 0.04, 0.05]);
         assert_eq!(ticks(3.0, 3.0), vec![3.0]);
+    }
+
+    /// Past a few hundred values a plot draws each row's histogram, not a
+    /// dot per value: its size stays that of a few hundred dots, and the
+    /// bins' counts add up to every value.
+    #[test]
+    fn many_values_are_drawn_as_a_histogram_not_a_dot_each() {
+        let series: Vec<Series<'_>> = ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(index, name)| Series {
+                name,
+                index,
+                values: (0..5_000).map(|i| f64::from(i % 97) / 96.0).collect(),
+            })
+            .collect();
+        let svg = distribution("p", "Quality", "score", &series, true);
+        assert_eq!(svg.matches("class=\"dot\"").count(), 0);
+        let bins = svg.matches("<rect class=\"bin\"").count();
+        assert!(bins > 10 && bins <= 2 * BINS, "{bins}");
+        let counted: usize = svg
+            .match_indices("<rect class=\"bin\"")
+            .map(|(i, _)| {
+                let title = &svg[i..];
+                let title = &title[title.find("<title>").unwrap() + 7..];
+                title[..title.find(' ').unwrap()].parse::<usize>().unwrap()
+            })
+            .sum();
+        assert_eq!(counted, 10_000);
+        assert!(svg.len() < 30_000, "{} bytes", svg.len());
+        // A few values are still a dot each.
+        let few = [Series {
+            name: "a",
+            index: 0,
+            values: vec![0.1, 0.5, 0.9],
+        }];
+        let svg = distribution("p", "Quality", "score", &few, true);
+        assert_eq!(svg.matches("class=\"dot\"").count(), 3);
+        assert_eq!(svg.matches("class=\"bin\"").count(), 0);
+    }
+
+    /// The cost axis's tick labels: as many digits as their step needs,
+    /// never the same label twice (tiny costs gave `$0.00` and `$0.0001`
+    /// twice each).
+    #[test]
+    fn cost_ticks_are_told_apart_at_any_scale() {
+        for (cheap, dear) in [
+            (0.00002, 0.00009),
+            (0.0011, 0.0017),
+            (0.02, 0.9),
+            (3.0, 40.0),
+        ] {
+            let pts = [
+                Point {
+                    name: "a",
+                    index: 0,
+                    cost: cheap,
+                    quality: 0.5,
+                },
+                Point {
+                    name: "b",
+                    index: 1,
+                    cost: dear,
+                    quality: 0.9,
+                },
+            ];
+            let svg = cost_quality("p", "pass rate", &pts, &[]);
+            let ticks: Vec<&str> = svg
+                .match_indices("<text class=\"tick\"")
+                .map(|(i, _)| {
+                    let t = &svg[i..];
+                    let t = &t[t.find('>').unwrap() + 1..];
+                    &t[..t.find('<').unwrap()]
+                })
+                .filter(|t| t.starts_with('$'))
+                .collect();
+            assert!(ticks.len() >= 3, "{ticks:?}");
+            let mut distinct = ticks.clone();
+            distinct.dedup();
+            assert_eq!(distinct, ticks, "costs {cheap}–{dear}");
+            // Each label is its tick's value.
+            let step: f64 = ticks[2].trim_start_matches('$').parse::<f64>().unwrap()
+                - ticks[1].trim_start_matches('$').parse::<f64>().unwrap();
+            assert!(step > 0.0, "{ticks:?}");
+        }
     }
 
     /// The point labels of a cost/quality plot: text, x, y, anchor.

@@ -142,6 +142,20 @@ impl Transcript {
     }
 }
 
+impl Transcript {
+    /// Show the run's `output` under its end (what `output.*` assertions
+    /// read), when the transcript has it.
+    pub(crate) fn show_output(&mut self, output: &Value) {
+        let end = (self.entries.iter_mut().rev()).find(|e| e.k == "run" && e.t == RUN_ENDED);
+        if let Some(e) = end {
+            e.parts.push(Part::json("output", output));
+        }
+    }
+}
+
+/// The headline of the run's end.
+const RUN_ENDED: &str = "run ended";
+
 impl Builder {
     fn push(&mut self, s: &Signal, kind: &'static str, title: String) -> usize {
         self.out.entries.push(Entry {
@@ -171,7 +185,7 @@ impl Builder {
                 }
             }
             names::HARNESS_END => {
-                let e = self.push(s, "run", "run ended".into());
+                let e = self.push(s, "run", RUN_ENDED.into());
                 self.out.entries[e].m = duration(u64_of(p, "durationMs"));
             }
             names::HARNESS_TERMINATING => {
@@ -298,11 +312,11 @@ impl Builder {
         let removed = p.get("removed") == Some(&Value::Bool(true));
         let verb = if removed { "removed" } else { "changed" };
         let e = self.push(s, "state", format!("state {key} {verb}"));
-        let old = pretty_json(p.get("oldValue").unwrap_or(&Value::Null));
+        let old = state_text(p.get("oldValue").unwrap_or(&Value::Null));
         let new = if removed {
             String::new()
         } else {
-            pretty_json(p.get("newValue").unwrap_or(&Value::Null))
+            state_text(p.get("newValue").unwrap_or(&Value::Null))
         };
         self.out.entries[e].parts.push(Part {
             l: "diff".into(),
@@ -322,9 +336,63 @@ impl Builder {
     }
 }
 
-/// Pretty JSON, strings included (quoted), for diffs.
-fn pretty_json(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
+/// A state value as its diff compares it, line by line: pretty JSON (a
+/// one-line string quoted), but text on several lines (a file) as its
+/// lines, and inside an object or array as a block (`"key": |` then its
+/// lines two spaces further in), so that a changed line is one line of the
+/// diff.
+fn state_text(value: &Value) -> String {
+    match value {
+        Value::String(s) if s.contains('\n') => s.clone(),
+        other => {
+            let mut out = String::new();
+            write_state(&mut out, other, 0);
+            out
+        }
+    }
+}
+
+/// `value` as [`state_text`] writes it inside a value `indent` spaces in.
+fn write_state(out: &mut String, value: &Value, indent: usize) {
+    let pad = |out: &mut String, n: usize| out.extend(std::iter::repeat_n(' ', n));
+    let (open, close, items): (char, char, Vec<(Option<&String>, &Value)>) = match value {
+        Value::Object(m) if !m.is_empty() => {
+            ('{', '}', m.iter().map(|(k, v)| (Some(k), v)).collect())
+        }
+        Value::Array(a) if !a.is_empty() => ('[', ']', a.iter().map(|v| (None, v)).collect()),
+        Value::String(s) if s.contains('\n') => {
+            out.push('|');
+            for line in s.lines() {
+                out.push('\n');
+                pad(out, indent + 2);
+                out.push_str(line);
+            }
+            return;
+        }
+        other => {
+            out.push_str(&serde_json::to_string(other).unwrap_or_default());
+            return;
+        }
+    };
+    out.push(open);
+    let last = items.len() - 1;
+    for (i, (key, v)) in items.into_iter().enumerate() {
+        out.push('\n');
+        pad(out, indent + 2);
+        if let Some(k) = key {
+            out.push_str(&serde_json::to_string(k).unwrap_or_default());
+            out.push_str(": ");
+        }
+        write_state(out, v, indent + 2);
+        // A block's last line is text: no comma after it.
+        let block = v.as_str().is_some_and(|s| s.contains('\n'));
+        if i < last && !block {
+            out.push(',');
+        }
+    }
+    out.push('\n');
+    pad(out, indent);
+    out.push(close);
 }
 
 /// `1.2 s`, `850 ms`, or nothing without a duration.
@@ -593,6 +661,53 @@ mod tests {
             .collect();
         let t = Transcript::from_signals(&many);
         assert_eq!((t.entries.len(), t.dropped), (MAX_ENTRIES, 5));
+    }
+
+    /// A state change of text on many lines (a file) is a diff of its
+    /// lines, also inside an object (a map of files): one line changed is
+    /// one `-` and one `+`, the rest kept; not one escaped line per side
+    /// that repeats the whole file.
+    #[test]
+    fn multi_line_state_changes_are_line_diffs() {
+        let old = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
+        let new = old.replace("= 1", "= 2");
+        let t = Transcript::from_signals(&[
+            sig(
+                0,
+                "state:source:changed",
+                json!({"key": "source", "oldValue": old, "newValue": new}),
+                None,
+            ),
+            sig(
+                1,
+                "state:files:changed",
+                json!({"key": "files", "oldValue": {"src/main.rs": old, "README": "hi"}, "newValue": {"src/main.rs": new, "README": "hi"}}),
+                None,
+            ),
+        ]);
+        let diff = &t.entries[0].parts[0].x;
+        assert_eq!(
+            diff,
+            "  fn main() {\n-     let x = 1;\n+     let x = 2;\n      println!(\"{x}\");\n  }"
+        );
+        let diff = &t.entries[1].parts[0].x;
+        assert!(!diff.contains("\\n"), "{diff}");
+        let changed: Vec<&str> = diff
+            .lines()
+            .filter(|l| l.starts_with('-') || l.starts_with('+'))
+            .collect();
+        // A block's lines stand four spaces in (the key's two, and two).
+        let indented = |sign: char, line: &str| format!("{sign} {}{line}", " ".repeat(4));
+        assert_eq!(
+            changed,
+            [
+                indented('-', "    let x = 1;"),
+                indented('+', "    let x = 2;")
+            ],
+            "{diff}"
+        );
+        assert!(diff.contains("  \"README\": \"hi\""), "{diff}");
+        assert!(diff.contains("\"src/main.rs\": |"), "{diff}");
     }
 
     #[test]

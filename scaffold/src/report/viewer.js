@@ -1,8 +1,18 @@
 (function () {
   'use strict';
+  // The cells table shows a page of rows at a time (the HTML hides the
+  // rest): `matches` are the rows the filters let through, in order,
+  // `shown` the ones on view. Nothing here reads or writes every row's
+  // layout: a 10,000-cell page stays as quick as a 100-cell one.
+  var PAGE = 100;
   var rows = [].slice.call(document.querySelectorAll('tr.cell'));
   var current = -1;
-  var filters = { variant: '', case: '', tag: '', status: '' };
+  var filters = { variant: '', case: '', tag: '', status: '', search: '' };
+  var info = [];
+  var matches = [];
+  var shown = [];
+  var page = 0;
+  var pager = null;
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -18,52 +28,120 @@
   function tags(r) {
     try { return JSON.parse(r.getAttribute('data-tags') || '[]'); } catch (e) { return []; }
   }
+  // What the filters read of row `i`, read once.
+  function meta(i) {
+    var m = info[i];
+    if (!m) {
+      var r = rows[i];
+      m = info[i] = {
+        variant: r.getAttribute('data-variant'), case: r.getAttribute('data-case'),
+        trial: r.getAttribute('data-trial'), status: (r.getAttribute('data-status') || '').split(' '),
+        tags: tags(r), text: null
+      };
+    }
+    return m;
+  }
+  function text(i) {
+    var m = meta(i);
+    if (m.text === null) m.text = rows[i].textContent.toLowerCase();
+    return m.text;
+  }
 
-  // ------------------------------------------------------------ filters
+  // ------------------------------------------------------------ filters and pages
   function options(select, values) {
+    var frag = document.createDocumentFragment();
     values.sort().forEach(function (v) {
       var o = el('option', null, v);
       o.value = v;
-      select.appendChild(o);
+      frag.appendChild(o);
     });
+    select.appendChild(frag);
   }
   function setUpFilters() {
     var seen = { variant: {}, case: {}, tag: {}, status: {} };
-    rows.forEach(function (r) {
-      seen.variant[r.getAttribute('data-variant')] = 1;
-      seen.case[r.getAttribute('data-case')] = 1;
-      tags(r).forEach(function (t) { seen.tag[t] = 1; });
-      r.getAttribute('data-status').split(' ').forEach(function (s) { seen.status[s] = 1; });
+    rows.forEach(function (r, i) {
+      var m = meta(i);
+      seen.variant[m.variant] = 1;
+      seen.case[m.case] = 1;
+      m.tags.forEach(function (t) { seen.tag[t] = 1; });
+      m.status.forEach(function (s) { seen.status[s] = 1; });
     });
-    Object.keys(filters).forEach(function (key) {
+    Object.keys(seen).forEach(function (key) {
       var select = document.getElementById('filter-' + key);
       if (!select) return;
       options(select, Object.keys(seen[key]));
       select.addEventListener('change', function () { filters[key] = select.value; applyFilters(); });
     });
+    var search = document.getElementById('filter-search');
+    if (search) {
+      search.addEventListener('input', function () {
+        filters.search = search.value.trim().toLowerCase();
+        applyFilters();
+      });
+    }
   }
-  function shown(r) {
-    return (!filters.variant || r.getAttribute('data-variant') === filters.variant) &&
-      (!filters.case || r.getAttribute('data-case') === filters.case) &&
-      (!filters.tag || tags(r).indexOf(filters.tag) >= 0) &&
-      (!filters.status || r.getAttribute('data-status').split(' ').indexOf(filters.status) >= 0);
+  function passes(i) {
+    var m = meta(i);
+    return (!filters.variant || m.variant === filters.variant) &&
+      (!filters.case || m.case === filters.case) &&
+      (!filters.tag || m.tags.indexOf(filters.tag) >= 0) &&
+      (!filters.status || m.status.indexOf(filters.status) >= 0) &&
+      (!filters.search || text(i).indexOf(filters.search) >= 0);
   }
   function applyFilters() {
-    var n = 0;
-    rows.forEach(function (r) {
-      r.hidden = !shown(r);
-      var d = detailOf(r);
-      if (d) d.hidden = r.hidden;
-      if (!r.hidden) n++;
-    });
+    matches = [];
+    for (var i = 0; i < rows.length; i++) if (passes(i)) matches.push(i);
+    page = 0;
+    showPage();
     var count = document.getElementById('filter-count');
-    if (count) count.textContent = n + ' of ' + rows.length + ' cells';
+    if (count) count.textContent = matches.length + ' of ' + rows.length + ' cells';
   }
   function setFilter(key, value) {
     filters[key] = value;
-    var select = document.getElementById('filter-' + key);
-    if (select) select.value = value;
-    applyFilters();
+    var input = document.getElementById('filter-' + key);
+    if (input) input.value = value;
+    if (key === 'search') filters.search = value.trim().toLowerCase();
+  }
+  function pages() { return Math.max(1, Math.ceil(matches.length / PAGE)); }
+  function setShown(i, on) {
+    var r = rows[i];
+    if (r.hidden !== on) return;
+    r.hidden = !on;
+    var d = detailOf(r);
+    if (d) d.hidden = !on;
+  }
+  // Show page `page` of the matching rows, touching only the rows that change.
+  function showPage() {
+    page = Math.max(0, Math.min(page, pages() - 1));
+    var next = matches.slice(page * PAGE, (page + 1) * PAGE);
+    var on = {};
+    next.forEach(function (i) { on[i] = 1; });
+    shown.forEach(function (i) { if (!on[i]) setShown(i, false); });
+    next.forEach(function (i) { setShown(i, true); });
+    shown = next;
+    drawPager();
+  }
+  function drawPager() {
+    if (!rows.length || (rows.length <= PAGE && !pager)) return;
+    if (!pager) {
+      pager = el('div', 'pager');
+      var table = rows[0].closest('table');
+      table.parentNode.insertBefore(pager, table.nextSibling);
+    }
+    pager.textContent = '';
+    var from = matches.length ? page * PAGE + 1 : 0, to = Math.min(matches.length, (page + 1) * PAGE);
+    var prev = el('button', 'prev', '‹ Previous');
+    prev.type = 'button';
+    prev.disabled = page === 0;
+    prev.addEventListener('click', function () { page -= 1; showPage(); });
+    var next = el('button', 'next', 'Next ›');
+    next.type = 'button';
+    next.disabled = page >= pages() - 1;
+    next.addEventListener('click', function () { page += 1; showPage(); });
+    pager.appendChild(prev);
+    pager.appendChild(el('span', null, 'Cells ' + from + '–' + to + ' of ' + matches.length +
+      ' (page ' + (page + 1) + ' of ' + pages() + ')'));
+    pager.appendChild(next);
   }
 
   // ------------------------------------------------------------ transcript
@@ -166,9 +244,10 @@
     });
   }
   function siblings(r) {
-    return rows.filter(function (o) {
-      return o !== r && o.getAttribute('data-case') === r.getAttribute('data-case') &&
-        o.getAttribute('data-trial') === r.getAttribute('data-trial') && document.getElementById('t-' + o.id);
+    var mine = meta(rows.indexOf(r));
+    return rows.filter(function (o, i) {
+      var m = meta(i);
+      return o !== r && m.case === mine.case && m.trial === mine.trial && document.getElementById('t-' + o.id);
     });
   }
   function signature(e) {
@@ -238,6 +317,7 @@
     if (d.b) compare.appendChild(el('option', null, 'baseline')).value = '#baseline';
     if (compare.options.length > 1) bar.appendChild(compare);
     bar.appendChild(el('span', 'meta', 'session ' + d.session));
+    if (d.fork) bar.appendChild(el('span', 'meta fork', 'forked from session ' + d.fork.parent + ' at ' + d.fork.at));
     box.appendChild(bar);
     if (d.cause) {
       // A cell that could not be played back: that cause alone.
@@ -282,20 +362,23 @@
   }
 
   // ------------------------------------------------------------ keyboard and links
-  function focusRow(i) {
-    var vis = rows.filter(function (r) { return !r.hidden; });
-    if (!vis.length) return;
-    i = Math.max(0, Math.min(vis.length - 1, i));
-    rows.forEach(function (r) { r.classList.remove('current'); });
-    var r = vis[i];
-    r.classList.add('current');
-    current = rows.indexOf(r);
-    r.focus();
+  function setCurrent(i) {
+    if (current >= 0 && rows[current]) rows[current].classList.remove('current');
+    current = i;
+    if (i >= 0) rows[i].classList.add('current');
+  }
+  // Focus the matching row at `pos`, turning the page to it.
+  function focusAt(pos) {
+    if (!matches.length) return;
+    pos = Math.max(0, Math.min(matches.length - 1, pos));
+    var want = Math.floor(pos / PAGE);
+    if (want !== page) { page = want; showPage(); }
+    setCurrent(matches[pos]);
+    rows[current].focus();
   }
   function step(by) {
-    var vis = rows.filter(function (r) { return !r.hidden; });
-    var at = vis.indexOf(rows[current]);
-    focusRow(at < 0 ? 0 : at + by);
+    var at = matches.indexOf(current);
+    focusAt(at < 0 ? page * PAGE : at + by);
   }
   document.addEventListener('keydown', function (ev) {
     var t = ev.target;
@@ -310,36 +393,42 @@
     else if (ev.key === 'Enter' && current >= 0 && (!t || t === document.body)) { toggle(rows[current]); ev.preventDefault(); }
     else if (ev.key === '/') {
       var open = current >= 0 && detailOf(rows[current]);
-      var s = open ? open.querySelector('.t-search') : document.getElementById('filter-variant');
+      var s = open ? open.querySelector('.t-search') : document.getElementById('filter-search');
       if (s) { s.focus(); ev.preventDefault(); }
     }
   });
-  rows.forEach(function (r, i) {
-    r.addEventListener('click', function (ev) {
-      if (ev.target.closest('a')) return;
-      current = i;
-      toggle(r);
-    });
-    r.addEventListener('focus', function () {
-      rows.forEach(function (o) { o.classList.remove('current'); });
-      r.classList.add('current');
-      current = i;
-    });
+  function rowOf(target) {
+    var r = target && target.closest ? target.closest('tr.cell') : null;
+    return r && rows.indexOf(r) >= 0 ? r : null;
+  }
+  document.addEventListener('click', function (ev) {
+    var r = rowOf(ev.target);
+    if (!r || ev.target.closest('a')) return;
+    setCurrent(rows.indexOf(r));
+    toggle(r);
+  });
+  document.addEventListener('focusin', function (ev) {
+    var r = rowOf(ev.target);
+    if (r && ev.target === r) setCurrent(rows.indexOf(r));
   });
   function openHash() {
     var id = decodeURIComponent(location.hash.slice(1));
     var r = id && document.getElementById(id);
-    if (!r || !r.classList.contains('cell')) return;
-    if (r.hidden) { Object.keys(filters).forEach(function (k) { setFilter(k, ''); }); }
-    current = rows.indexOf(r);
+    var i = r ? rows.indexOf(r) : -1;
+    if (i < 0) return;
+    if (matches.indexOf(i) < 0) {
+      Object.keys(filters).forEach(function (k) { setFilter(k, ''); });
+      applyFilters();
+    }
     toggle(r, true);
-    focusRow(rows.filter(function (o) { return !o.hidden; }).indexOf(r));
+    focusAt(matches.indexOf(i));
     r.scrollIntoView();
   }
   [].forEach.call(document.querySelectorAll('a[data-status]'), function (a) {
-    a.addEventListener('click', function () { setFilter('status', a.getAttribute('data-status')); });
+    a.addEventListener('click', function () { setFilter('status', a.getAttribute('data-status')); applyFilters(); });
   });
   window.addEventListener('hashchange', openHash);
+  shown = rows.map(function (r, i) { return r.hidden ? -1 : i; }).filter(function (i) { return i >= 0; });
   setUpFilters();
   applyFilters();
   openHash();

@@ -12,12 +12,13 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::escape::xml;
 use super::transcript::Transcript;
 use crate::eval::{CellRecord, Comparison, EvalResults};
 use crate::signal::Signal;
-use crate::store::Store;
+use crate::store::{SessionMeta, SessionRecord, Store};
 
 /// The inline script of the viewer.
 pub(crate) const SCRIPT: &str = include_str!("viewer.js");
@@ -28,6 +29,8 @@ tr.cell { cursor: pointer; }
 tr.cell:focus, tr.cell.current { outline: 2px solid #2563eb; outline-offset: -2px; }
 tr.detail > td { background: #f9fafb; padding: 12px; }
 nav#jump { margin: 8px 0; padding: 6px 10px; border-left: 3px solid var(--bad); background: #fef2f2; }
+#filters input[type=search] { min-width: 16em; padding: 2px 6px; }
+.pager { display: flex; gap: 8px; align-items: center; margin: 8px 0; color: var(--muted); }
 #filters { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 8px 0; }
 .transcript .bar { display: flex; gap: 8px; align-items: center; margin-bottom: 8px; }
 .transcript input[type=search] { flex: 1; padding: 4px 8px; }
@@ -256,10 +259,64 @@ struct AssertionView<'a> {
     m: Vec<u64>,
 }
 
+/// Where a forked session comes from, as the viewer shows it: `forked
+/// from session {parent} at {at}`.
+#[derive(Serialize)]
+struct Fork<'a> {
+    parent: &'a str,
+    at: String,
+}
+
+impl Fork<'_> {
+    /// The fork of the session of `meta`, when it was forked.
+    fn of(meta: &SessionMeta) -> Option<Fork<'_>> {
+        Some(Fork {
+            parent: meta.parent_id.as_deref()?,
+            at: meta
+                .fork_point
+                .as_ref()
+                .map_or_else(|| "an unknown point".into(), fork_point_words),
+        })
+    }
+}
+
+/// A stored fork point in words: `signal #47 (phase coding, first;
+/// resumes at coding)`; its JSON when it has none of those fields.
+fn fork_point_words(point: &Value) -> String {
+    let text = |key: &str| point.get(key).and_then(Value::as_str);
+    let mut how = Vec::new();
+    if let Some(phase) = text("phase") {
+        how.push(match point.get("occurrence") {
+            Some(Value::String(o)) => format!("phase {phase}, {o}"),
+            Some(o) if !o.is_null() => format!("phase {phase}, occurrence {o}"),
+            _ => format!("phase {phase}"),
+        });
+    }
+    if let Some(predicate) = text("where") {
+        how.push(format!("where {predicate}"));
+    }
+    if let Some(phase) = text("resumeAt") {
+        how.push(format!("resumes at {phase}"));
+    }
+    let how = how.join("; ");
+    match (
+        point.get("eventIndex").and_then(Value::as_u64),
+        how.is_empty(),
+    ) {
+        (Some(i), true) => format!("signal #{i}"),
+        (Some(i), false) => format!("signal #{i} ({how})"),
+        (None, false) => how,
+        (None, true) => point.to_string(),
+    }
+}
+
 /// What the viewer reads for a cell.
 #[derive(Serialize)]
 struct CellData<'a> {
     session: &'a str,
+    /// The session's parent and fork point, when it was forked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fork: Option<Fork<'a>>,
     variant: &'a str,
     assertions: Vec<AssertionView<'a>>,
     /// Why a cell that could not be played back failed: the run's error,
@@ -297,11 +354,13 @@ pub(crate) fn baseline_sessions(t: &Transcripts<'_>) -> HashMap<String, String> 
 }
 
 /// The `<script type="application/json">` of a cell's transcript, or
-/// nothing when its session is not in the store.
+/// nothing when its session is not in the store; `record` is the
+/// session's (its lineage).
 pub(crate) fn cell_data(
     t: &Transcripts<'_>,
     anchor: &str,
     c: &CellRecord,
+    record: Option<&SessionRecord>,
     baseline_session: Option<&str>,
 ) -> String {
     let Some(signals) = session_signals(t.store, &c.session_id) else {
@@ -309,6 +368,10 @@ pub(crate) fn cell_data(
     };
     // A cell that could not be played back failed for that cause alone.
     let cause = c.error.as_deref().filter(|_| c.unplayable);
+    // `output.*` read the run's output: its end, whose entry shows it.
+    let end = (signals.iter().rev())
+        .find(|s| s.name == crate::signal::names::HARNESS_END)
+        .map(|s| s.index);
     let assertions = c
         .assertions
         .iter()
@@ -317,11 +380,19 @@ pub(crate) fn cell_data(
             kind: a.type_name(),
             passed: a.passed,
             message: &a.message,
-            m: crate::assert::matched_signals(&a.assertion, &signals),
+            m: match a.type_name().starts_with("output.") {
+                true => end.into_iter().collect(),
+                false => crate::assert::matched_signals(&a.assertion, &signals),
+            },
         })
         .collect();
+    let mut transcript = Transcript::from_signals(&signals);
+    if let Some(output) = &c.output {
+        transcript.show_output(output);
+    }
     let data = CellData {
         session: &c.session_id,
+        fork: record.and_then(|r| Fork::of(&r.meta)),
         variant: &c.variant,
         assertions,
         cause,
@@ -329,7 +400,7 @@ pub(crate) fn cell_data(
             Some(_) => c.assertions.iter().filter(|a| !a.passed).count(),
             None => 0,
         },
-        t: Transcript::from_signals(&signals),
+        t: transcript,
         b: baseline_session
             .and_then(|id| session_signals(t.store, id))
             .map(|s| Transcript::from_signals(&s)),
@@ -351,18 +422,21 @@ fn session_signals(store: &Store, id: &str) -> Option<Vec<Signal>> {
     store.signals(id).ok().filter(|s| !s.is_empty())
 }
 
+/// The stored record of session `id`, when there is one.
+pub(crate) fn session_record(store: &Store, id: &str) -> Option<SessionRecord> {
+    match id {
+        "" => None,
+        id => store.session(id).ok().flatten(),
+    }
+}
+
 /// A session's tags that name no scope (`case:`, `dataset:`, `trial:`, …),
 /// as a JSON array for `data-tags`.
-pub(crate) fn cell_tags(store: &Store, session: &str) -> String {
-    let tags: Vec<String> = match store.session(session) {
-        Ok(Some(r)) => r
-            .meta
-            .tags
-            .into_iter()
-            .filter(|t| !t.contains(':'))
-            .collect(),
-        _ => Vec::new(),
-    };
+pub(crate) fn cell_tags(record: Option<&SessionRecord>) -> String {
+    let tags: Vec<&String> = (record.iter())
+        .flat_map(|r| &r.meta.tags)
+        .filter(|t| !t.contains(':'))
+        .collect();
     serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into())
 }
 
@@ -396,13 +470,35 @@ pub(crate) fn jump_list(out: &mut String, groups: &[JumpGroup<'_>]) {
     out.push_str("</nav>\n");
 }
 
-/// The filters above the cells table (the script fills their options).
-pub(crate) const FILTERS: &str = "<div id=\"filters\"><label>Variant <select id=\"filter-variant\"><option value=\"\">all</option></select></label> <label>Case <select id=\"filter-case\"><option value=\"\">all</option></select></label> <label>Tag <select id=\"filter-tag\"><option value=\"\">all</option></select></label> <label>Status <select id=\"filter-status\"><option value=\"\">all</option></select></label> <span id=\"filter-count\" class=\"meta\"></span> <span class=\"meta\">Keys: j/k next/previous cell, Enter opens its transcript, / searches.</span></div>\n";
+/// The filters above the cells table (the script fills their options):
+/// a search of the cells' text (`/` focuses it), then variant, case, tag
+/// and status.
+pub(crate) const FILTERS: &str = "<div id=\"filters\"><input type=\"search\" id=\"filter-search\" placeholder=\"Search cells (/)\" aria-label=\"Search cells\"> <label>Variant <select id=\"filter-variant\"><option value=\"\">all</option></select></label> <label>Case <select id=\"filter-case\"><option value=\"\">all</option></select></label> <label>Tag <select id=\"filter-tag\"><option value=\"\">all</option></select></label> <label>Status <select id=\"filter-status\"><option value=\"\">all</option></select></label> <span id=\"filter-count\" class=\"meta\"></span> <span class=\"meta\">Keys: j/k next/previous cell, Enter opens its transcript, / searches.</span></div>\n";
 
-/// A page with one session's transcript (`cargo scaffold sessions show ID --html`).
+/// The rows of the cells table shown at a time: the HTML marks the rest
+/// `hidden` (Chromium lays out no more), the script pages through them (as
+/// filters, `j`/`k` and links to a cell move) and says so in `.pager`.
+pub(crate) const PAGE_ROWS: usize = 100;
+
+/// Without scripts, a long table's every row.
+pub(crate) const NO_SCRIPT_ROWS: &str =
+    "<noscript><style>tr.cell[hidden] { display: table-row; }</style></noscript>\n";
+
+/// A page with one session's transcript.
 pub fn session_page(session_id: &str, signals: &[Signal]) -> String {
+    one_session_page(session_id, None, signals)
+}
+
+/// [`session_page`] of a stored session, with its lineage (`cargo scaffold
+/// sessions show ID --html`).
+pub fn session_record_page(record: &SessionRecord, signals: &[Signal]) -> String {
+    one_session_page(&record.meta.id, Fork::of(&record.meta), signals)
+}
+
+fn one_session_page(session_id: &str, fork: Option<Fork<'_>>, signals: &[Signal]) -> String {
     let data = CellData {
         session: session_id,
+        fork,
         variant: "",
         assertions: Vec::new(),
         cause: None,
@@ -464,6 +560,12 @@ mod examples {
     }
 
     #[test]
+    fn the_script_pages_the_table_as_the_html_does() {
+        let page = format!("var PAGE = {};", super::PAGE_ROWS);
+        assert!(super::SCRIPT.contains(&page), "viewer.js: {page}");
+    }
+
+    #[test]
     fn anchors_are_slugged_and_names_never_share_one() {
         assert_eq!(
             cell_anchor("qa", "gpt-4o", "case-1", 0),
@@ -473,5 +575,111 @@ mod examples {
             cell_anchor("qa", "a b", "c", 0),
             cell_anchor("qa", "a-b", "c", 0)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{TranscriptSelection, Transcripts, cell_data};
+    use crate::assert::{Assertion, EvalContext, evaluate};
+    use crate::eval::CellRecord;
+    use crate::eval::results::AssertionRecord;
+    use crate::signal::Signal;
+    use crate::store::{SessionMeta, Store};
+
+    /// A session that calls `lookup` then `refund`, and ends.
+    fn signals() -> Vec<Signal> {
+        let list = [
+            ("harness:start", json!({})),
+            (
+                "tool:call",
+                json!({"id": "a", "name": "lookup", "input": {}}),
+            ),
+            (
+                "tool:result",
+                json!({"id": "a", "name": "lookup", "result": "ok"}),
+            ),
+            (
+                "tool:call",
+                json!({"id": "b", "name": "refund", "input": {"amount": 5}}),
+            ),
+            (
+                "tool:result",
+                json!({"id": "b", "name": "refund", "result": "ok"}),
+            ),
+            ("harness:end", json!({"durationMs": 10})),
+        ];
+        (list.into_iter().enumerate())
+            .map(|(i, (name, payload))| Signal {
+                index: i as u64,
+                name: name.into(),
+                payload,
+                at_ms: i as u64,
+                agent: None,
+            })
+            .collect()
+    }
+
+    /// What the viewer reads of a cell of the session with `assertions`
+    /// and `output`.
+    fn data(assertions: Value, output: Value) -> Value {
+        let store = Store::in_memory().unwrap();
+        store.begin_session(&SessionMeta::new("s1", "wf")).unwrap();
+        let signals = signals();
+        store.append("s1", &signals).unwrap();
+        store.flush().unwrap();
+        let mut c = CellRecord::new("v", "case");
+        c.session_id = "s1".into();
+        c.output = Some(output.clone());
+        let ctx = EvalContext::new(&signals).output(output);
+        let assertions: Vec<Assertion> = serde_json::from_value(assertions).unwrap();
+        c.assertions = (assertions.iter())
+            .map(|a| AssertionRecord::from(&evaluate(a, &ctx)))
+            .collect();
+        let t = Transcripts::new(&store, TranscriptSelection::All);
+        let html = cell_data(&t, "cell-x", &c, None, None);
+        let json = &html[html.find('>').unwrap() + 1..html.rfind("</script>").unwrap()];
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// `tool.called` and `tool.notCalled` point at the calls they counted
+    /// (every call when none has the name), `output.*` at the run's end,
+    /// whose entry shows the output.
+    #[test]
+    fn tool_and_output_assertions_point_at_the_signals_they_read() {
+        let d = data(
+            json!([
+                {"type": "tool.called", "name": "refund"},
+                {"type": "tool.called", "name": "escalate"},
+                {"type": "tool.notCalled", "name": "refund"},
+                {"type": "tool.notCalled", "name": "delete"},
+                {"type": "output.contains", "text": "done"},
+                {"type": "output.equals", "value": "refund done"},
+            ]),
+            json!("refund done"),
+        );
+        let m: Vec<&Value> = d["assertions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| &a["m"])
+            .collect();
+        assert_eq!(
+            m,
+            [
+                &json!([3]),
+                &json!([1, 3]),
+                &json!([3]),
+                &json!([1, 3]),
+                &json!([5]),
+                &json!([5])
+            ],
+            "{d:#}"
+        );
+        let end = d["t"]["entries"].as_array().unwrap().last().unwrap();
+        assert_eq!(end["t"], "run ended");
+        assert_eq!(end["parts"][0], json!({"l": "output", "x": "refund done"}));
     }
 }

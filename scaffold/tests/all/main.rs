@@ -14,6 +14,7 @@
 mod assertions;
 mod bridge;
 mod bridge_command;
+mod browser;
 mod compare;
 mod datasets;
 mod eval_cells;
@@ -28,4 +29,5 @@ mod stats;
 mod store;
 mod transcript;
 mod trials;
+mod untrusted;
 mod workflow;

@@ -764,8 +764,6 @@ fn check_text(text: &str) {
 
 // ---------------------------------------------------------------- Chromium
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-
 /// Render `html` with headless Chromium and return the DOM it built; `None`
 /// (with a message) when Chromium is not installed outside CI.
 fn chromium_dom(html: &str) -> Option<String> {
@@ -775,17 +773,7 @@ fn chromium_dom(html: &str) -> Option<String> {
 /// [`chromium_dom`] of the page opened at `#hash` (`""`: none): the page's
 /// script opens the transcript of the cell the hash names.
 fn chromium_dom_at(html: &str, hash: &str) -> Option<String> {
-    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-    if !Path::new(CHROMIUM).exists() {
-        assert!(
-            !in_ci,
-            "{CHROMIUM} is missing in CI: .ci/run installs Debian's chromium"
-        );
-        eprintln!(
-            "SKIPPED: {CHROMIUM} is not installed (apt-get install -y chromium) and this is not CI"
-        );
-        return None;
-    }
+    let chromium = crate::browser::chromium()?;
     let dir = std::env::temp_dir().join(format!(
         "scaffold-html-{}-{}",
         std::process::id(),
@@ -795,18 +783,9 @@ fn chromium_dom_at(html: &str, hash: &str) -> Option<String> {
     std::fs::create_dir_all(&profile).unwrap();
     let page = dir.join("report.html");
     std::fs::write(&page, html).unwrap();
-    let output = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-        ])
+    let output = Command::new(chromium)
+        .args(crate::browser::FLAGS)
+        .arg("--disable-quic")
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
         .arg(format!("file://{}{hash}", page.display()))
@@ -860,6 +839,61 @@ fn html_renders_in_chromium_with_its_plots() {
     // Escaped text arrives as text, not markup.
     assert!(dom.contains("gpt4o &lt;mini&gt; | \"fast\""));
     assert!(!dom.contains("<mini>"));
+}
+
+/// A run's index page links every eval's page and its other reports, and
+/// each page written beside it links back: followed in Chromium.
+#[test]
+fn a_run_index_links_every_eval_page_and_each_links_back() {
+    use report::html::{INDEX_FILE, IndexEntry, Page, render_index};
+    let (planner, review) = (results(), trial_results());
+    let formats = [Format::Json, Format::Html, Format::Markdown];
+    let entries = [
+        IndexEntry::new(&planner, &formats),
+        IndexEntry::new(&review, &formats),
+    ];
+    let index = render_index(Some("run-7"), &entries);
+    assert!(
+        index.contains("<title>Run run-7 · scaffold</title>"),
+        "{index}"
+    );
+    for eval in ["api-builder-planner", "flaky-review"] {
+        for ext in ["html", "json", "md"] {
+            assert!(
+                index.contains(&format!("href=\"./{eval}.{ext}\"")),
+                "{eval}.{ext}: {index}"
+            );
+        }
+    }
+    assert!(index.contains("Failed"), "{index}");
+    assert!(index.contains("9/12 cells passed"), "{index}");
+    let page = |r: &EvalResults| Page::new(r).index(INDEX_FILE).render();
+    let (planner_page, review_page) = (page(&planner), page(&review));
+    assert!(
+        planner_page.contains("<a href=\"./index.html\">"),
+        "the way back"
+    );
+    assert!(!report::render(Format::Html, &planner, None).contains("index.html"));
+    let Some(mut browser) = crate::browser::Page::open(
+        "index",
+        &[
+            (INDEX_FILE, &index),
+            ("api-builder-planner.html", &planner_page),
+            ("flaky-review.html", &review_page),
+        ],
+    ) else {
+        return;
+    };
+    browser.follow("document.querySelector('a[href=\"./flaky-review.html\"]').click()");
+    assert_eq!(
+        browser.eval("document.title"),
+        json!("Eval flaky-review · scaffold")
+    );
+    browser.follow("document.querySelector('a[href=\"./index.html\"]').click()");
+    assert_eq!(
+        browser.eval("document.title"),
+        json!("Run run-7 · scaffold")
+    );
 }
 
 #[test]

@@ -9,12 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use scaffold::_cargo_scaffold_support::eval::results::AssertionRecord;
+use scaffold::_cargo_scaffold_support::eval::results::{AssertionRecord, ScoreRecord};
 use scaffold::_cargo_scaffold_support::eval::{
     CellRecord, CompareOptions, EvalResults, RunConfig, compare,
 };
 use scaffold::_cargo_scaffold_support::report::html::{
     TranscriptSelection, Transcripts, cell_anchor, render_with_transcripts, session_page,
+    session_record_page,
 };
 use scaffold::_cargo_scaffold_support::report::{self, Format};
 use scaffold::assert::{Assertion, EvalContext, evaluate};
@@ -23,7 +24,8 @@ use scaffold::store::{SessionEnd, SessionMeta, SessionStatus, Store};
 use scaffold::workflow::RunStatus;
 use serde_json::{Value, json};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
+use crate::browser::Page;
+
 const EVIL: &str = "</script><img src=x onerror=\"document.title='pwned'\"> done";
 
 fn sig(index: u64, name: &str, payload: Value, agent: Option<&str>) -> Signal {
@@ -322,30 +324,15 @@ fn chromium(
     hash: &str,
     screenshot: Option<&Path>,
 ) -> Option<String> {
-    let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-    if !Path::new(CHROMIUM).exists() {
-        assert!(!in_ci, "{CHROMIUM} is missing in CI");
-        eprintln!("SKIPPED: {CHROMIUM} is not installed and this is not CI");
-        return None;
-    }
+    let chromium = crate::browser::chromium()?;
     let dir = temp_dir(name);
     let page = dir.join("report.html");
     let html = html.replace("</body>", &format!("<script>{script}</script>\n</body>"));
     std::fs::write(&page, html).unwrap();
-    let mut cmd = Command::new(CHROMIUM);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        "--virtual-time-budget=2000",
-    ])
-    .arg(format!("--user-data-dir={}", dir.join("profile").display()));
+    let mut cmd = Command::new(chromium);
+    cmd.args(crate::browser::FLAGS)
+        .arg("--virtual-time-budget=2000")
+        .arg(format!("--user-data-dir={}", dir.join("profile").display()));
     match screenshot {
         Some(png) => cmd
             .arg(format!("--screenshot={}", png.display()))
@@ -594,22 +581,191 @@ fn the_markdown_summary_links_failed_cells_to_their_anchor() {
     assert!(report::render(Format::Markdown, &results, None).contains("| `gpt-4o::refund` |"));
 }
 
-/// 10,000 cells, 1% failing: the default embeds the failing cells and their
-/// siblings only; the page's size and load time are printed (docs/ci.md).
+/// A cell whose session was forked says from which session and where,
+/// in its transcript and on the session's own page.
+#[test]
+fn a_forked_sessions_transcript_shows_its_parent_and_fork_point() {
+    let (store, mut results) = fixture();
+    let forked = "s-forked";
+    let mut meta = SessionMeta::new(forked, "refunds");
+    meta.parent_id = Some("s-gpt-4o-refund-500".into());
+    meta.fork_point =
+        Some(json!({"phase": "act", "occurrence": "first", "eventIndex": 6, "resumeAt": "act"}));
+    store.begin_session(&meta).unwrap();
+    let signals = session(500, "forked");
+    store.append(forked, &signals).unwrap();
+    store.flush().unwrap();
+    let cell = (results.results.iter_mut())
+        .find(|c| c.variant == "gpt-4o" && c.case == "refund")
+        .unwrap();
+    cell.session_id = forked.into();
+    let html = render_with_transcripts(
+        &results,
+        None,
+        &Transcripts::new(&store, TranscriptSelection::All),
+    );
+    let Some(dom) = chromium("forked", &html, "", &format!("#{FAILING}"), None) else {
+        return;
+    };
+    let lineage =
+        "forked from session s-gpt-4o-refund-500 at signal #6 (phase act, first; resumes at act)";
+    let detail = detail_after(&dom, FAILING);
+    assert!(detail.contains(lineage), "{detail}");
+    let record = store.session(forked).unwrap().unwrap();
+    let page = session_record_page(&record, &signals);
+    let Some(dom) = chromium("forked-session", &page, "", "", None) else {
+        return;
+    };
+    assert!(dom.contains(lineage), "{dom}");
+}
+
+/// `/` with no transcript open focuses the cells' search, and what is
+/// typed there filters the cells (it used to focus the Variant select,
+/// where typing did nothing).
+#[test]
+fn slash_focuses_a_search_of_the_cells() {
+    let html = page(TranscriptSelection::All);
+    let Some(mut page) = Page::open("slash", &[("report.html", &html)]) else {
+        return;
+    };
+    page.press("/");
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("filter-search")
+    );
+    page.type_text("refund");
+    assert_eq!(
+        page.eval("document.getElementById('filter-count').textContent"),
+        json!("2 of 4 cells")
+    );
+    let shown = "[].filter.call(document.querySelectorAll('tr.cell'), function (r) { return !r.hidden; })\
+         .map(function (r) { return r.getAttribute('data-case'); }).join(' ')";
+    assert_eq!(page.eval(shown), json!("refund refund"));
+    // Escape leaves the search; `j` moves among the cells it shows.
+    page.press("Escape");
+    page.press("j");
+    assert_eq!(page.eval("document.activeElement.id"), json!(FAILING));
+    // With a transcript open, `/` searches in it.
+    page.press("Enter");
+    page.press("/");
+    assert_eq!(
+        page.eval("document.activeElement.className"),
+        json!("t-search")
+    );
+}
+
+/// 250 cells: a page of 100 rows at a time, in the HTML (so that Chromium
+/// lays out no more) and as filters, `j` and links move; every row is in
+/// the file for a reader without scripts.
+#[test]
+fn a_long_table_is_shown_a_page_at_a_time() {
+    let cells: Vec<CellRecord> = (0..250)
+        .map(|i| {
+            let mut c = CellRecord::new("v", format!("case-{i:03}"));
+            c.passed = i % 50 != 7;
+            c
+        })
+        .collect();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 250,
+        variants: vec!["v".into()],
+        scorers: vec![],
+        min_pass_rate: 1.0,
+    };
+    let results = EvalResults::new("long", "2026-01-28T12:00:00Z", config, cells);
+    let html = report::render(Format::Html, &results, None);
+    assert_eq!(html.matches("<tr id=\"cell-").count(), 250);
+    assert_eq!(
+        html.matches("class=\"cell passed\" hidden").count()
+            + html.matches("class=\"cell failed\" hidden").count(),
+        150
+    );
+    assert!(html.contains("<noscript>"), "every row without scripts");
+    let shown = "[].filter.call(document.querySelectorAll('tr.cell'), function (r) { return !r.hidden; })\
+         .map(function (r) { return r.getAttribute('data-case'); })";
+    let Some(mut page) =
+        Page::open_at("paged", &[("long.html", &html)], "#cell-long-v-case-180-t0")
+    else {
+        return;
+    };
+    // The link's row is on the second page, open and focused.
+    let on_view = page.eval(shown);
+    assert_eq!(on_view.as_array().unwrap().len(), 100);
+    assert_eq!(on_view[0], json!("case-100"));
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("cell-long-v-case-180-t0")
+    );
+    assert_eq!(
+        page.eval("document.querySelectorAll('tr.detail').length"),
+        json!(1)
+    );
+    assert!(
+        page.eval("document.querySelector('.pager').textContent")
+            .as_str()
+            .unwrap()
+            .contains("101–200 of 250")
+    );
+    // Filtered: the five failing cells, one page.
+    page.eval("var f = document.getElementById('filter-status'); f.value = 'fail'; f.dispatchEvent(new Event('change')); true");
+    assert_eq!(
+        page.eval(&format!("{shown}.join(' ')")),
+        json!("case-007 case-057 case-107 case-157 case-207")
+    );
+    // Cleared: the first page again; `j` past its last row turns the page.
+    page.eval("var f = document.getElementById('filter-status'); f.value = ''; f.dispatchEvent(new Event('change')); true");
+    assert_eq!(page.eval(&format!("{shown}.length")), json!(100));
+    page.eval("document.getElementById('cell-long-v-case-099-t0').focus(); true");
+    page.press("j");
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("cell-long-v-case-100-t0")
+    );
+    assert_eq!(page.eval(&format!("{shown}[0]")), json!("case-100"));
+    page.press("k");
+    assert_eq!(
+        page.eval("document.activeElement.id"),
+        json!("cell-long-v-case-099-t0")
+    );
+    assert_eq!(page.eval(&format!("{shown}[99]")), json!("case-099"));
+}
+
+/// 10,000 cells, 1% failing, of two variants scored by two scorers (so
+/// four plots, three of them a value per cell): the default embeds the
+/// failing cells and their siblings only. Printed (docs/ci.md): the page's
+/// size, how long Chromium takes to load it (navigation to the first frame
+/// after load), to clear a filter and to move to the next cell with `j`.
 #[test]
 fn ten_thousand_cells_stay_usable() {
     let store = Store::in_memory().unwrap();
     let mut cells = Vec::new();
-    for case in 0..5_000 {
+    for case in 0..5_000u32 {
         for (v, amount) in [("gpt-4o", 500), ("claude", 50)] {
             let name = format!("case-{case:04}");
-            cells.push(if case % 100 == 0 {
+            let mut c = if case % 100 == 0 {
                 cell_of(&store, v, &name, amount, "Refund it.")
             } else {
                 let mut c = CellRecord::new(v, name);
                 c.passed = true;
                 c
-            });
+            };
+            c.metrics.latency_ms = 800 + u64::from(case * 37 % 900);
+            c.metrics.cost_usd = 0.001 + f64::from(case % 17) * 0.0001;
+            for (scorer, spread) in [("quality", 13), ("relevance", 7)] {
+                let value = f64::from((case * 31 + amount as u32) % spread) / f64::from(spread);
+                c.scores.insert(
+                    scorer.into(),
+                    ScoreRecord {
+                        pass: value >= 0.3,
+                        value,
+                        unit: None,
+                        detail: Some(format!("{scorer} {value:.2}")),
+                        borderline: false,
+                    },
+                );
+            }
+            cells.push(c);
         }
     }
     store.flush().unwrap();
@@ -617,7 +773,7 @@ fn ten_thousand_cells_stay_usable() {
         trials: 1,
         inputs: 5_000,
         variants: vec!["gpt-4o".into(), "claude".into()],
-        scorers: vec![],
+        scorers: vec!["quality".into(), "relevance".into()],
         min_pass_rate: 1.0,
     };
     let results = EvalResults::new("big", "2026-01-28T12:00:00Z", config, cells);
@@ -627,28 +783,53 @@ fn ten_thousand_cells_stay_usable() {
     let rendered = started.elapsed();
     assert_eq!(html.matches("type=\"application/json\"").count(), 100);
     let plain = report::render(Format::Html, &results, None);
+    let plots = html
+        .find("<section id=\"plots\">")
+        .map_or(0, |start| html[start..].find("</section>").unwrap_or(0));
     eprintln!(
-        "10,000 cells: {} bytes ({} without transcripts, {} bytes per cell), rendered in {rendered:.2?}",
+        "10,000 cells: {} bytes ({} without transcripts, {} bytes per cell, {plots} of plots), rendered in {rendered:.2?}",
         html.len(),
         plain.len(),
         plain.len() / 10_000
     );
     assert!(html.len() < 12_000_000, "{}", html.len());
-    let probe = "window.addEventListener('load', function () { setTimeout(function () {\
-         document.body.setAttribute('data-loaded-ms', Math.round(performance.now())); }, 0); });\
-         var r = document.getElementById('cell-big-gpt-4o-case-0100-t0'); r.click();";
-    let Some(dom) = chromium("big", &html, probe, "", None) else {
+    let Some(mut page) = Page::open("big", &[("big.html", &html)]) else {
         return;
     };
-    assert!(detail_after(&dom, "cell-big-gpt-4o-case-0100-t0").contains("class=\"timeline\""));
-    let ms = dom
-        .split("data-loaded-ms=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next());
-    eprintln!(
-        "10,000 cells: Chromium loaded the page in {} ms",
-        ms.unwrap_or("?")
+    let load = page.loaded_ms;
+    // A filter set, then cleared.
+    page.eval(
+        "var f = document.getElementById('filter-status'); f.value = 'fail';\
+         f.dispatchEvent(new Event('change')); true",
     );
+    page.next_frame();
+    let clear = page.time(|p| {
+        p.eval(
+            "var f = document.getElementById('filter-status'); f.value = '';\
+             f.dispatchEvent(new Event('change')); true",
+        );
+    });
+    let shown = page.eval("document.getElementById('filter-count').textContent");
+    assert_eq!(shown, json!("10000 of 10000 cells"));
+    // Rows go variant by variant: gpt-4o's cases first.
+    page.press("j");
+    let j = page.time(|p| p.press("j"));
+    let focused = page.eval("document.activeElement.id");
+    assert_eq!(focused, json!("cell-big-gpt-4o-case-0001-t0"));
+    // Opening a failing cell's transcript by its link (the summary's).
+    let failing = "cell-big-gpt-4o-case-0100-t0";
+    let open = page.time(|p| {
+        p.eval(&format!("location.hash = '#{failing}'; true"));
+    });
+    let dom = page.dom();
+    assert!(detail_after(&dom, failing).contains("class=\"timeline\""));
+    eprintln!(
+        "10,000 cells in Chromium: loaded in {load:.0} ms, a filter cleared in {clear:.0} ms, \
+         `j` in {j:.0} ms, a transcript opened in {open:.0} ms"
+    );
+    // The issue's target (#39): a 10,000-cell page loads within 3 s. It
+    // takes about 0.7 s here on a loaded 2-core machine.
+    assert!(load < 3_000.0, "loaded in {load:.0} ms");
 }
 
 #[test]
@@ -671,4 +852,50 @@ fn an_assertion_clicked_highlights_its_own_signals() {
         .collect();
     // The trajectory's steps: the planner, the plan, the clerk.
     assert_eq!(matched, ["2", "5", "7"], "{detail}");
+}
+
+/// Transcripts load lazily: each is inert JSON, read and drawn when its
+/// cell is opened, so 10,000 cells with every transcript embedded
+/// (`SCAFFOLD_REPORT_TRANSCRIPTS=all`) load about as fast as with none.
+/// Printed (docs/ci.md): the page's size and load and open times.
+#[test]
+fn every_transcript_of_ten_thousand_cells_is_read_only_when_opened() {
+    let store = Store::in_memory().unwrap();
+    let mut cells = Vec::new();
+    for case in 0..5_000u32 {
+        for (v, amount) in [("gpt-4o", 500), ("claude", 50)] {
+            cells.push(cell_of(
+                &store,
+                v,
+                &format!("case-{case:04}"),
+                amount,
+                "Refund it.",
+            ));
+        }
+    }
+    store.flush().unwrap();
+    let config = RunConfig {
+        trials: 1,
+        inputs: 5_000,
+        variants: vec!["gpt-4o".into(), "claude".into()],
+        scorers: vec![],
+        min_pass_rate: 1.0,
+    };
+    let results = EvalResults::new("big", "2026-01-28T12:00:00Z", config, cells);
+    let t = Transcripts::new(&store, TranscriptSelection::All);
+    let html = render_with_transcripts(&results, None, &t);
+    assert_eq!(html.matches("type=\"application/json\"").count(), 10_000);
+    let Some(mut page) = Page::open("all", &[("all.html", &html)]) else {
+        return;
+    };
+    let cell = "cell-big-gpt-4o-case-4100-t0";
+    let open = page.time(|p| {
+        p.eval(&format!("location.hash = '#{cell}'; true"));
+    });
+    assert!(detail_after(&page.dom(), cell).contains("class=\"timeline\""));
+    eprintln!(
+        "10,000 cells, every transcript: {} bytes, loaded in {:.0} ms, a transcript opened in {open:.0} ms",
+        html.len(),
+        page.loaded_ms
+    );
 }

@@ -60,7 +60,9 @@ use crate::eval::stats::{
     Alternative, DEFAULT_CONFIDENCE, Power, SignFlip, SignFlipMethod, TTest, VariantSummary,
     Wilcoxon, WilcoxonOptions, paired_t_test, sign_flip_test, trial_stats, wilcoxon_signed_rank,
 };
-use crate::util::fmt::{duration as ms, p_value as p_text, pct, usd};
+use crate::util::fmt::{
+    apart, duration as ms, duration_digits, p_value as p_text, pct, usd, usd_digits,
+};
 
 /// Options of [`compare_variants`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -771,14 +773,12 @@ impl Standing<'_> {
         let (point, quality) = (self.point, self.quality);
         let mut better = Vec::new();
         if let Some((theirs, mine)) = below(o.cost, point.cost) {
-            better.push(format!(
-                "cheaper ({} vs {} per case)",
-                usd(theirs),
-                usd(mine)
-            ));
+            let (theirs, mine) = apart(theirs, mine, usd_digits);
+            better.push(format!("cheaper ({theirs} vs {mine} per case)"));
         }
         if let Some((theirs, mine)) = below(o.latency, point.latency) {
-            better.push(format!("faster ({} vs {} avg)", ms(theirs), ms(mine)));
+            let (theirs, mine) = apart(theirs, mine, duration_digits);
+            better.push(format!("faster ({theirs} vs {mine} avg)"));
         }
         if o.quality > point.quality && quality != "pass" {
             better.push(format!(
@@ -807,10 +807,12 @@ impl Standing<'_> {
             ));
         }
         if let Some((mine, theirs)) = below(point.cost, o.cost) {
-            worse.push(format!("costs more ({} vs {})", usd(theirs), usd(mine)));
+            let (theirs, mine) = apart(theirs, mine, usd_digits);
+            worse.push(format!("costs more ({theirs} vs {mine})"));
         }
         if let Some((mine, theirs)) = below(point.latency, o.latency) {
-            worse.push(format!("is slower ({} vs {})", ms(theirs), ms(mine)));
+            let (theirs, mine) = apart(theirs, mine, duration_digits);
+            worse.push(format!("is slower ({theirs} vs {mine})"));
         }
         worse
     }
