@@ -1028,6 +1028,37 @@ fn sessions_runs_score_and_merge(dir: &Path, db: &str, run_id: &str, loaded: &Ev
     assert!(lines[1].starts_with(run_id), "{}", runs.stdout);
     assert!(lines[1].contains("harness") && lines[1].contains("finished in"));
     assert!(lines[1].contains("code-review") && lines[1].ends_with("33/33"));
+    // The run says the commit it ran on: this checkout's HEAD, as git says.
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(workspace())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let on_ci = [
+        "GITHUB_SHA",
+        "CI_COMMIT_SHA",
+        "BUILDKITE_COMMIT",
+        "CIRCLE_SHA1",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some());
+    if let (Some(head), false) = (head, on_ci) {
+        let json = cli(&["runs", "list", "--database", db, "--json"]);
+        let listed: Value = serde_json::from_str(&json.stdout).expect("runs as JSON");
+        assert_eq!(
+            listed[0]["source"]["commit"],
+            head.as_str(),
+            "{}",
+            json.stdout
+        );
+        assert!(
+            lines[1].contains(&format!("@{}", &head[..8])),
+            "{}",
+            runs.stdout
+        );
+    }
 
     // report --run: the results rebuilt from the stored cells.
     let report_dir = dir.join("from-run");

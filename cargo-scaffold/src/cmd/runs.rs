@@ -25,9 +25,11 @@ pub fn list(args: &RunsListArgs) -> CmdResult {
         return Ok(Exit::Success);
     }
     let mut rows = vec![
-        ["RUN", "ORIGIN", "STARTED", "STATE", "EVALS", "PASSED"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "RUN", "ORIGIN", "STARTED", "STATE", "SOURCE", "EVALS", "PASSED",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for r in &runs {
         let state = match r.finished_at_ms {
@@ -44,6 +46,7 @@ pub fn list(args: &RunsListArgs) -> CmdResult {
             r.origin.clone(),
             rfc3339(r.started_at_ms),
             state,
+            r.source.as_ref().map_or("-".to_string(), |s| s.short()),
             r.evals.join(","),
             format!("{}/{}", r.passed, r.cells),
         ]);

@@ -88,7 +88,7 @@ pub fn runs(runs: &[EvalRunRecord], database: &str) -> String {
         );
     }
     body.push_str(
-        "<table><tr><th>Run</th><th>Origin</th><th>Started</th><th>State</th><th>Evals</th><th>Passed</th></tr>",
+        "<table><tr><th>Run</th><th>Origin</th><th>Started</th><th>State</th><th>Source</th><th>Evals</th><th>Passed</th></tr>",
     );
     for r in runs {
         let state = match r.finished_at_ms {
@@ -102,12 +102,13 @@ pub fn runs(runs: &[EvalRunRecord], database: &str) -> String {
         };
         let _ = write!(
             body,
-            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td></tr>",
+            "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td></tr>",
             query(&r.id),
             esc(&r.id),
             esc(&r.origin),
             esc(&rfc3339(r.started_at_ms)),
             esc(&state),
+            esc(&r.source.as_ref().map_or("-".to_string(), |s| s.short())),
             esc(&r.evals.join(", ")),
             r.passed,
             r.cells

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::results::distinct_inputs;
 use super::{CellRecord, EvalResults, GateOptions, RunConfig};
-use crate::store::{CELLS_SQL, Context, RECORD_SQL, RunOp, Store, StoreError, to_i64, to_u64};
+use crate::store::{
+    CELLS_SQL, Context, RECORD_SQL, RunOp, RunSource, Store, StoreError, to_i64, to_u64,
+};
 use crate::util::now_ms;
 
 /// An eval run as it begins: its id, who runs it, and the configuration of
@@ -38,6 +40,9 @@ pub struct EvalRunMeta {
     /// How each eval (by name) is judged and how many cells it plans.
     #[serde(default)]
     pub plans: BTreeMap<String, EvalPlan>,
+    /// The commit and branch it runs on, when known.
+    #[serde(default)]
+    pub source: Option<RunSource>,
 }
 
 /// What a run stores of an eval beside its [`RunConfig`], so that results
@@ -92,6 +97,7 @@ impl EvalRunMeta {
             evals: Vec::new(),
             selection: None,
             plans: BTreeMap::new(),
+            source: None,
         }
     }
 
@@ -121,6 +127,12 @@ impl EvalRunMeta {
     /// Set how the run chose its cells.
     pub fn selection(mut self, selection: impl Into<String>) -> Self {
         self.selection = Some(selection.into());
+        self
+    }
+
+    /// Set the commit and branch it runs on.
+    pub fn source(mut self, source: Option<RunSource>) -> Self {
+        self.source = source;
         self
     }
 }
@@ -188,6 +200,12 @@ fn begin_op(path: &str, meta: &EvalRunMeta) -> Result<RunOp, StoreError> {
         started_at: to_i64(path, "eval run startedAtMs", meta.started_at_ms)?,
         evals,
         selection: meta.selection.clone(),
+        source: (meta.source.as_ref())
+            .map(serde_json::to_string)
+            .transpose()
+            .ctx(path, || {
+                format!("serializing the source of run {}", meta.id)
+            })?,
     })
 }
 

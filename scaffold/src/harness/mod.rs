@@ -99,6 +99,7 @@ pub(crate) mod registry;
 mod selection;
 pub(crate) mod settings;
 pub(crate) mod snapshot;
+mod source;
 mod summary;
 mod totals;
 
@@ -615,6 +616,8 @@ struct Plan<'a> {
     planned: HashSet<String>,
     /// How the process selects its cells.
     selection: &'a Selection,
+    /// The commit and branch the run runs on.
+    source: Option<crate::store::RunSource>,
 }
 
 /// Begin (or join, or resume) the eval run of this process, which runs `plan`.
@@ -630,6 +633,7 @@ fn start_run(
         plans,
         planned,
         selection,
+        source,
     } = plan;
     let configs: Vec<(String, RunConfig)> = evals
         .iter()
@@ -654,7 +658,7 @@ fn start_run(
                 .claim_eval_run(&meta.id, kind)
                 .map_err(|e| format!("cannot take part in eval run {}: {e}", meta.id))?;
             (
-                meta.selection(selection.to_json()),
+                meta.selection(selection.to_json()).source(source),
                 HashMap::new(),
                 claim,
                 0,
@@ -1185,7 +1189,7 @@ impl Setup {
 
 /// Begin the run of `cells` in the store (none when only listing).
 fn begin(
-    setup: &Setup,
+    (setup, manifest_dir): (&Setup, &Path),
     args: &Arguments,
     cells: &mut Cells,
 ) -> Result<Option<RunState>, SetupError> {
@@ -1204,6 +1208,7 @@ fn begin(
         plans: cells.plans(&setup.gate_options),
         planned: std::mem::take(&mut cells.planned),
         selection: &selection,
+        source: source::detect(manifest_dir, |name| std::env::var(name).ok()),
     };
     start_run(store, setup.in_memory, setup.settings.resume.as_ref(), plan)
         .map(Some)
@@ -1350,7 +1355,7 @@ fn run_harness(
     let envs = setup.cell_envs((manifest_dir, &source.0), &playback, client.as_ref());
     let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
     let mut cells = Cells::build(&setup, args, &shared);
-    let run = begin(&setup, args, &mut cells)?;
+    let run = begin((&setup, manifest_dir), args, &mut cells)?;
     let envs = tag_envs(envs, run.as_ref());
     let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);
     if let Some(run) = run.as_ref().filter(|r| r.resuming) {

@@ -93,6 +93,7 @@ use crate::workflow::{SessionSink, SinkError};
 pub(crate) use claim::{ClaimKind, RunClaim};
 pub(crate) use error::{Context, to_i64, to_u64};
 pub use error::{StoreError, UnknownStatus};
+pub use runs::RunSource;
 pub(crate) use runs::{CELLS_SQL, RECORD_SQL, RunOp, runs as eval_runs_in};
 pub(crate) use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
 pub(crate) use state::{apply_state_change, fold_state};

@@ -36,6 +36,32 @@ pub struct EvalRunRecord {
     pub cells: usize,
     /// Cells recorded that passed.
     pub passed: usize,
+    /// The commit and branch it ran on, when they were known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RunSource>,
+}
+
+/// The commit (and branch) a run ran on: from the CI's variables, else the
+/// repository's `.git` (see the harness's `source.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSource {
+    /// The commit's full hash.
+    pub commit: String,
+    /// The branch, when on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+impl RunSource {
+    /// `branch@abcdef12`, or the short commit alone.
+    pub fn short(&self) -> String {
+        let commit = self.commit.get(..8).unwrap_or(&self.commit);
+        match &self.branch {
+            Some(branch) => format!("{branch}@{commit}"),
+            None => commit.to_string(),
+        }
+    }
 }
 
 /// An eval-run write, serialized by the handle; the writer runs it in its
@@ -48,6 +74,8 @@ pub(crate) enum RunOp {
         /// Eval name and config JSON.
         evals: Vec<(String, String)>,
         selection: Option<String>,
+        /// The [`RunSource`] as JSON.
+        source: Option<String>,
     },
     Record {
         run_id: String,
@@ -90,13 +118,15 @@ impl RunOp {
                 started_at,
                 evals,
                 selection,
+                source,
             } => {
                 let what = || format!("beginning eval run {id}");
                 conn.prepare_cached(
-                    "INSERT OR IGNORE INTO eval_runs (id, origin, status, started_at, selection) \
-                     VALUES (?1, ?2, 'running', ?3, ?4)",
+                    "INSERT OR IGNORE INTO eval_runs \
+                     (id, origin, status, started_at, selection, source) \
+                     VALUES (?1, ?2, 'running', ?3, ?4, ?5)",
                 )
-                .and_then(|mut st| st.execute(params![id, origin, started_at, selection]))
+                .and_then(|mut st| st.execute(params![id, origin, started_at, selection, source]))
                 .ctx(path, what)?;
                 let mut st = conn
                     .prepare_cached(
@@ -189,7 +219,8 @@ const RUN_COLUMNS: &str = "r.id, r.origin, r.status, r.started_at, r.finished_at
      (SELECT COUNT(*) FROM cell_results c WHERE c.run_id = r.id AND c.passed), \
      (SELECT json_group_array(eval) FROM \
         (SELECT eval FROM eval_run_evals e WHERE e.run_id = r.id \
-         UNION SELECT eval FROM cell_results c WHERE c.run_id = r.id))";
+         UNION SELECT eval FROM cell_results c WHERE c.run_id = r.id)), \
+     r.source";
 
 /// The query of [`runs`]: one run (`?1`), or every run newest first.
 pub(crate) fn runs_sql(one: bool) -> String {
@@ -232,7 +263,13 @@ fn run_from_row(path: &str, row: &Row<'_>) -> Result<EvalRunRecord, StoreError> 
         serde_json::from_str(&evals).ctx(path, || format!("reading the evals of run {id}"))?;
     evals.sort();
     evals.dedup();
+    let source: Option<String> = row.get(8).ctx(path, what)?;
+    let source = source
+        .map(|json| serde_json::from_str(&json))
+        .transpose()
+        .ctx(path, || format!("reading the source of run {id}"))?;
     Ok(EvalRunRecord {
+        source,
         origin: row.get(1).ctx(path, what)?,
         started_at_ms: to_u64(path, "eval_runs.started_at", started)?,
         finished_at_ms: finished_at

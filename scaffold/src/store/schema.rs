@@ -5,7 +5,8 @@
 //! later version appends a step (version 2 added the `eval_runs`,
 //! `eval_run_evals` and `cell_results` tables, version 3 rebuilt
 //! `cell_results` and `session_tags`, version 4 added
-//! `eval_runs.selection`); steps already released are never edited.
+//! `eval_runs.selection`, version 5 `eval_runs.source`); steps already
+//! released are never edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
 //! error ([`StoreError::NewerSchema`]): this build would not know what the
@@ -47,6 +48,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 4,
         description: "the cells each eval run selected",
         sql: V4,
+    },
+    Migration {
+        version: 5,
+        description: "the commit and branch each eval run ran on",
+        sql: V5,
     },
 ];
 
@@ -210,6 +216,11 @@ DROP TABLE session_tags_v2;
 /// so that a resume runs the same cells. Runs stored before have none.
 const V4: &str = "
 ALTER TABLE eval_runs ADD COLUMN selection TEXT;
+";
+
+/// Version 5: the commit and branch of each run (`RunSource` as JSON).
+const V5: &str = "
+ALTER TABLE eval_runs ADD COLUMN source TEXT;
 ";
 
 /// The version recorded in the database.

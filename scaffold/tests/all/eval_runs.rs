@@ -396,6 +396,7 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
          ALTER TABLE cell_results RENAME TO cell_results_v3;
          ALTER TABLE session_tags RENAME TO session_tags_v3;
          ALTER TABLE eval_runs DROP COLUMN selection;
+         ALTER TABLE eval_runs DROP COLUMN source;
          {V2_TABLES}
          INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
              SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at FROM cell_results_v3;
