@@ -2071,6 +2071,19 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
         "{runs}"
     );
     assert!(runs.contains("<form action=\"/compare\">"), "{runs}");
+    // Each eval's trend over the runs: its pass rate fell from 100% to 75%.
+    assert!(
+        runs.contains("qa: pass rate 75% and cost $0.0000 at the last of 2 runs"),
+        "{runs}"
+    );
+    assert!(
+        runs.contains("<title>run-one: pass rate 1</title>"),
+        "{runs}"
+    );
+    assert!(
+        runs.contains("<title>run-two: pass rate 0.75</title>"),
+        "{runs}"
+    );
 
     let (_, grid) = get(&url, "/runs/run-one");
     assert!(grid.contains("4 of 4 cells shown"), "{grid}");

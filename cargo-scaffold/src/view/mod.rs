@@ -128,12 +128,18 @@ fn store_problem(e: impl std::fmt::Display) -> Response {
 }
 
 async fn runs(State(viewer): State<Viewer>) -> Response {
-    reading(viewer, |v| match v.store.eval_runs() {
-        Ok(runs) => html(
-            StatusCode::OK,
-            pages::runs(&runs, &v.path.display().to_string()),
-        ),
-        Err(e) => store_problem(e),
+    reading(viewer, |v| {
+        let read = v
+            .store
+            .eval_runs()
+            .and_then(|runs| Ok((runs, v.store.eval_trends()?)));
+        match read {
+            Ok((runs, trends)) => html(
+                StatusCode::OK,
+                pages::runs(&runs, &trends, &v.path.display().to_string()),
+            ),
+            Err(e) => store_problem(e),
+        }
     })
     .await
 }

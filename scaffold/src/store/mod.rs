@@ -93,9 +93,9 @@ use crate::workflow::{SessionSink, SinkError};
 pub(crate) use claim::{ClaimKind, RunClaim};
 pub(crate) use error::{Context, to_i64, to_u64};
 pub use error::{StoreError, UnknownStatus};
-pub use runs::RunSource;
 pub(crate) use runs::{CELLS_SQL, RECORD_SQL, RunOp, runs as eval_runs_in};
 pub(crate) use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
+pub use runs::{EvalTrend, RunSource};
 pub(crate) use state::{apply_state_change, fold_state};
 
 use queue::Queue;
@@ -1025,6 +1025,13 @@ impl Store {
     /// Every eval run, newest first.
     pub fn eval_runs(&self) -> Result<Vec<EvalRunRecord>, StoreError> {
         self.read(|conn, path| runs::runs(conn, path, None))
+    }
+
+    /// Each eval of each run, oldest run first: its cells, how many passed
+    /// and their cost, added up in the database (a trend over every run
+    /// without reading its cells' records back).
+    pub fn eval_trends(&self) -> Result<Vec<EvalTrend>, StoreError> {
+        self.read(runs::trends)
     }
 
     /// The eval run `id`, or `None` if it is not stored.

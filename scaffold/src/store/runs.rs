@@ -222,6 +222,61 @@ const RUN_COLUMNS: &str = "r.id, r.origin, r.status, r.started_at, r.finished_at
          UNION SELECT eval FROM cell_results c WHERE c.run_id = r.id)), \
      r.source";
 
+/// One eval of one run, added up: a point of the eval's trend.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalTrend {
+    /// The run.
+    pub run_id: String,
+    /// When it started (Unix milliseconds).
+    pub started_at_ms: u64,
+    /// The eval.
+    pub eval: String,
+    /// Its cells recorded in the run.
+    pub cells: usize,
+    /// Those that passed.
+    pub passed: usize,
+    /// Their cost, in US dollars.
+    pub cost_usd: f64,
+}
+
+/// Every eval of every run, oldest run first (see [`EvalTrend`]).
+pub(crate) fn trends(conn: &Connection, path: &str) -> Result<Vec<EvalTrend>, StoreError> {
+    let what = || "adding up the evals of every run".to_string();
+    let mut st = conn
+        .prepare_cached(
+            "SELECT c.run_id, r.started_at, c.eval, COUNT(*), SUM(c.passed), \
+             TOTAL(json_extract(c.record, '$.metrics.costUsd')) \
+             FROM cell_results c JOIN eval_runs r ON r.id = c.run_id \
+             GROUP BY c.run_id, c.eval ORDER BY r.started_at, r.rowid, c.eval",
+        )
+        .ctx(path, what)?;
+    let rows = st
+        .query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, i64>(3)?,
+                row.get::<_, i64>(4)?,
+                row.get::<_, f64>(5)?,
+            ))
+        })
+        .ctx(path, what)?;
+    rows.map(|row| {
+        let (run_id, started, eval, cells, passed, cost_usd) = row.ctx(path, what)?;
+        Ok(EvalTrend {
+            run_id,
+            started_at_ms: to_u64(path, "eval_runs.started_at", started)?,
+            eval,
+            cells: to_u64(path, "cell count", cells)? as usize,
+            passed: to_u64(path, "passed cell count", passed)? as usize,
+            cost_usd,
+        })
+    })
+    .collect()
+}
+
 /// The query of [`runs`]: one run (`?1`), or every run newest first.
 pub(crate) fn runs_sql(one: bool) -> String {
     if one {
