@@ -187,6 +187,7 @@ pub mod _cargo_scaffold_support {
     }
     /// The report renderers.
     pub mod report {
+        pub use crate::report::escape::xml as escape_html;
         pub use crate::report::{ALL_FORMATS, Format, html, json, junit, markdown, render};
     }
     /// The fork environment variables.

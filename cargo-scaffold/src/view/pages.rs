@@ -9,26 +9,13 @@ use scaffold::_cargo_scaffold_support::util::rfc3339;
 use scaffold::store::EvalTrend;
 use serde_json::Value;
 
-use crate::text::duration;
+use crate::cmd::runs;
 
 /// Rows a page of the grid shows.
 pub const PAGE_ROWS: usize = 200;
 
-/// `s` as HTML text or an attribute value.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `s` as HTML text or an attribute value (the reports' escaping).
+use scaffold::_cargo_scaffold_support::report::escape_html as esc;
 
 /// `s` for a query string value.
 fn query(s: &str) -> String {
@@ -94,15 +81,6 @@ pub fn runs(runs: &[EvalRunRecord], trends: &[EvalTrend], database: &str) -> Str
         "<table><tr><th>Run</th><th>Origin</th><th>Started</th><th>State</th><th>Source</th><th>Evals</th><th>Passed</th></tr>",
     );
     for r in runs {
-        let state = match r.finished_at_ms {
-            Some(end) if r.finished => {
-                format!(
-                    "finished in {}",
-                    duration(end.saturating_sub(r.started_at_ms))
-                )
-            }
-            _ => "not finished".to_string(),
-        };
         let _ = write!(
             body,
             "<tr><td><a href=\"/runs/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td></tr>",
@@ -110,8 +88,8 @@ pub fn runs(runs: &[EvalRunRecord], trends: &[EvalTrend], database: &str) -> Str
             esc(&r.id),
             esc(&r.origin),
             esc(&rfc3339(r.started_at_ms)),
-            esc(&state),
-            esc(&r.source.as_ref().map_or("-".to_string(), |s| s.short())),
+            esc(&runs::state(r)),
+            esc(&runs::source(r)),
             esc(&r.evals.join(", ")),
             r.passed,
             r.cells

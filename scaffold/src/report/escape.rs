@@ -11,7 +11,7 @@ fn xml_char(c: char) -> bool {
 /// Text for XML or HTML content and attribute values: `& < > " '`
 /// escaped, characters XML cannot hold (most control characters) replaced
 /// by `\u{FFFD}`.
-pub(crate) fn xml(s: &str) -> String {
+pub fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -7,7 +7,7 @@
 //! [`Comparison`]) and returns a string: rendering is pure and deterministic,
 //! so the same results give byte-identical reports.
 
-mod escape;
+pub(crate) mod escape;
 pub(crate) mod fmt;
 pub mod html;
 mod index;
