@@ -1,6 +1,7 @@
 //! The viewer's pages: HTML over the store's runs, every figure and text
 //! escaped (model outputs, tool results and inputs are untrusted text).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use scaffold::_cargo_scaffold_support::eval::{CellRecord, Comparison, EvalResults};
@@ -268,12 +269,12 @@ pub fn run(record: &EvalRunRecord, evals: &[EvalResults], filter: &Filter) -> St
 fn eval_grid(body: &mut String, eval: &EvalResults, filter: &Filter) {
     let variants = &eval.config.variants;
     let kept: Vec<&CellRecord> = eval.results.iter().filter(|c| filter.keeps(c)).collect();
-    let mut rows: Vec<(&str, &str, u32)> = kept
-        .iter()
-        .map(|c| (c.dataset.as_str(), c.case.as_str(), c.trial))
-        .collect();
-    rows.sort();
-    rows.dedup();
+    // Each row's cells, rows in order: one pass, not a search per cell.
+    let mut rows: BTreeMap<(&str, &str, u32), Vec<&CellRecord>> = BTreeMap::new();
+    for c in &kept {
+        let row = (c.dataset.as_str(), c.case.as_str(), c.trial);
+        rows.entry(row).or_default().push(c);
+    }
     let shown = rows.iter().skip(filter.page * PAGE_ROWS).take(PAGE_ROWS);
     let _ = write!(
         body,
@@ -289,7 +290,7 @@ fn eval_grid(body: &mut String, eval: &EvalResults, filter: &Filter) {
         let _ = write!(body, "<th>{}</th>", esc(v));
     }
     body.push_str("</tr>");
-    for &(dataset, case, trial) in shown {
+    for (&(dataset, case, trial), cells) in shown {
         let _ = write!(
             body,
             "<tr><th>{}<br><small>{} · t{trial}</small></th>",
@@ -297,9 +298,7 @@ fn eval_grid(body: &mut String, eval: &EvalResults, filter: &Filter) {
             esc(dataset)
         );
         for v in variants {
-            let cell = kept.iter().find(|c| {
-                c.variant == *v && c.case == case && c.dataset == dataset && c.trial == trial
-            });
+            let cell = cells.iter().find(|c| c.variant == *v);
             body.push_str(&cell.map_or("<td></td>".to_string(), |c| grid_cell(c)));
         }
         body.push_str("</tr>");

@@ -120,33 +120,40 @@ impl Power {
             method: PowerMethod::Normal,
             cases_method: PowerMethod::Normal,
         };
-        let (mde, method) = power.detectable(DEFAULT_POWER);
+        // One design's tables serve both figures.
+        let design = power.design();
+        let (mde, method) = power.detectable_in(design.as_ref(), DEFAULT_POWER);
         power.min_detectable_effect = mde;
         power.method = method;
         (power.cases_for_advice_effect, power.cases_method) =
-            power.cases_for(ADVICE_EFFECT, DEFAULT_POWER);
+            power.cases_for_in(design.as_ref(), ADVICE_EFFECT, DEFAULT_POWER);
         power
     }
 
-    /// The exact McNemar design of these differences, when it applies at
-    /// `cases` cases: their one step, and the spread in steps.
-    fn design(&self, cases: usize) -> Option<Mcnemar> {
+    /// The exact McNemar design of these differences, when it applies:
+    /// their one step, and the spread in steps (its tables reach
+    /// [`EXACT_POWER_MAX_CASES`] cases).
+    fn design(&self) -> Option<Mcnemar> {
         let step = self.step?;
         let spread = self.sd / step;
-        (cases <= EXACT_POWER_MAX_CASES && spread <= 1.0)
-            .then(|| Mcnemar::new(step, spread, self.alpha))
+        (spread <= 1.0).then(|| Mcnemar::new(step, spread, self.alpha))
     }
 
     /// The exact power to detect `effect` over `cases` cases, where the
     /// design is exact (`None` otherwise).
     pub fn exact_power(&self, cases: usize, effect: f64) -> Option<f64> {
-        Some(self.design(cases)?.power(cases, effect))
+        let design = self.design().filter(|_| cases <= EXACT_POWER_MAX_CASES)?;
+        Some(design.power(cases, effect))
     }
 
     /// The smallest difference detectable with `power` over these cases,
     /// and how it was computed.
     pub fn detectable(&self, power: f64) -> (Option<f64>, PowerMethod) {
-        match self.design(self.cases) {
+        self.detectable_in(self.design().as_ref(), power)
+    }
+
+    fn detectable_in(&self, design: Option<&Mcnemar>, power: f64) -> (Option<f64>, PowerMethod) {
+        match design.filter(|_| self.cases <= EXACT_POWER_MAX_CASES) {
             Some(design) => (
                 design.min_detectable_effect(self.cases, power),
                 PowerMethod::Exact,
@@ -161,11 +168,17 @@ impl Power {
     /// The fewest cases that detect `effect` with `power`, and how: exact
     /// while the design is and the answer lies within its reach.
     pub fn cases_for(&self, effect: f64, power: f64) -> (usize, PowerMethod) {
+        self.cases_for_in(self.design().as_ref(), effect, power)
+    }
+
+    fn cases_for_in(
+        &self,
+        design: Option<&Mcnemar>,
+        effect: f64,
+        power: f64,
+    ) -> (usize, PowerMethod) {
         let normal = cases_for_effect(effect, self.sd, self.alpha, power);
-        let exact = self
-            .design(EXACT_POWER_MAX_CASES)
-            .and_then(|design| design.cases_for(effect, power, normal));
-        match exact {
+        match design.and_then(|design| design.cases_for(effect, power, normal)) {
             Some(n) => (n, PowerMethod::Exact),
             None => (normal, PowerMethod::Normal),
         }

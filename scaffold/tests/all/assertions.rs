@@ -17,7 +17,7 @@ use scaffold::provider::{
 use scaffold::signal::Signal;
 use serde_json::{Value, json};
 
-fn sig(index: u64, name: &str, payload: Value, agent: Option<&str>) -> Signal {
+pub(crate) fn sig(index: u64, name: &str, payload: Value, agent: Option<&str>) -> Signal {
     Signal {
         index,
         name: name.into(),

@@ -6,7 +6,7 @@
 //! nothing they carry may run, nor become an element, an event handler
 //! or a `javascript:` link.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use scaffold::_cargo_scaffold_support::eval::results::{AssertionRecord, ScoreRecord};
 use scaffold::_cargo_scaffold_support::eval::{CellRecord, EvalResults, RunConfig};
@@ -34,15 +34,8 @@ fn evil(tag: &str) -> String {
     )
 }
 
-fn signal(index: u64, name: &str, payload: Value, agent: Option<&str>) -> Signal {
-    Signal {
-        index,
-        name: name.into(),
-        payload,
-        at_ms: index * 10,
-        agent: agent.map(str::to_string),
-    }
-}
+/// The assertion tests' signal, with its payload and agent.
+use crate::assertions::sig as signal;
 
 /// A session in which every text a model, a tool or the state can carry
 /// is [`evil`].
