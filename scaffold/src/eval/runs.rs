@@ -223,6 +223,7 @@ fn record_op(path: &str, run_id: &str, cell: &RecordedCell) -> Result<RunOp, Sto
         snapshot_ok: cell.snapshot_ok,
         finished_at: to_i64(path, "cell finishedAtMs", cell.finished_at_ms)?,
         session: Some(cell.record.session_id.clone()).filter(|s| !s.is_empty()),
+        cost_usd: cell.record.metrics.cost_usd,
     })
 }
 

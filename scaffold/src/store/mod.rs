@@ -72,6 +72,7 @@ mod location;
 mod queue;
 pub(crate) mod runs;
 pub(crate) mod schema;
+mod search;
 pub(crate) mod state;
 mod writer;
 
@@ -96,6 +97,7 @@ pub use error::{StoreError, UnknownStatus};
 pub(crate) use runs::{CELLS_SQL, RECORD_SQL, RunOp, runs as eval_runs_in};
 pub(crate) use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
 pub use runs::{EvalTrend, RunSource};
+pub use search::CellKey;
 pub(crate) use state::{apply_state_change, fold_state};
 
 use queue::Queue;

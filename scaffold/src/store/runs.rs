@@ -7,6 +7,7 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Context, StoreError, to_u64};
+use super::schema::INDEX_CELL;
 
 /// `origin` of a run started by `cargo test` (one process runs every cell).
 pub const ORIGIN_HARNESS: &str = "harness";
@@ -88,6 +89,8 @@ pub(crate) enum RunOp {
         /// The cell's session: a cell whose session lost a write is not
         /// recorded (it did not run as far as the store knows).
         session: Option<String>,
+        /// Its cost in US dollars (the record's, as a column).
+        cost_usd: f64,
     },
     Finish {
         run_id: String,
@@ -147,14 +150,24 @@ impl RunOp {
                 passed,
                 snapshot_ok,
                 finished_at,
-                ..
+                session,
+                cost_usd,
             } => {
-                // A cell recorded again (a retried test) keeps its latest result.
+                let what = || format!("recording cell {cell} of run {run_id}");
+                // A cell recorded again (a retried test) keeps its latest
+                // result, and its text in the search index.
+                conn.prepare_cached(
+                    "DELETE FROM cell_text WHERE rowid = \
+                     (SELECT rowid FROM cell_results WHERE run_id = ?1 AND eval = ?2 AND cell = ?3)",
+                )
+                .and_then(|mut st| st.execute(params![run_id, eval, cell]))
+                .ctx(path, what)?;
                 let inserted = conn
                     .prepare_cached(
                         "INSERT OR REPLACE INTO cell_results \
-                         (run_id, eval, cell, record, passed, snapshot_ok, finished_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                         (run_id, eval, cell, record, passed, snapshot_ok, finished_at, \
+                          session_id, cost_usd) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                     )
                     .and_then(|mut st| {
                         st.execute(params![
@@ -164,21 +177,27 @@ impl RunOp {
                             record,
                             passed,
                             snapshot_ok,
-                            finished_at
+                            finished_at,
+                            session,
+                            cost_usd
                         ])
                     });
                 match inserted {
-                    Ok(_) => Ok(()),
+                    Ok(_) => {}
                     Err(rusqlite::Error::SqliteFailure(e, _))
                         if e.code == ErrorCode::ConstraintViolation =>
                     {
-                        Err(StoreError::EvalRunNotFound {
+                        return Err(StoreError::EvalRunNotFound {
                             path: path.to_owned(),
                             id: run_id.clone(),
-                        })
+                        });
                     }
-                    Err(e) => Err(e).ctx(path, || format!("recording cell {cell} of run {run_id}")),
+                    Err(e) => return Err(e).ctx(path, what),
                 }
+                conn.prepare_cached(INDEX_CELL)
+                    .and_then(|mut st| st.execute([conn.last_insert_rowid()]))
+                    .map(drop)
+                    .ctx(path, what)
             }
             RunOp::Finish {
                 run_id,
@@ -246,7 +265,7 @@ pub(crate) fn trends(conn: &Connection, path: &str) -> Result<Vec<EvalTrend>, St
     let mut st = conn
         .prepare_cached(
             "SELECT c.run_id, r.started_at, c.eval, COUNT(*), SUM(c.passed), \
-             TOTAL(json_extract(c.record, '$.metrics.costUsd')) \
+             TOTAL(c.cost_usd) \
              FROM cell_results c JOIN eval_runs r ON r.id = c.run_id \
              GROUP BY c.run_id, c.eval ORDER BY r.started_at, r.rowid, c.eval",
         )

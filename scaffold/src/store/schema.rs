@@ -5,7 +5,8 @@
 //! later version appends a step (version 2 added the `eval_runs`,
 //! `eval_run_evals` and `cell_results` tables, version 3 rebuilt
 //! `cell_results` and `session_tags`, version 4 added
-//! `eval_runs.selection`, version 5 `eval_runs.source`); steps already
+//! `eval_runs.selection`, version 5 `eval_runs.source`, version 6 the
+//! cells' search index and cost column); steps already
 //! released are never edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
@@ -53,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 5,
         description: "the commit and branch each eval run ran on",
         sql: V5,
+    },
+    Migration {
+        version: 6,
+        description: "each cell's session and cost as columns; a full-text index of the cells",
+        sql: V6,
     },
 ];
 
@@ -222,6 +228,52 @@ ALTER TABLE eval_runs ADD COLUMN selection TEXT;
 const V5: &str = "
 ALTER TABLE eval_runs ADD COLUMN source TEXT;
 ";
+
+/// The text of cell `c` (a `cell_results` row) that search finds: the
+/// strings of its case, input, output, error and assertions, then every
+/// string of its session's signals (prompts, answers, tool calls and
+/// results). A macro so that the migration and the writer share it.
+macro_rules! cell_text_select {
+    () => {
+        "SELECT c.rowid, \
+         coalesce((SELECT group_concat(j.value, ' ') FROM json_tree(c.record) j \
+           WHERE j.type = 'text' AND (j.fullkey IN ('$.case', '$.dataset', '$.variant', '$.error') \
+             OR j.fullkey LIKE '$.input%' OR j.fullkey LIKE '$.output%' \
+             OR j.fullkey LIKE '$.assertions%')), '') \
+         || ' ' || \
+         coalesce((SELECT group_concat(j.value, ' ') FROM signals s, json_tree(s.payload) j \
+           WHERE s.session_id = c.session_id AND j.type = 'text'), '') \
+         FROM cell_results c"
+    };
+}
+
+/// Index the cell of rowid `?1` for search (see `cell_text_select`).
+pub(crate) const INDEX_CELL: &str = concat!(
+    "INSERT INTO cell_text (rowid, body) ",
+    cell_text_select!(),
+    " WHERE c.rowid = ?1"
+);
+
+/// Version 6: what the viewer reads at scale.
+///
+/// * `cell_results.session_id` and `cost_usd`, copied from the record, so
+///   that trends over every run and a cell's tags are read without parsing
+///   the records.
+/// * `cell_text`, a contentless FTS5 index of each cell's text keyed by the
+///   cell's rowid (see `cell_text_select`): the viewer's search. The writer
+///   indexes each cell as it records it; the migration indexes the cells
+///   already stored.
+const V6: &str = concat!(
+    "ALTER TABLE cell_results ADD COLUMN session_id TEXT;
+ALTER TABLE cell_results ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+UPDATE cell_results SET
+    session_id = nullif(json_extract(record, '$.sessionId'), ''),
+    cost_usd = coalesce(json_extract(record, '$.metrics.costUsd'), 0);
+CREATE VIRTUAL TABLE cell_text USING fts5 (body, content = '', contentless_delete = 1);
+INSERT INTO cell_text (rowid, body) ",
+    cell_text_select!(),
+    ";"
+);
 
 /// The version recorded in the database.
 pub(crate) fn user_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {

@@ -313,7 +313,8 @@ fn a_version_1_database_is_migrated_in_place() {
     // Take the file back to version 1: the tables version 2 added are gone.
     let raw = rusqlite::Connection::open(dir.db()).unwrap();
     raw.execute_batch(
-        "DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; PRAGMA user_version = 1;",
+        "DROP TABLE cell_text; DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; \
+         PRAGMA user_version = 1;",
     )
     .unwrap();
     drop(raw);
@@ -397,6 +398,7 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
          ALTER TABLE session_tags RENAME TO session_tags_v3;
          ALTER TABLE eval_runs DROP COLUMN selection;
          ALTER TABLE eval_runs DROP COLUMN source;
+         DROP TABLE cell_text;
          {V2_TABLES}
          INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
              SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at FROM cell_results_v3;
@@ -422,6 +424,11 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
         .map(|c| (c.eval == "qa").then(|| c.record.clone()))
         .collect();
     assert_eq!(records, expected);
+    // The migration indexed the cells stored before it for search.
+    assert_eq!(
+        store.search_cells("r", "answer").unwrap().len(),
+        cells.len()
+    );
     // Recording a cell again still replaces it.
     let mut again = cells[1].clone();
     again.record.passed = true;
@@ -451,6 +458,81 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
         .query_row("SELECT COUNT(*) FROM session_tags", [], |r| r.get(0))
         .unwrap();
     assert_eq!(tags, 2);
+}
+
+#[test]
+fn cells_are_found_by_their_text_their_sessions_signals_and_tags() {
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    store
+        .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config()))
+        .unwrap();
+    let tool = Signal {
+        index: 0,
+        name: "tool:result".into(),
+        payload: json!({"tool": "Bash", "result": "error: Fibonacci overflowed"}),
+        at_ms: 0,
+        agent: None,
+    };
+    let mut cells = Vec::new();
+    for (i, (variant, case, output)) in [
+        ("a", "c1", "The answer is <b>42</b>"),
+        ("b", "c1", "Nothing to say"),
+        ("a", "c2", "say \"hi\" OR NEAR("),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let session = format!("s{i}");
+        let tags = if i == 1 { vec!["slow"] } else { vec!["fast"] };
+        store
+            .begin_session(&SessionMeta::new(&session, "w").tags(tags))
+            .unwrap();
+        if i == 1 {
+            store.append(&session, std::slice::from_ref(&tool)).unwrap();
+        }
+        let mut c = cell("qa", variant, case, true);
+        c.record.output = Some(json!(output));
+        c.record.session_id = session;
+        cells.push(c);
+    }
+    for c in &cells {
+        store.record_cell("r", c).unwrap();
+    }
+    let found = |text: &str| -> Vec<String> {
+        let keys = store.search_cells("r", text).unwrap();
+        keys.into_iter().map(|(_, cell)| cell).collect()
+    };
+    // Output words, any case, as prefixes; all words must be there.
+    assert_eq!(found("ANSWER"), ["qa::a::c1"]);
+    assert_eq!(found("ans 42"), ["qa::a::c1"]);
+    assert!(found("answer nothing").is_empty());
+    // A tool result of the cell's session.
+    assert_eq!(found("fibonacci"), ["qa::b::c1"]);
+    // The input and case, every cell; text that looks like FTS5 syntax is text.
+    assert_eq!(found("c2").len(), 1);
+    assert_eq!(found("\"hi\" OR NEAR("), ["qa::a::c2"]);
+    assert!(found("<>").is_empty());
+    assert!(
+        store
+            .search_cells("other-run", "answer")
+            .unwrap()
+            .is_empty()
+    );
+    // Recorded again, a cell is found by its new text only.
+    let mut again = cells[0].clone();
+    again.record.output = Some(json!("Rewritten"));
+    store.record_cell("r", &again).unwrap();
+    assert!(found("answer").is_empty());
+    assert_eq!(found("rewritten"), ["qa::a::c1"]);
+    // Tags are the cells' sessions'.
+    let tagged = |tag: &str| -> Vec<String> {
+        let keys = store.cells_tagged("r", tag).unwrap();
+        keys.into_iter().map(|(_, cell)| cell).collect()
+    };
+    assert_eq!(tagged("fast"), ["qa::a::c1", "qa::a::c2"]);
+    assert_eq!(tagged("slow"), ["qa::b::c1"]);
+    assert!(tagged("none").is_empty());
 }
 
 /// Gate options as the harness sets them from `Eval` and the quarantine file.

@@ -1,0 +1,101 @@
+//! Finding a run's cells by their text and tags, in the database: the
+//! full-text index `cell_text` (FTS5, see the schema's version 6) and the
+//! sessions' tags, so that a viewer filters a run of any size without
+//! reading its records back.
+
+use rusqlite::{Connection, params};
+
+use super::Store;
+use super::error::{Context, StoreError};
+
+/// A cell of a run: its eval and its id (the test name).
+pub type CellKey = (String, String);
+
+/// `text` as an FTS5 query that finds the cells holding every word of it,
+/// each word also as the start of a longer one (`fib seq` finds
+/// "fibonacci sequence"). Each word is quoted, so no text is FTS5 syntax;
+/// `None` when `text` has no word (letters or digits) to look for.
+fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+fn cells(
+    conn: &Connection,
+    path: &str,
+    sql: &str,
+    run: &str,
+    arg: &str,
+    what: impl Fn() -> String,
+) -> Result<Vec<CellKey>, StoreError> {
+    let mut st = conn.prepare_cached(sql).ctx(path, &what)?;
+    let rows = st
+        .query_map(params![run, arg], |r| Ok((r.get(0)?, r.get(1)?)))
+        .ctx(path, &what)?;
+    rows.map(|r| r.ctx(path, &what)).collect()
+}
+
+impl Store {
+    /// The cells of run `run_id` whose text holds every word of `text`, each
+    /// word also as the start of a longer one (`fib seq` finds "fibonacci
+    /// sequence"; the text is never read as FTS5 syntax): the strings of their case, input, output, error
+    /// and assertions and of their sessions' signals. Sorted by eval and
+    /// cell; empty when `text` has no word.
+    pub fn search_cells(&self, run_id: &str, text: &str) -> Result<Vec<CellKey>, StoreError> {
+        let Some(query) = fts_query(text) else {
+            return Ok(Vec::new());
+        };
+        let run = run_id.to_owned();
+        self.read(move |conn, path| {
+            cells(
+                conn,
+                path,
+                "SELECT c.eval, c.cell FROM cell_results c \
+                 WHERE c.run_id = ?1 AND c.rowid IN \
+                 (SELECT rowid FROM cell_text WHERE cell_text MATCH ?2) \
+                 ORDER BY c.eval, c.cell",
+                &run,
+                &query,
+                || format!("searching the cells of run {run} for {query}"),
+            )
+        })
+    }
+
+    /// The cells of run `run_id` whose session carries tag `tag`, sorted by
+    /// eval and cell.
+    pub fn cells_tagged(&self, run_id: &str, tag: &str) -> Result<Vec<CellKey>, StoreError> {
+        let (run, tag) = (run_id.to_owned(), tag.to_owned());
+        self.read(move |conn, path| {
+            cells(
+                conn,
+                path,
+                "SELECT c.eval, c.cell FROM cell_results c \
+                 WHERE c.run_id = ?1 AND c.session_id IN \
+                 (SELECT session_id FROM session_tags WHERE tag = ?2) \
+                 ORDER BY c.eval, c.cell",
+                &run,
+                &tag,
+                || format!("reading the cells of run {run} tagged {tag}"),
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts_query;
+
+    #[test]
+    fn every_word_is_quoted_and_a_prefix() {
+        assert_eq!(fts_query("fib seq").as_deref(), Some("\"fib\"* \"seq\"*"));
+        assert_eq!(
+            fts_query("say \"hi\" OR NEAR(").as_deref(),
+            Some("\"say\"* \"\"\"hi\"\"\"* \"OR\"* \"NEAR(\"*")
+        );
+        assert_eq!(fts_query("  <> -- "), None);
+    }
+}
