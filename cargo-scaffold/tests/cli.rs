@@ -1999,7 +1999,11 @@ fn finished_run(db: &Path, id: &str, failing: &[&str], output: impl Fn(&CellReco
     store.begin_eval_run(&meta).expect("the run begins");
     for c in &r.results {
         let mut record = c.clone();
-        record.output = Some(Value::String(output(c)));
+        let answer = output(c);
+        record.output = Some(Value::String(answer.clone()));
+        record.session_id = format!("{id}-{}-{}", c.variant, c.case);
+        record.metrics.cost_usd = if c.variant == "smart" { 0.002 } else { 0.001 };
+        store_session(&store, &record, &answer);
         let name = c.test_name("qa", 1);
         store
             .record_cell(id, &RecordedCell::new("qa", name, record, true))
@@ -2007,6 +2011,54 @@ fn finished_run(db: &Path, id: &str, failing: &[&str], output: impl Fn(&CellReco
     }
     store.finish_eval_run(id).expect("the run finishes");
     store.flush().expect("the store flushes");
+}
+
+/// The session of cell `c`, tagged with its variant's speed: a tool call
+/// whose result holds the cell's case, then the model's answer. The second
+/// run's sessions are forked from the first's.
+fn store_session(store: &Store, c: &CellRecord, answer: &str) {
+    use scaffold::signal::Signal;
+    use scaffold::store::{SessionEnd, SessionMeta};
+    let tag = if c.variant == "fast" {
+        "quick"
+    } else {
+        "careful"
+    };
+    let mut meta = SessionMeta::new(&c.session_id, "qa").tags([tag]);
+    if let Some(rest) = c.session_id.strip_prefix("run-two-") {
+        meta.parent_id = Some(format!("run-one-{rest}"));
+        meta.fork_point = Some(serde_json::json!({"eventIndex": 1, "phase": "solve"}));
+    }
+    store.begin_session(&meta).expect("the session begins");
+    let signal = |index: u64, name: &str, payload: Value| Signal {
+        index,
+        name: name.into(),
+        payload,
+        at_ms: index * 10,
+        agent: Some("solver".into()),
+    };
+    let signals = [
+        signal(0, "phase:entered", serde_json::json!({"phase": "solve"})),
+        signal(
+            1,
+            "tool:called",
+            serde_json::json!({"tool": "calc", "arguments": {"case": c.case}}),
+        ),
+        signal(
+            2,
+            "tool:result",
+            serde_json::json!({"tool": "calc", "result": format!("worked out {} in {}", c.case, c.session_id)}),
+        ),
+        signal(3, "harness:end", serde_json::json!({"output": answer})),
+    ];
+    store
+        .append(&c.session_id, &signals)
+        .expect("the signals are stored");
+    let end = SessionEnd::new(scaffold::store::SessionStatus::Completed)
+        .output(Value::String(answer.into()));
+    store
+        .finish_session(&c.session_id, &end)
+        .expect("the session ends");
 }
 
 /// `GET {url}{path}` over HTTP/1.1: the status line and the body.
@@ -2029,10 +2081,13 @@ fn get(url: &str, path: &str) -> (String, String) {
 }
 
 /// The viewer serves the store: every run, one run's grid (filtered by
-/// status, variant and text), two runs compared with the regression
-/// first, a clear page for a run that is not there; untrusted outputs stay
-/// text (escaped, and a Content-Security-Policy that runs no script at
-/// all), checked in Chromium too.
+/// verdict, variant, tag, words in outputs and transcripts, changes
+/// against another run; paged), a cell's transcript with its lineage, both
+/// transcripts of a changed cell side by side, two runs compared with the
+/// regression first and cost and latency cell by cell, a clear page for a
+/// run or cell that is not there. Untrusted outputs and tool results stay
+/// text on every page (escaped, under a Content-Security-Policy that runs
+/// no script but the viewer's own), checked in Chromium too.
 #[test]
 fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -2042,7 +2097,7 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
         format!("{} answered {hostile}", c.variant)
     });
     finished_run(&db, "run-two", &["smart::sub"], |c| {
-        format!("{} said {}", c.variant, c.case)
+        format!("{} said {} {hostile}", c.variant, c.case)
     });
     /// The viewer's process, stopped however the test ends.
     struct Server(std::process::Child);
@@ -2077,9 +2132,13 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
         "{runs}"
     );
     assert!(runs.contains("<form action=\"/compare\">"), "{runs}");
+    assert!(
+        runs.contains("<a href=\"/compare?base=run-one&amp;head=run-two\">compare</a>"),
+        "{runs}"
+    );
     // Each eval's trend over the runs: its pass rate fell from 100% to 75%.
     assert!(
-        runs.contains("qa: pass rate 75% and cost $0.0000 at the last of 2 runs"),
+        runs.contains("qa: pass rate 75% and cost $0.0060 at the last of 2 runs"),
         "{runs}"
     );
     assert!(
@@ -2102,17 +2161,90 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
         "{grid}"
     );
     assert!(grid.contains("default-src 'none'"), "{grid}");
-    let (_, failing) = get(&url, "/runs/run-two?status=failing");
+    // Each cell links to its transcript.
     assert!(
-        failing.contains("1 of 4 cells shown") && failing.contains("smart said sub"),
-        "{failing}"
+        grid.contains("<a href=\"/runs/run-one/cells/qa%3A%3Afast%3A%3Aadd\">"),
+        "{grid}"
     );
+    let shown = |page: &str| -> usize {
+        let at = page
+            .find(" of 4 cells shown")
+            .unwrap_or_else(|| panic!("{page}"));
+        let from = page[..at].rfind('>').map_or(0, |i| i + 1);
+        page[from..at]
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{page}"))
+    };
+    let filtered = |query: &str| -> (usize, String) {
+        let (status, page) = get(&url, &format!("/runs/run-two?{query}"));
+        assert!(status.contains("200"), "{query}: {status}");
+        (shown(&page), page)
+    };
+    let (n, failing) = filtered("status=failing");
+    assert!(n == 1 && failing.contains("smart said sub"), "{failing}");
     assert!(!failing.contains("fast said add"), "{failing}");
-    let (_, searched) = get(&url, "/runs/run-two?q=SAID%20ADD&variant=fast");
-    assert!(
-        searched.contains("1 of 4 cells shown") && searched.contains("fast said add"),
-        "{searched}"
+    // Words of outputs, any case, as prefixes; of transcripts too.
+    let (n, searched) = filtered("q=SAID%20AD&variant=fast");
+    assert!(n == 1 && searched.contains("fast said add"), "{searched}");
+    assert_eq!(filtered("q=worked%20sub").0, 2, "a tool result's words");
+    assert_eq!(
+        filtered("q=run-two-smart-add").0,
+        1,
+        "a session id in a tool result"
     );
+    let (n, none) = filtered("q=%3C%3E");
+    assert!(
+        n == 0 && none.contains("No cell holds every word"),
+        "{none}"
+    );
+    assert_eq!(filtered("q=%22%20OR%20NEAR(").0, 0, "FTS5 syntax is text");
+    // Tags are the sessions'; changed is against another run's verdicts.
+    let (n, tagged) = filtered("tag=careful");
+    assert!(
+        n == 2 && tagged.contains("<option value=\"careful\" selected>"),
+        "{tagged}"
+    );
+    let (n, changed) = filtered("changed=run-one");
+    assert!(n == 1 && changed.contains("smart said sub"), "{changed}");
+    assert!(
+        changed.contains("/runs/run-two/cells/qa%3A%3Asmart%3A%3Asub?base=run-one"),
+        "{changed}"
+    );
+    assert_eq!(filtered("status=flaky").0, 0);
+    assert_eq!(
+        filtered("status=passing&tag=quick&page=9").0,
+        2,
+        "a page past the end shows the last"
+    );
+
+    // A cell's transcript, its lineage, and beside it the baseline's.
+    let cell = "/runs/run-two/cells/qa%3A%3Asmart%3A%3Asub";
+    let (status, page) = get(&url, cell);
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        page.contains("<script src=\"/assets/viewer.js\"></script>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("\\u003cscript\\u003e"),
+        "data stays inside its script: {page}"
+    );
+    let (status, script) = get(&url, "/assets/viewer.js");
+    assert!(
+        status.contains("200") && script.contains("sideBySide"),
+        "{status}"
+    );
+    let (status, _) = get(&url, "/runs/run-two/cells/qa%3A%3Anope");
+    assert!(status.contains("404"), "{status}");
+    for outside in [
+        "/assets/../Cargo.toml",
+        "/assets/viewer.js/../../etc/passwd",
+        "/etc/passwd",
+    ] {
+        let (status, _) = get(&url, outside);
+        assert!(status.contains("404"), "{outside}: {status}");
+    }
 
     let (_, compared) = get(&url, "/compare?base=run-one&head=run-two");
     assert!(
@@ -2121,10 +2253,12 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
     );
     assert!(
         compared.contains(
-            "class=\"fail\">regression</td><td>smart::sub</td><td>passed in the baseline, fails now"
+            "class=\"fail\">regression</td><td><a href=\"/runs/run-two/cells/qa%3A%3Asmart%3A%3Asub?base=run-one\">qa::smart::sub</a></td><td>passed in the baseline, fails now"
         ),
         "{compared}"
     );
+    // Cost and latency cell by cell: equal here, so no cell moved.
+    assert!(compared.contains("0 cell(s) moved"), "{compared}");
 
     // A run still going reloads itself and shows its cells as they come.
     assert!(!grid.contains("http-equiv=\"refresh\""), "{grid}");
@@ -2157,11 +2291,34 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
     assert!(status.contains("404"), "{status}");
     assert!(missing.contains("nope"), "{missing}");
 
-    if let Some(dom) = chromium_dom(&format!("{url}runs/run-one"), &dir.path().join("profile")) {
+    // In Chromium: no untrusted text runs on any page, the viewer's own
+    // script opens the transcript with its lineage, and side by side.
+    let profile = dir.path().join("profile");
+    for page in [
+        "",
+        "runs/run-one",
+        "runs/run-two?q=said&changed=run-one",
+        "compare?base=run-one&head=run-two",
+        "runs/run-one/cells/qa%3A%3Afast%3A%3Aadd",
+        "runs/nope",
+    ] {
+        let Some(dom) = chromium_dom(&format!("{url}{page}"), &profile) else {
+            break;
+        };
+        assert!(dom.contains("<title>"), "{page}: {dom}");
         assert!(
-            dom.contains("<title>Run run-one</title>"),
-            "no script ran: {dom}"
+            !dom.contains("pwned</title>") && !dom.contains("<img src=\"x\""),
+            "{page}: {dom}"
         );
+    }
+    if let Some(dom) = chromium_dom(&format!("{url}{}?base=run-one", &cell[1..]), &profile) {
+        assert!(
+            dom.contains("forked from session run-one-smart-sub at signal #1 (phase solve)"),
+            "the lineage: {dom}"
+        );
+        assert!(dom.contains("class=\"sbs\""), "side by side: {dom}");
+        assert!(dom.contains("worked out sub in run-two-smart-sub"), "{dom}");
+        assert!(dom.contains("worked out sub in run-one-smart-sub"), "{dom}");
         assert!(!dom.contains("pwned</title>"), "{dom}");
     }
     drop(server);

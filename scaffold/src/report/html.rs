@@ -35,8 +35,8 @@ use super::plot::{self, Series};
 use super::stream::{self, Details};
 use super::viewer::{self, Picked};
 pub use super::viewer::{
-    BadTranscriptSelection, TRANSCRIPTS_VAR, TranscriptSelection, Transcripts, cell_anchor,
-    session_page, session_record_page,
+    BadTranscriptSelection, CellPage, TRANSCRIPTS_VAR, TranscriptSelection, Transcripts,
+    VIEWER_SCRIPT, cell_anchor, session_page, session_record_page,
 };
 use crate::eval::compare::{Severity, deciding_scorer, quality};
 use crate::eval::{CaseTrials, Comparison, EvalResults};

@@ -432,4 +432,13 @@
   setUpFilters();
   applyFilters();
   openHash();
+  // A page of one transcript opens it (side by side with what
+  // `data-open-with` names, when it says so).
+  if (rows.length === 1 && !detailOf(rows[0])) {
+    setCurrent(0);
+    toggle(rows[0], true);
+    var with_ = rows[0].getAttribute('data-open-with');
+    var pick = detailOf(rows[0]).querySelector('.t-compare');
+    if (with_ && pick) { pick.value = with_; pick.dispatchEvent(new Event('change')); }
+  }
 })();

@@ -507,35 +507,134 @@ fn one_session_page(session_id: &str, fork: Option<Fork<'_>>, signals: &[Signal]
         b: None,
     };
     let anchor = format!("session-{}", slug(session_id));
-    let mut out =
-        String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    let _ = writeln!(
-        out,
-        "<title>Session {} · scaffold</title>\n<style>{}{STYLE}</style>\n</head>\n<body>",
+    let row = format!(
+        "<tr id=\"{anchor}\" class=\"cell\" tabindex=\"0\" data-variant=\"\" data-case=\"\" data-trial=\"0\" data-status=\"session\" data-tags=\"[]\"><td><code>{}</code></td></tr>\n\
+         <script type=\"application/json\" id=\"t-{anchor}\">{}</script>",
         xml(session_id),
-        super::html::BASE_STYLE
+        script_json(&data)
     );
-    let _ = writeln!(
-        out,
+    let heading = format!(
         "<h1>Session <code>{}</code></h1>\n<p class=\"meta\">{} signals</p>",
         xml(session_id),
         signals.len()
     );
-    let _ = writeln!(
-        out,
-        "<table><tbody>\n<tr id=\"{anchor}\" class=\"cell\" tabindex=\"0\" data-variant=\"\" data-case=\"\" data-trial=\"0\" data-status=\"session\" data-tags=\"[]\"><td><code>{}</code></td></tr>",
-        xml(session_id)
-    );
-    let _ = writeln!(
-        out,
-        "<script type=\"application/json\" id=\"t-{anchor}\">{}</script>\n</tbody></table>",
-        script_json(&data)
-    );
-    let _ = writeln!(
-        out,
-        "<script>{SCRIPT}</script>\n<script>document.getElementById('{anchor}').click();</script>\n</body>\n</html>"
-    );
-    out
+    transcript_page(
+        &format!("Session {session_id}"),
+        "",
+        &heading,
+        &row,
+        &format!("<script>{SCRIPT}</script>"),
+    )
+}
+
+/// A page of one transcript: `row` is its table row and data, opened by
+/// the script (a table of one row opens it); `head` and `body` (HTML) go
+/// before the page's own.
+fn transcript_page(title: &str, head: &str, body: &str, row: &str, script: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{head}\
+         <title>{} · scaffold</title>\n<style>{}{STYLE}</style>\n</head>\n<body>\n{body}\n\
+         <table><tbody>\n{row}\n</tbody></table>\n{script}\n</body>\n</html>\n",
+        xml(title),
+        super::html::BASE_STYLE
+    )
+}
+
+/// The script of the transcript viewer, for a page that loads it from a
+/// file ([`CellPage::script_src`]) rather than holding it.
+pub const VIEWER_SCRIPT: &str = SCRIPT;
+
+/// A page with one cell's transcript, as `cargo scaffold view` serves it:
+/// its assertions (each pointing at the signals it read), its session's
+/// lineage (parent and fork point), and, with a baseline cell, both
+/// transcripts side by side, phase by phase.
+pub struct CellPage<'a> {
+    store: &'a Store,
+    cell: &'a CellRecord,
+    title: &'a str,
+    baseline: Option<&'a CellRecord>,
+    head: &'a str,
+    body: &'a str,
+    script_src: Option<&'a str>,
+}
+
+impl<'a> CellPage<'a> {
+    /// The page of `cell`, titled `title` (text), its session read from `store`.
+    pub fn new(store: &'a Store, title: &'a str, cell: &'a CellRecord) -> Self {
+        CellPage {
+            store,
+            cell,
+            title,
+            baseline: None,
+            head: "",
+            body: "",
+            script_src: None,
+        }
+    }
+
+    /// Show the baseline's cell beside this one (its session from the same store).
+    pub fn baseline(mut self, baseline: Option<&'a CellRecord>) -> Self {
+        self.baseline = baseline;
+        self
+    }
+
+    /// HTML added to the page's head (a content security policy, say).
+    pub fn head(mut self, html: &'a str) -> Self {
+        self.head = html;
+        self
+    }
+
+    /// HTML put at the top of the body (links back, say).
+    pub fn body(mut self, html: &'a str) -> Self {
+        self.body = html;
+        self
+    }
+
+    /// Load the script from `src` (serving [`VIEWER_SCRIPT`] there) instead
+    /// of holding it: a page under a policy that allows no inline script.
+    pub fn script_src(mut self, src: &'a str) -> Self {
+        self.script_src = Some(src);
+        self
+    }
+
+    /// The page.
+    pub fn render(&self) -> String {
+        let c = self.cell;
+        let anchor = cell_anchor("cell", &c.variant, &c.case, c.trial);
+        let transcripts = Transcripts::new(self.store, TranscriptSelection::All);
+        let record = session_record(self.store, &c.session_id);
+        let base = self.baseline.map(|b| b.session_id.as_str());
+        let data = cell_data(&transcripts, &anchor, c, record.as_ref(), base);
+        let verdict = if c.passed { "PASS" } else { "FAIL" };
+        let row = format!(
+            "<tr id=\"{anchor}\" class=\"cell\" tabindex=\"0\" data-variant=\"{}\" data-case=\"{}\" data-trial=\"{}\" data-status=\"{}\" data-tags=\"{}\"{}><td>{verdict}</td><td>{} · {} · t{}</td></tr>\n{}",
+            xml(&c.variant),
+            xml(&c.case),
+            c.trial,
+            status_words(c, false, false),
+            xml(&cell_tags(record.as_ref())),
+            if base.is_some() {
+                " data-open-with=\"#baseline\""
+            } else {
+                ""
+            },
+            xml(&c.variant),
+            xml(&c.case),
+            c.trial,
+            if data.is_empty() {
+                "<tr><td colspan=\"2\">This cell's session is not in the store.</td></tr>"
+                    .to_string()
+            } else {
+                data
+            }
+        );
+        let script = match self.script_src {
+            Some(src) => format!("<script src=\"{}\"></script>", xml(src)),
+            None => format!("<script>{SCRIPT}</script>"),
+        };
+        let body = format!("{}<h1>{}</h1>", self.body, xml(self.title));
+        transcript_page(self.title, self.head, &body, &row, &script)
+    }
 }
 
 /// The examples that were this module's doctests (its items are

@@ -85,6 +85,26 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The tags of run `run_id`'s cells' sessions that name no scope
+    /// (`case:…`, `dataset:…` and the like are left out), sorted.
+    pub fn run_tags(&self, run_id: &str) -> Result<Vec<String>, StoreError> {
+        let run = run_id.to_owned();
+        self.read(move |conn, path| {
+            let what = || format!("reading the tags of run {run}");
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT DISTINCT t.value FROM cell_results c \
+                     JOIN sessions s ON s.id = c.session_id, json_each(s.tags) t \
+                     WHERE c.run_id = ?1 AND instr(t.value, ':') = 0 ORDER BY t.value",
+                )
+                .ctx(path, what)?;
+            let rows = st.query_map([&run], |r| r.get(0)).ctx(path, what)?;
+            rows.map(|r| r.ctx(path, what)).collect()
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::fts_query;

@@ -533,6 +533,7 @@ fn cells_are_found_by_their_text_their_sessions_signals_and_tags() {
     assert_eq!(tagged("fast"), ["qa::a::c1", "qa::a::c2"]);
     assert_eq!(tagged("slow"), ["qa::b::c1"]);
     assert!(tagged("none").is_empty());
+    assert_eq!(store.run_tags("r").unwrap(), ["fast", "slow"]);
 }
 
 /// Gate options as the harness sets them from `Eval` and the quarantine file.
