@@ -74,6 +74,40 @@ impl Page {
 
     /// [`Page::open`] at `#hash` (`""`: none).
     pub(crate) fn open_at(name: &str, pages: &[(&str, &str)], hash: &str) -> Option<Page> {
+        let mut page = Page::blank(name)?;
+        for (file, html) in pages {
+            std::fs::write(page.dir.join(file), html).unwrap();
+        }
+        let url = format!("file://{}{hash}", page.dir.join(pages[0].0).display());
+        page.go(&url);
+        Some(page)
+    }
+
+    /// Open `url` (a served page) in Chromium and wait for its load event
+    /// and the frame after it; `None` when Chromium is missing outside CI.
+    #[allow(dead_code)]
+    pub(crate) fn open_url(name: &str, url: &str) -> Option<Page> {
+        let mut page = Page::blank(name)?;
+        page.go(url);
+        Some(page)
+    }
+
+    /// Go to `url` and wait for its load event and the frame after it;
+    /// [`Page::loaded_ms`] is then that page's.
+    pub(crate) fn go(&mut self, url: &str) {
+        self.events.retain(|e| e["method"] != "Page.loadEventFired");
+        self.call("Page.navigate", json!({"url": url}));
+        self.wait_event("Page.loadEventFired");
+        self.loaded_ms = self
+            .eval(&format!(
+                "{NEXT_FRAME}.then(function () {{ return performance.now(); }})"
+            ))
+            .as_f64()
+            .unwrap();
+    }
+
+    /// Chromium on about:blank, attached, with a temp dir of its own.
+    fn blank(name: &str) -> Option<Page> {
         let chromium = chromium()?;
         let dir = std::env::temp_dir().join(format!(
             "scaffold-cdp-{name}-{}-{}",
@@ -81,9 +115,6 @@ impl Page {
             uuid::Uuid::new_v4()
         ));
         std::fs::create_dir_all(dir.join("profile")).unwrap();
-        for (file, html) in pages {
-            std::fs::write(dir.join(file), html).unwrap();
-        }
         // fd 3 is the shell's stdin and fd 4 its stdout: our pipes.
         let mut child = Command::new("sh")
             .arg("-c")
@@ -131,15 +162,6 @@ impl Page {
         );
         page.session = attached["sessionId"].as_str().unwrap().to_string();
         page.call("Page.enable", json!({}));
-        let url = format!("file://{}{hash}", page.dir.join(pages[0].0).display());
-        page.call("Page.navigate", json!({"url": url}));
-        page.wait_event("Page.loadEventFired");
-        page.loaded_ms = page
-            .eval(&format!(
-                "{NEXT_FRAME}.then(function () {{ return performance.now(); }})"
-            ))
-            .as_f64()
-            .unwrap();
         Some(page)
     }
 
