@@ -77,7 +77,7 @@ fn config(cases: usize) -> RunConfig {
 /// an output of a few sentences, a score) with a session of six signals.
 fn cell(store: &Store, run: usize, eval: &str, variant: &str, case: usize) -> RecordedCell {
     let word = WORDS[(case * 7 + run) % WORDS.len()];
-    let passed = (case * 31 + run * 17 + variant.len()) % 10 != 0;
+    let passed = !(case * 31 + run * 17 + variant.len()).is_multiple_of(10);
     let mut c = CellRecord::new(variant, format!("case-{case:05}"));
     c.dataset = format!("{eval}-set");
     c.passed = passed;
@@ -99,7 +99,7 @@ fn cell(store: &Store, run: usize, eval: &str, variant: &str, case: usize) -> Re
     c.metrics.latency_ms = 800 + (case % 17) as u64 * 40 + run as u64 * 3;
     c.duration_ms = c.metrics.latency_ms;
     c.session_id = format!("r{run}-{eval}-{variant}-{case}");
-    let tag = if case % 3 == 0 { "slow" } else { "fast" };
+    let tag = if case.is_multiple_of(3) { "slow" } else { "fast" };
     store
         .begin_session(&SessionMeta::new(&c.session_id, eval).tags([tag]))
         .expect("a session begins");

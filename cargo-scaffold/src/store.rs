@@ -116,6 +116,9 @@ pub fn session(store: &Store, id: &str) -> Result<SessionRecord, CliError> {
 /// The eval run `id`: an id, a unique prefix of one, or `latest` (the newest).
 pub fn eval_run(store: &Store, id: &str) -> Result<EvalRunRecord, CliError> {
     let id = id.trim();
+    if let Some(run) = store.eval_run(id).map_err(error)? {
+        return Ok(run);
+    }
     let runs = store.eval_runs().map_err(error)?;
     if runs.is_empty() {
         return Err(CliError::input(format!(

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::layout::{LIVE_REFRESH_SECONDS, cut, esc, page_with, pager, query};
 
 /// Rows a page of a grid shows.
-pub const PAGE_ROWS: usize = 200;
+pub const PAGE_ROWS: usize = 100;
 
 /// What the grid of a run shows (the page's query string).
 #[derive(Debug, Clone, Default, scaffold::serde::Deserialize)]
@@ -138,8 +138,8 @@ pub struct RunPage<'a> {
     pub record: &'a EvalRunRecord,
     /// Its results, by eval.
     pub evals: &'a [EvalResults],
-    /// Every run (to compare with).
-    pub runs: &'a [EvalRunRecord],
+    /// Every run's id (to compare with).
+    pub runs: &'a [String],
     /// Its cells' tags.
     pub tags: &'a [String],
     /// The filter asked for.
@@ -196,8 +196,8 @@ impl RunPage<'_> {
         variants.sort_unstable();
         variants.dedup();
         let others = (self.runs.iter())
-            .filter(|r| r.id != self.record.id)
-            .map(|r| r.id.as_str());
+            .filter(|r| **r != self.record.id)
+            .map(String::as_str);
         let _ = write!(
             body,
             "<form><label>Cells <select name=\"status\">{}</select></label> \

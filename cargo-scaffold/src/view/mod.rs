@@ -210,7 +210,7 @@ fn run_page(v: &Viewer, id: &str, filter: &Filter) -> Result<Response, Refused> 
     let evals = run_results(v, &record)?;
     let stored = |e| Box::new(store_problem(e));
     let tags = v.store.run_tags(&record.id).map_err(stored)?;
-    let runs = v.store.eval_runs().map_err(stored)?;
+    let runs = v.store.eval_run_ids().map_err(stored)?;
     let found = found(v, &record.id, filter)?;
     let page = RunPage {
         record: &record,

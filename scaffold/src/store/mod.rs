@@ -1029,6 +1029,19 @@ impl Store {
         self.read(|conn, path| runs::runs(conn, path, None))
     }
 
+    /// The id of every eval run, newest first (what [`Store::eval_runs`]
+    /// lists, without adding up their cells).
+    pub fn eval_run_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn, path| {
+            let what = || "listing eval run ids".to_string();
+            let mut st = conn
+                .prepare_cached("SELECT id FROM eval_runs ORDER BY started_at DESC, rowid DESC")
+                .ctx(path, what)?;
+            let rows = st.query_map([], |r| r.get(0)).ctx(path, what)?;
+            rows.map(|r| r.ctx(path, what)).collect()
+        })
+    }
+
     /// Each eval of each run, oldest run first: its cells, how many passed
     /// and their cost, added up in the database (a trend over every run
     /// without reading its cells' records back).

@@ -259,6 +259,9 @@ pub(crate) const INDEX_CELL: &str = concat!(
 /// * `cell_results.session_id` and `cost_usd`, copied from the record, so
 ///   that trends over every run and a cell's tags are read without parsing
 ///   the records.
+/// * `cell_results_summary`, an index that holds what listing runs and
+///   trends add up (cells, passed, cost by run and eval), so that they read
+///   it alone, never the records.
 /// * `cell_text`, a contentless FTS5 index of each cell's text keyed by the
 ///   cell's rowid (see `cell_text_select`): the viewer's search. The writer
 ///   indexes each cell as it records it; the migration indexes the cells
@@ -269,6 +272,7 @@ ALTER TABLE cell_results ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
 UPDATE cell_results SET
     session_id = nullif(json_extract(record, '$.sessionId'), ''),
     cost_usd = coalesce(json_extract(record, '$.metrics.costUsd'), 0);
+CREATE INDEX cell_results_summary ON cell_results (run_id, eval, passed, cost_usd);
 CREATE VIRTUAL TABLE cell_text USING fts5 (body, content = '', contentless_delete = 1);
 INSERT INTO cell_text (rowid, body) ",
     cell_text_select!(),
