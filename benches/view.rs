@@ -99,7 +99,11 @@ fn cell(store: &Store, run: usize, eval: &str, variant: &str, case: usize) -> Re
     c.metrics.latency_ms = 800 + (case % 17) as u64 * 40 + run as u64 * 3;
     c.duration_ms = c.metrics.latency_ms;
     c.session_id = format!("r{run}-{eval}-{variant}-{case}");
-    let tag = if case.is_multiple_of(3) { "slow" } else { "fast" };
+    let tag = if case.is_multiple_of(3) {
+        "slow"
+    } else {
+        "fast"
+    };
     store
         .begin_session(&SessionMeta::new(&c.session_id, eval).tags([tag]))
         .expect("a session begins");

@@ -121,6 +121,27 @@ async fn a_key_echoed_by_the_api_is_nowhere_in_what_scaffold_writes() {
     let html = render_with_transcripts(&results, None, &transcripts);
     assert_eq!(html.matches("type=\"application/json\"").count(), 2);
     written.push(html);
+    // Nor do the viewer's pages of each cell, or its search index (the
+    // database's bytes, read below, hold the index's words).
+    use scaffold::_cargo_scaffold_support::eval::{EvalRunMeta, RecordedCell};
+    use scaffold::_cargo_scaffold_support::report::html::CellPage;
+    store
+        .begin_eval_run(&EvalRunMeta::new("run", "harness").eval("qa", results.config.clone()))
+        .unwrap();
+    for c in &results.results {
+        let name = c.test_name("qa", 1);
+        written.push(CellPage::new(&store, &name, c).baseline(Some(c)).render());
+        let recorded = RecordedCell::new("qa", name, c.clone(), true);
+        store.record_cell("run", &recorded).unwrap();
+    }
+    for word in ["canary", "CANARYwrong0123456789abcdef", "4242", "redacted"] {
+        let found = store.search_cells("run", word).unwrap();
+        assert_eq!(
+            found.len(),
+            usize::from(word == "redacted") * 2,
+            "{word}: {found:?}"
+        );
+    }
     drop(store);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
