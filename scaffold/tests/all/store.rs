@@ -404,6 +404,12 @@ fn a_fresh_file_is_migrated_and_reopening_keeps_version_and_data() {
         tables,
         [
             "cell_results",
+            // The cells' full-text index (FTS5) and its shadow tables.
+            "cell_text",
+            "cell_text_config",
+            "cell_text_data",
+            "cell_text_docsize",
+            "cell_text_idx",
             "checkpoints",
             "eval_run_evals",
             "eval_runs",
