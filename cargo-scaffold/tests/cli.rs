@@ -2063,21 +2063,25 @@ fn store_session(store: &Store, c: &CellRecord, answer: &str) {
 
 /// `GET {url}{path}` over HTTP/1.1: the status line and the body.
 fn get(url: &str, path: &str) -> (String, String) {
-    use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let (head, body) = request(addr, path, addr);
+    (head.lines().next().unwrap_or_default().to_string(), body)
+}
+
+/// `GET {path}` from the server at `addr`, naming `host`: the response's
+/// head (status line and headers) and body.
+fn request(addr: &str, path: &str, host: &str) -> (String, String) {
+    use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("the viewer listens");
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
     )
     .expect("send");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    (
-        head.lines().next().unwrap_or_default().to_string(),
-        body.to_string(),
-    )
+    (head.to_string(), body.to_string())
 }
 
 /// The viewer serves the store: every run, one run's grid (filtered by
@@ -2193,10 +2197,15 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
         1,
         "a session id in a tool result"
     );
-    let (n, none) = filtered("q=%3C%3E");
+    let (n, none) = filtered("q=zebra");
     assert!(
         n == 0 && none.contains("No cell holds every word"),
         "{none}"
+    );
+    let (n, wordless) = filtered("q=%3C%3E");
+    assert!(
+        n == 4 && wordless.contains("has no word to look for"),
+        "{wordless}"
     );
     assert_eq!(filtered("q=%22%20OR%20NEAR(").0, 0, "FTS5 syntax is text");
     // Tags are the sessions'; changed is against another run's verdicts.
@@ -2260,6 +2269,34 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
     // Cost and latency cell by cell: equal here, so no cell moved.
     assert!(compared.contains("0 cell(s) moved"), "{compared}");
 
+    // Several trials: each trial's cell is its own test, linked by its name.
+    {
+        let store = Store::open(&db).expect("the database opens");
+        let mut r = results(&[], 100);
+        r.config.trials = 2;
+        let meta = EvalRunMeta::new("run-trials", "harness").eval("qa", r.config.clone());
+        store.begin_eval_run(&meta).expect("the run begins");
+        for trial in [1, 2] {
+            let mut c = r.results[0].clone();
+            c.trial = trial;
+            c.passed = trial == 1;
+            c.session_id = format!("run-trials-{trial}");
+            let name = c.test_name("qa", 2);
+            store
+                .record_cell("run-trials", &RecordedCell::new("qa", name, c, true))
+                .expect("recorded");
+        }
+        store.finish_eval_run("run-trials").expect("finished");
+    }
+    let (_, trials) = get(&url, "/runs/run-trials?status=flaky");
+    assert!(trials.contains("2 of 2 cells shown"), "{trials}");
+    assert!(
+        trials.contains("/runs/run-trials/cells/qa%3A%3Afast%3A%3Aadd%3A%3At2"),
+        "{trials}"
+    );
+    let (status, _) = get(&url, "/runs/run-trials/cells/qa%3A%3Afast%3A%3Aadd%3A%3At2");
+    assert!(status.contains("200"), "{status}");
+
     // A run still going reloads itself and shows its cells as they come.
     assert!(!grid.contains("http-equiv=\"refresh\""), "{grid}");
     let store = Store::open(&db).expect("the database opens");
@@ -2289,7 +2326,50 @@ fn view_serves_runs_a_runs_grid_and_two_runs_compared() {
 
     let (status, missing) = get(&url, "/runs/nope");
     assert!(status.contains("404"), "{status}");
-    assert!(missing.contains("nope"), "{missing}");
+    assert!(
+        missing.contains("nope") && missing.contains("<title>Not Found</title>"),
+        "{missing}"
+    );
+    // A cell beside a run that lacks it: shown alone, saying so.
+    let (status, alone) = get(
+        &url,
+        "/runs/run-two/cells/qa%3A%3Asmart%3A%3Aadd?base=run-live",
+    );
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        alone.contains("run <a href=\"/runs/run-live\">run-live</a> has no such cell"),
+        "{alone}"
+    );
+    // What cannot be read is a page saying so, under the same policy.
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    for (path, code) in [
+        ("/runs/run-two?page=-1", "400"),
+        ("/compare?base=run-one", "400"),
+        ("/runs/run-two?eval=nope", "404"),
+        ("/runs/%FF%FE", "400"),
+    ] {
+        let (head, body) = request(addr, path, addr);
+        assert!(
+            head.starts_with(&format!("HTTP/1.1 {code}")),
+            "{path}: {head}"
+        );
+        assert!(
+            head.contains("content-security-policy: default-src 'none'")
+                && head.contains("frame-ancestors 'none'")
+                && head.contains("x-content-type-options: nosniff"),
+            "{path}: {head}"
+        );
+        assert!(body.starts_with("<!doctype html>"), "{path}: {body}");
+    }
+    // Another site's name for this address (DNS rebinding) gets nothing.
+    let port = addr.rsplit(':').next().expect("a port");
+    for host in ["evil.example", &format!("evil.example:{port}")] {
+        let (head, body) = request(addr, "/runs/run-one", host);
+        assert!(head.starts_with("HTTP/1.1 421"), "{host}: {head}");
+        assert!(!body.contains("answered"), "{host}: {body}");
+    }
+    let (head, _) = request(addr, "/", &format!("localhost:{port}"));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 
     // In Chromium: no untrusted text runs on any page, the viewer's own
     // script opens the transcript with its lineage, and side by side.

@@ -187,6 +187,7 @@ pub mod _cargo_scaffold_support {
     }
     /// The report renderers.
     pub mod report {
+        pub use crate::report::escape::url_component as escape_url_component;
         pub use crate::report::escape::xml as escape_html;
         pub use crate::report::{ALL_FORMATS, Format, html, json, junit, markdown, render};
     }

@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use scaffold::_cargo_scaffold_support::eval::{CellRecord, Comparison, EvalResults};
+use scaffold::_cargo_scaffold_support::eval::{
+    CellRecord, CompareOptions, Comparison, EvalResults, compare,
+};
 
 use super::grid::PAGE_ROWS;
 use super::layout::{esc, page, pager, query};
@@ -21,6 +23,46 @@ pub struct Compared<'a> {
     pub comparison: Comparison,
 }
 
+impl<'a> Compared<'a> {
+    /// Each eval of `head` compared with the same eval of `base`, and the
+    /// evals in one run only.
+    pub fn pair(
+        base: &'a [EvalResults],
+        head: &'a [EvalResults],
+    ) -> (Vec<Compared<'a>>, Vec<String>) {
+        let options = CompareOptions::default();
+        let mut compared = Vec::new();
+        let mut unpaired: Vec<String> = (base.iter())
+            .filter(|b| !head.iter().any(|h| h.eval == b.eval))
+            .map(|b| b.eval.clone())
+            .collect();
+        for h in head {
+            match base.iter().find(|b| b.eval == h.eval) {
+                Some(b) => compared.push(Compared {
+                    base: b,
+                    head: h,
+                    comparison: compare(b, h, &options),
+                }),
+                None => unpaired.push(h.eval.clone()),
+            }
+        }
+        unpaired.sort();
+        (compared, unpaired)
+    }
+
+    /// The candidate's test name of the cell a comparison labels `label`
+    /// (`variant::case`, `::t{n}` when either run had several trials).
+    fn head_cell(&self, label: &str) -> String {
+        let trials = self.base.config.trials.max(self.head.config.trials);
+        (self.head.results.iter())
+            .find(|c| c.label(trials) == label)
+            .map_or_else(
+                || format!("{}::{label}", self.head.eval),
+                |c| c.test_name(&self.head.eval, self.head.config.trials),
+            )
+    }
+}
+
 /// What the compare page is made of.
 pub struct ComparePage<'a> {
     /// The baseline run.
@@ -31,7 +73,9 @@ pub struct ComparePage<'a> {
     pub evals: &'a [Compared<'a>],
     /// The evals in one run only.
     pub unpaired: &'a [String],
-    /// The page of the cell-by-cell tables, from 0.
+    /// The eval whose cell-by-cell table is paged (`""`: none).
+    pub eval: &'a str,
+    /// Its page, from 0.
     pub page: usize,
 }
 
@@ -149,7 +193,7 @@ impl ComparePage<'_> {
             let _ = write!(
                 body,
                 "<tr><td class=\"{class}\">{word}</td><td>{}</td><td>{}</td></tr>",
-                self.cell_link(&format!("{eval}::{label}")),
+                self.cell_link(&e.head_cell(label)),
                 esc(what)
             );
         }
@@ -160,7 +204,10 @@ impl ComparePage<'_> {
     fn cost_and_latency(&self, body: &mut String, e: &Compared<'_>) {
         let moved = moved(e.base, e.head);
         let pages = moved.len().div_ceil(PAGE_ROWS).max(1);
-        let page = self.page.min(pages - 1);
+        let page = match self.eval == e.head.eval {
+            true => self.page.min(pages - 1),
+            false => 0,
+        };
         let _ = write!(
             body,
             "<h3>Cost and latency, cell by cell</h3><p>{} cell(s) moved, the largest cost change first; page {} of {pages}</p>",

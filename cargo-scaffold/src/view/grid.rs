@@ -9,10 +9,11 @@ use std::fmt::Write as _;
 use scaffold::_cargo_scaffold_support::eval::{CellRecord, EvalResults};
 use scaffold::_cargo_scaffold_support::store::EvalRunRecord;
 use scaffold::_cargo_scaffold_support::util::rfc3339;
-use scaffold::store::CellKey;
+use scaffold::store::{CellKey, Store, has_words};
 use serde_json::Value;
 
-use super::layout::{LIVE_REFRESH_SECONDS, cut, esc, page_with, pager, query};
+use super::cache::RunCache;
+use super::layout::{Built, LIVE_REFRESH_SECONDS, Refusal, cut, esc, page_with, pager, query};
 
 /// Rows a page of a grid shows.
 pub const PAGE_ROWS: usize = 100;
@@ -36,9 +37,20 @@ pub struct Filter {
     /// Only cells whose verdict differs from this run's (or that it lacks).
     #[serde(default)]
     pub changed: String,
+    /// Only this eval (what its pages show).
+    #[serde(default)]
+    pub eval: String,
     /// The page of rows, from 0.
     #[serde(default)]
     pub page: usize,
+}
+
+/// A cell wherever it runs: variant, dataset, case and trial (its test
+/// name also holds the eval's trial count, which two runs may not share).
+type Place<'a> = (&'a str, &'a str, &'a str, u32);
+
+fn place(c: &CellRecord) -> Place<'_> {
+    (&c.variant, &c.dataset, &c.case, c.trial)
 }
 
 /// What the filters read from the store: the cells the search and the tag
@@ -46,15 +58,54 @@ pub struct Filter {
 #[derive(Debug, Default)]
 pub struct Found {
     /// The cells holding the words (`None`: no search).
-    pub search: Option<HashSet<CellKey>>,
+    search: Option<HashSet<CellKey>>,
     /// The cells of the tag (`None`: no tag).
-    pub tagged: Option<HashSet<CellKey>>,
-    /// The other run's verdicts by cell (`None`: no comparison).
-    pub other: Option<HashMap<CellKey, bool>>,
+    tagged: Option<HashSet<CellKey>>,
+    /// The other run's results (`None`: no comparison).
+    other: Option<super::cache::Results>,
+}
+
+impl Found {
+    /// What `filter` finds in `store` for run `run`.
+    pub fn read(
+        store: &Store,
+        cache: &RunCache,
+        run: &str,
+        filter: &Filter,
+    ) -> Result<Found, Refusal> {
+        let mut found = Found::default();
+        if has_words(&filter.q) {
+            let cells = store.search_cells(run, &filter.q).map_err(Refusal::store)?;
+            found.search = Some(cells.into_iter().collect());
+        }
+        if !filter.tag.is_empty() {
+            let cells = store
+                .cells_tagged(run, &filter.tag)
+                .map_err(Refusal::store)?;
+            found.tagged = Some(cells.into_iter().collect());
+        }
+        if !filter.changed.is_empty() {
+            let other =
+                crate::store::eval_run(store, &filter.changed).map_err(Refusal::not_found)?;
+            found.other = Some(cache.results(store, &other).map_err(Refusal::store)?);
+        }
+        Ok(found)
+    }
+
+    /// The other run's verdicts of eval `eval`, by place.
+    fn verdicts(&self, eval: &str) -> Option<HashMap<Place<'_>, bool>> {
+        let other = self.other.as_ref()?;
+        let results = other.iter().filter(|e| e.eval == eval);
+        Some(
+            results
+                .flat_map(|e| e.results.iter().map(|c| (place(c), c.passed)))
+                .collect(),
+        )
+    }
 }
 
 /// A cell's key as the store keeps it: its eval and test name.
-pub fn key(eval: &EvalResults, c: &CellRecord) -> CellKey {
+fn key(eval: &EvalResults, c: &CellRecord) -> CellKey {
     (
         eval.eval.clone(),
         c.test_name(&eval.eval, eval.config.trials),
@@ -80,46 +131,51 @@ fn flaky(eval: &EvalResults) -> HashSet<(&str, &str, &str)> {
         .collect()
 }
 
-impl Filter {
-    fn keeps(
-        &self,
-        eval: &EvalResults,
-        flaky: &HashSet<(&str, &str, &str)>,
-        found: &Found,
-        c: &CellRecord,
-    ) -> bool {
-        let status = match self.status.as_str() {
+/// What one eval's grid keeps: the filter and what it read for that eval.
+struct Keep<'a> {
+    filter: &'a Filter,
+    found: &'a Found,
+    flaky: HashSet<(&'a str, &'a str, &'a str)>,
+    other: Option<HashMap<Place<'a>, bool>>,
+}
+
+impl Keep<'_> {
+    fn keeps(&self, eval: &EvalResults, c: &CellRecord) -> bool {
+        let status = match self.filter.status.as_str() {
             "failing" => !c.passed,
             "passing" => c.passed,
-            "flaky" => flaky.contains(&(c.variant.as_str(), c.dataset.as_str(), c.case.as_str())),
+            "flaky" => {
+                self.flaky
+                    .contains(&(c.variant.as_str(), c.dataset.as_str(), c.case.as_str()))
+            }
             _ => true,
         };
-        if !status || !(self.variant.is_empty() || c.variant == self.variant) {
+        let variant = self.filter.variant.is_empty() || c.variant == self.filter.variant;
+        let changed = (self.other.as_ref()).is_none_or(|o| o.get(&place(c)) != Some(&c.passed));
+        if !(status && variant && changed) {
             return false;
         }
-        let needs_key = found.search.is_some() || found.tagged.is_some() || found.other.is_some();
-        if !needs_key {
+        if self.found.search.is_none() && self.found.tagged.is_none() {
             return true;
         }
         let k = key(eval, c);
-        found.search.as_ref().is_none_or(|s| s.contains(&k))
-            && found.tagged.as_ref().is_none_or(|s| s.contains(&k))
-            && found
-                .other
-                .as_ref()
-                .is_none_or(|o| o.get(&k) != Some(&c.passed))
+        (self.found.search.as_ref()).is_none_or(|s| s.contains(&k))
+            && (self.found.tagged.as_ref()).is_none_or(|s| s.contains(&k))
     }
+}
 
-    /// This filter's query string on page `page`.
-    fn href(&self, run: &str, page: usize) -> String {
+impl Filter {
+    /// This filter's query string on page `page` of eval `eval`.
+    fn href(&self, run: &str, eval: &str, page: usize) -> String {
         format!(
-            "/runs/{}?status={}&variant={}&tag={}&q={}&changed={}&page={page}",
+            "/runs/{}?status={}&variant={}&tag={}&q={}&changed={}&eval={}&page={page}",
             query(run),
             query(&self.status),
             query(&self.variant),
             query(&self.tag),
             query(&self.q),
-            query(&self.changed)
+            query(&self.changed),
+            query(eval)
         )
     }
 }
@@ -160,7 +216,7 @@ fn options<'v>(values: impl IntoIterator<Item = &'v str>, chosen: &str) -> Strin
 
 impl RunPage<'_> {
     /// The page.
-    pub fn render(&self) -> String {
+    pub fn render(&self) -> Built {
         let (record, filter) = (self.record, self.filter);
         let (state, refresh) = match record.finished {
             true => ("finished".to_string(), String::new()),
@@ -178,14 +234,27 @@ impl RunPage<'_> {
             record.cells
         );
         self.form(&mut body);
-        if !filter.q.trim().is_empty() && self.found.search.as_ref().is_some_and(HashSet::is_empty)
-        {
+        if !filter.q.trim().is_empty() && !has_words(&filter.q) {
+            body.push_str("<p>The search has no word to look for (letters or digits): every cell is shown.</p>");
+        } else if self.found.search.as_ref().is_some_and(HashSet::is_empty) {
             body.push_str("<p>No cell holds every word searched for (search finds words and their beginnings).</p>");
         }
-        for eval in self.evals {
+        let shown = self
+            .evals
+            .iter()
+            .filter(|e| filter.eval.is_empty() || e.eval == filter.eval);
+        let mut any = false;
+        for eval in shown {
             self.grid(&mut body, eval);
+            any = true;
         }
-        page_with(&format!("Run {}", record.id), &refresh, &body)
+        if !any {
+            return Err(Refusal::not_found(format!(
+                "run {} has no eval {}",
+                record.id, filter.eval
+            )));
+        }
+        Ok(page_with(&format!("Run {}", record.id), &refresh, &body))
     }
 
     fn form(&self, body: &mut String) {
@@ -198,13 +267,20 @@ impl RunPage<'_> {
         let others = (self.runs.iter())
             .filter(|r| **r != self.record.id)
             .map(String::as_str);
+        // A page that reloads itself would take the text being typed away
+        // from a focused field: focus only a finished run's search.
+        let focus = if self.record.finished {
+            " autofocus"
+        } else {
+            ""
+        };
         let _ = write!(
             body,
             "<form><label>Cells <select name=\"status\">{}</select></label> \
              <label>Variant <select name=\"variant\"><option value=\"\">any</option>{}</select></label> \
              <label>Tag <select name=\"tag\"><option value=\"\">any</option>{}</select></label> \
              <label>Changed against <select name=\"changed\"><option value=\"\">no run</option>{}</select></label> \
-             <label>Search <input type=\"search\" name=\"q\" value=\"{}\" autofocus></label> \
+             <label>Search <input type=\"search\" name=\"q\" value=\"{}\"{focus}></label> \
              <button>Show</button></form>",
             options(["all", "failing", "passing", "flaky"], &filter.status),
             options(variants, &filter.variant),
@@ -216,18 +292,30 @@ impl RunPage<'_> {
 
     /// One eval's grid: a row per dataset, case and trial, a column per variant.
     fn grid(&self, body: &mut String, eval: &EvalResults) {
-        let flaky = flaky(eval);
-        let kept: Vec<&CellRecord> = (eval.results.iter())
-            .filter(|c| self.filter.keeps(eval, &flaky, self.found, c))
+        let keep = Keep {
+            filter: self.filter,
+            found: self.found,
+            flaky: flaky(eval),
+            other: self.found.verdicts(&eval.eval),
+        };
+        let kept: Vec<&CellRecord> = eval
+            .results
+            .iter()
+            .filter(|c| keep.keeps(eval, c))
             .collect();
         // Each row's cells, rows in order: one pass, not a search per cell.
         let mut rows: BTreeMap<(&str, &str, u32), Vec<&CellRecord>> = BTreeMap::new();
         for c in &kept {
-            let row = (c.dataset.as_str(), c.case.as_str(), c.trial);
-            rows.entry(row).or_default().push(c);
+            rows.entry((&c.dataset, &c.case, c.trial))
+                .or_default()
+                .push(c);
         }
         let pages = rows.len().div_ceil(PAGE_ROWS).max(1);
-        let page = self.filter.page.min(pages - 1);
+        // Only the eval a pager link names turns its page.
+        let page = match self.filter.eval == eval.eval {
+            true => self.filter.page.min(pages - 1),
+            false => 0,
+        };
         let _ = write!(
             body,
             "<h2>{}</h2><p>{} of {} cells shown, {} row(s); page {} of {pages}</p>",
@@ -237,7 +325,9 @@ impl RunPage<'_> {
             rows.len(),
             page + 1,
         );
-        let links = pager(page, pages, |p| self.filter.href(&self.record.id, p));
+        let links = pager(page, pages, |p| {
+            self.filter.href(&self.record.id, &eval.eval, p)
+        });
         body.push_str(&links);
         body.push_str("<table><tr><th>Case</th>");
         for v in &eval.config.variants {
@@ -253,7 +343,7 @@ impl RunPage<'_> {
             );
             for v in &eval.config.variants {
                 match cells.iter().find(|c| c.variant == *v) {
-                    Some(c) => self.cell(body, eval, c),
+                    Some(c) => self.cell(body, eval, c, keep.other.as_ref()),
                     None => body.push_str("<td></td>"),
                 }
             }
@@ -263,16 +353,24 @@ impl RunPage<'_> {
         body.push_str(&links);
     }
 
-    fn cell(&self, body: &mut String, eval: &EvalResults, c: &CellRecord) {
+    /// A cell: its verdict, linked to its transcript (beside the compared
+    /// run's, when that run has the cell), scores, error and output.
+    fn cell(
+        &self,
+        body: &mut String,
+        eval: &EvalResults,
+        c: &CellRecord,
+        other: Option<&HashMap<Place<'_>, bool>>,
+    ) {
         let verdict = if c.passed {
             "<span class=\"pass\">PASS</span>"
         } else {
             "<span class=\"fail\">FAIL</span>"
         };
         let (_, name) = key(eval, c);
-        let base = match self.filter.changed.as_str() {
-            "" => String::new(),
-            run => format!("?base={}", query(run)),
+        let base = match other.is_some_and(|o| o.contains_key(&place(c))) {
+            true => format!("?base={}", query(&self.filter.changed)),
+            false => String::new(),
         };
         let _ = write!(
             body,

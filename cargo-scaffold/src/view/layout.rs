@@ -3,12 +3,26 @@
 
 use std::fmt::Write as _;
 
+use axum::http::StatusCode;
+
 /// `s` as HTML text or an attribute value (the reports' escaping).
 pub use scaffold::_cargo_scaffold_support::report::escape_html as esc;
 
 /// What a page may load: its own style, the viewer's script from
 /// `/assets/`, nothing else (no inline script, no other origin).
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; base-uri 'none'; form-action 'self'";
+macro_rules! page_policy {
+    () => {
+        "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; base-uri 'none'; \
+         form-action 'self'"
+    };
+}
+
+/// The policy as each page's head states it.
+pub const CONTENT_SECURITY_POLICY: &str = page_policy!();
+
+/// The policy as the server sends it: no other site may frame a page
+/// either (which a policy in the page cannot say).
+pub const HEADER_POLICY: &str = concat!(page_policy!(), "; frame-ancestors 'none'");
 
 /// Where the transcript viewer's script is served.
 pub const VIEWER_SCRIPT_PATH: &str = "/assets/viewer.js";
@@ -18,20 +32,7 @@ pub const VIEWER_SCRIPT_PATH: &str = "/assets/viewer.js";
 pub const LIVE_REFRESH_SECONDS: u32 = 2;
 
 /// `s` for a query string value or a path segment.
-pub fn query(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
-}
+pub use scaffold::_cargo_scaffold_support::report::escape_url_component as query;
 
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.3em .5em;\
@@ -64,18 +65,52 @@ pub fn page_with(title: &str, head: &str, body: &str) -> String {
     )
 }
 
-/// A page saying what went wrong (its text escaped).
-pub fn problem(what: &str) -> String {
-    page("Not found", &format!("<p>{}</p>", esc(what)))
+/// What a request gets instead of its page: a status and why.
+#[derive(Debug)]
+pub struct Refusal {
+    /// The status.
+    pub status: StatusCode,
+    /// Why, in words (text).
+    pub why: String,
 }
 
-/// The first `n` characters of `s`, `…` after when cut.
-pub fn cut(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
+impl Refusal {
+    /// Nothing there: 404.
+    pub fn not_found(why: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            status: StatusCode::NOT_FOUND,
+            why: why.to_string(),
+        }
+    }
+
+    /// The request cannot be read: 400.
+    pub fn bad_request(why: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            status: StatusCode::BAD_REQUEST,
+            why: why.to_string(),
+        }
+    }
+
+    /// The store could not be read: 500.
+    pub fn store(e: impl std::fmt::Display) -> Refusal {
+        Refusal {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            why: format!("cannot read the store: {e}"),
+        }
+    }
+
+    /// The page saying so.
+    pub fn page(&self) -> String {
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        page(title, &format!("<p>{}</p>", esc(&self.why)))
     }
 }
+
+/// The result of building a page.
+pub type Built = Result<String, Refusal>;
+
+/// The first `n` characters of `s`, `…` last when cut.
+pub use crate::text::cut;
 
 /// The links to pages `0..pages` of a list, `href(page)` each, the
 /// current one in bold; nothing for one page.

@@ -5,6 +5,7 @@
 //! script, served from `/assets/`.
 
 mod cache;
+mod cell_page;
 mod compare_page;
 mod grid;
 mod layout;
@@ -12,32 +13,34 @@ mod runs_page;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use scaffold::_cargo_scaffold_support::eval::{CompareOptions, compare};
-use scaffold::_cargo_scaffold_support::report::html::{CellPage, VIEWER_SCRIPT};
-use scaffold::_cargo_scaffold_support::store::EvalRunRecord;
+use scaffold::_cargo_scaffold_support::report::html::VIEWER_SCRIPT;
 use scaffold::store::Store;
 
-use cache::{Results, RunCache};
+use cache::RunCache;
 use compare_page::{ComparePage, Compared};
 use grid::{Filter, Found, RunPage};
-use layout::{CONTENT_SECURITY_POLICY, NAV, VIEWER_SCRIPT_PATH, esc, policy_meta, problem, query};
+use layout::{Built, HEADER_POLICY, Refusal, VIEWER_SCRIPT_PATH};
 
 use crate::cli::ViewArgs;
 use crate::error::{CliError, CmdResult, Exit};
 use crate::store;
 
-/// What every request reads: the store, opened read only.
+/// What every request reads: the store, opened read only, and the runs'
+/// results last read.
 #[derive(Clone)]
 struct Viewer {
     store: Store,
     path: PathBuf,
-    cache: std::sync::Arc<RunCache>,
+    cache: Arc<RunCache>,
 }
 
 /// `cargo scaffold view`.
@@ -59,7 +62,7 @@ pub fn run(args: &ViewArgs) -> CmdResult {
     let viewer = Viewer {
         store: db.store,
         path: db.path,
-        cache: Default::default(),
+        cache: Arc::default(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -82,13 +85,17 @@ async fn serve(viewer: Viewer, addr: SocketAddr, open: bool) -> CmdResult {
     if open {
         open_browser(&url);
     }
+    let hosts = Arc::new(allowed_hosts(addr));
     let app = Router::new()
         .route("/", get(runs))
         .route("/runs/{id}", get(one_run))
         .route("/runs/{id}/cells/{cell}", get(one_cell))
         .route("/compare", get(compare_runs))
         .route(VIEWER_SCRIPT_PATH, get(viewer_script))
-        .fallback(|| async { html(StatusCode::NOT_FOUND, problem("No such page.")) })
+        .fallback(|| async { refused(Refusal::not_found("No such page.")) })
+        .layer(middleware::from_fn(move |request, next| {
+            only_hosts(hosts.clone(), request, next)
+        }))
         .with_state(viewer);
     axum::serve(listener, app)
         .await
@@ -108,17 +115,59 @@ fn open_browser(url: &str) {
     }
 }
 
+/// The `Host` headers the server answers: its own address, and
+/// `localhost` on its port for a loopback one. Any other name is a page
+/// of another site that resolved its name to this address (DNS
+/// rebinding): it gets nothing.
+fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
+    let port = addr.port();
+    let mut hosts = vec![addr.to_string()];
+    if addr.ip().is_loopback() {
+        hosts.extend([
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ]);
+    }
+    hosts
+}
+
+async fn only_hosts(hosts: Arc<Vec<String>>, request: Request, next: Next) -> Response {
+    let host = (request.headers().get(header::HOST)).and_then(|h| h.to_str().ok());
+    match host {
+        Some(host) if hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) => next.run(request).await,
+        _ => refused(Refusal {
+            status: StatusCode::MISDIRECTED_REQUEST,
+            why: format!(
+                "This server answers requests for {} only.",
+                hosts.join(", ")
+            ),
+        }),
+    }
+}
+
 fn html(status: StatusCode, body: String) -> Response {
     (
         status,
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+            (header::CONTENT_SECURITY_POLICY, HEADER_POLICY),
         ],
         body,
     )
         .into_response()
+}
+
+fn refused(refusal: Refusal) -> Response {
+    html(refusal.status, refusal.page())
+}
+
+fn built(page: Built) -> Response {
+    match page {
+        Ok(body) => html(StatusCode::OK, body),
+        Err(refusal) => refused(refusal),
+    }
 }
 
 async fn viewer_script() -> Response {
@@ -132,86 +181,39 @@ async fn viewer_script() -> Response {
         .into_response()
 }
 
-/// Run `read` on the store off the server's threads; a store error is a
-/// 500 page saying it.
+/// Build a page from the store off the server's threads.
 async fn reading(
     viewer: Viewer,
-    read: impl FnOnce(&Viewer) -> Response + Send + 'static,
+    build: impl FnOnce(&Viewer) -> Built + Send + 'static,
 ) -> Response {
-    tokio::task::spawn_blocking(move || read(&viewer))
-        .await
-        .unwrap_or_else(|e| html(StatusCode::INTERNAL_SERVER_ERROR, problem(&e.to_string())))
+    let page = tokio::task::spawn_blocking(move || build(&viewer)).await;
+    built(page.unwrap_or_else(|e| Err(Refusal::store(e))))
 }
 
-fn store_problem(e: impl std::fmt::Display) -> Response {
-    html(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        problem(&format!("cannot read the store: {e}")),
-    )
+/// A query string or path that cannot be read: the page saying why.
+fn unreadable(e: impl std::fmt::Display) -> Response {
+    refused(Refusal::bad_request(e))
 }
 
 async fn runs(State(viewer): State<Viewer>) -> Response {
     reading(viewer, |v| {
-        let read = v
-            .store
-            .eval_runs()
-            .and_then(|runs| Ok((runs, v.store.eval_trends()?)));
-        match read {
-            Ok((runs, trends)) => html(
-                StatusCode::OK,
-                runs_page::runs(&runs, &trends, &v.path.display().to_string()),
-            ),
-            Err(e) => store_problem(e),
-        }
+        let runs = v.store.eval_runs().map_err(Refusal::store)?;
+        let trends = v.store.eval_trends().map_err(Refusal::store)?;
+        Ok(runs_page::runs(
+            &runs,
+            &trends,
+            &v.path.display().to_string(),
+        ))
     })
     .await
 }
 
-/// A response in place of what was asked (boxed: a response is large).
-type Refused = Box<Response>;
-
-fn not_found(e: impl std::fmt::Display) -> Refused {
-    Box::new(html(StatusCode::NOT_FOUND, problem(&e.to_string())))
-}
-
-fn run_record(v: &Viewer, id: &str) -> Result<EvalRunRecord, Refused> {
-    store::eval_run(&v.store, id).map_err(not_found)
-}
-
-fn run_results(v: &Viewer, record: &EvalRunRecord) -> Result<Results, Refused> {
-    (v.cache.results(&v.store, record)).map_err(|e| Box::new(store_problem(e)))
-}
-
-/// What `filter` finds in the store for run `run`.
-fn found(v: &Viewer, run: &str, filter: &Filter) -> Result<Found, Refused> {
-    let stored = |e| Box::new(store_problem(e));
-    let mut found = Found::default();
-    if !filter.q.trim().is_empty() {
-        let cells = v.store.search_cells(run, &filter.q).map_err(stored)?;
-        found.search = Some(cells.into_iter().collect());
-    }
-    if !filter.tag.is_empty() {
-        let cells = v.store.cells_tagged(run, &filter.tag).map_err(stored)?;
-        found.tagged = Some(cells.into_iter().collect());
-    }
-    if !filter.changed.is_empty() {
-        let other = run_record(v, &filter.changed)?;
-        let results = run_results(v, &other)?;
-        let verdicts = (results.iter())
-            .flat_map(|e| e.results.iter().map(move |c| (grid::key(e, c), c.passed)))
-            .collect();
-        found.other = Some(verdicts);
-    }
-    Ok(found)
-}
-
-fn run_page(v: &Viewer, id: &str, filter: &Filter) -> Result<Response, Refused> {
-    let record = run_record(v, id)?;
-    let evals = run_results(v, &record)?;
-    let stored = |e| Box::new(store_problem(e));
-    let tags = v.store.run_tags(&record.id).map_err(stored)?;
-    let runs = v.store.eval_run_ids().map_err(stored)?;
-    let found = found(v, &record.id, filter)?;
+fn run_page(v: &Viewer, id: &str, filter: &Filter) -> Built {
+    let record = store::eval_run(&v.store, id).map_err(Refusal::not_found)?;
+    let evals = v.cache.results(&v.store, &record).map_err(Refusal::store)?;
+    let tags = v.store.run_tags(&record.id).map_err(Refusal::store)?;
+    let runs = v.store.eval_run_ids().map_err(Refusal::store)?;
+    let found = Found::read(&v.store, &v.cache, &record.id, filter)?;
     let page = RunPage {
         record: &record,
         evals: &evals,
@@ -220,18 +222,20 @@ fn run_page(v: &Viewer, id: &str, filter: &Filter) -> Result<Response, Refused> 
         filter,
         found: &found,
     };
-    Ok(html(StatusCode::OK, page.render()))
+    page.render()
 }
 
 async fn one_run(
     State(viewer): State<Viewer>,
-    Path(id): Path<String>,
-    Query(filter): Query<Filter>,
+    id: Result<Path<String>, PathRejection>,
+    filter: Result<Query<Filter>, QueryRejection>,
 ) -> Response {
-    reading(viewer, move |v| {
-        run_page(v, &id, &filter).unwrap_or_else(|page| *page)
-    })
-    .await
+    let (Path(id), Query(filter)) = match (id, filter) {
+        (Ok(id), Ok(filter)) => (id, filter),
+        (Err(e), _) => return unreadable(e),
+        (_, Err(e)) => return unreadable(e),
+    };
+    reading(viewer, move |v| run_page(v, &id, &filter)).await
 }
 
 /// `?base=RUN`: the run whose cell shows beside.
@@ -242,104 +246,57 @@ struct Beside {
     base: String,
 }
 
-/// The record of cell `name` (`{eval}::{variant}::{case}[::t{n}]`) of run `run`.
-fn cell_record(
-    v: &Viewer,
-    run: &str,
-    name: &str,
-) -> Result<scaffold::_cargo_scaffold_support::eval::CellRecord, Refused> {
-    let eval = name.split("::").next().unwrap_or_default();
-    let mut found = (v.store.cell_records(run, eval, vec![name.to_owned()]))
-        .map_err(|e| Box::new(store_problem(e)))?;
-    found
-        .pop()
-        .flatten()
-        .ok_or_else(|| not_found(format!("run {run} has no cell {name}")))
-}
-
-fn cell_page(v: &Viewer, id: &str, name: &str, base: &str) -> Result<Response, Refused> {
-    let record = run_record(v, id)?;
-    let cell = cell_record(v, &record.id, name)?;
-    let baseline = match base {
-        "" => None,
-        base => Some(cell_record(v, &run_record(v, base)?.id, name)?),
-    };
-    let back = format!(
-        "{NAV}<p>Cell of run <a href=\"/runs/{}\">{}</a>{}</p>",
-        query(&record.id),
-        esc(&record.id),
-        match &baseline {
-            Some(_) => format!(
-                ", beside the same cell of run <a href=\"/runs/{}\">{}</a>",
-                query(base),
-                esc(base)
-            ),
-            None => String::new(),
-        }
-    );
-    let head = policy_meta();
-    let page = CellPage::new(&v.store, name, &cell)
-        .baseline(baseline.as_ref())
-        .head(&head)
-        .body(&back)
-        .script_src(VIEWER_SCRIPT_PATH)
-        .render();
-    Ok(html(StatusCode::OK, page))
-}
-
 async fn one_cell(
     State(viewer): State<Viewer>,
-    Path((id, name)): Path<(String, String)>,
-    Query(beside): Query<Beside>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    beside: Result<Query<Beside>, QueryRejection>,
 ) -> Response {
+    let (Path((id, name)), Query(beside)) = match (path, beside) {
+        (Ok(path), Ok(beside)) => (path, beside),
+        (Err(e), _) => return unreadable(e),
+        (_, Err(e)) => return unreadable(e),
+    };
     reading(viewer, move |v| {
-        cell_page(v, &id, &name, &beside.base).unwrap_or_else(|page| *page)
+        cell_page::render(&v.store, &id, &name, &beside.base)
     })
     .await
 }
 
-/// `?base=RUN&head=RUN[&page=N]`.
+/// `?base=RUN&head=RUN[&eval=EVAL&page=N]`.
 #[derive(scaffold::serde::Deserialize)]
 #[serde(crate = "scaffold::serde")]
 struct Pair {
     base: String,
     head: String,
     #[serde(default)]
+    eval: String,
+    #[serde(default)]
     page: usize,
 }
 
-fn compare_page(v: &Viewer, pair: &Pair) -> Result<Response, Refused> {
-    let base = run_record(v, &pair.base)?;
-    let head = run_record(v, &pair.head)?;
-    let (base_evals, head_evals) = (run_results(v, &base)?, run_results(v, &head)?);
-    let options = CompareOptions::default();
-    let mut unpaired = Vec::new();
-    let evals: Vec<Compared<'_>> = (head_evals.iter())
-        .filter_map(|h| match base_evals.iter().find(|b| b.eval == h.eval) {
-            Some(b) => Some(Compared {
-                base: b,
-                head: h,
-                comparison: compare(b, h, &options),
-            }),
-            None => {
-                unpaired.push(h.eval.clone());
-                None
-            }
-        })
-        .collect();
+fn compare_page(v: &Viewer, pair: &Pair) -> Built {
+    let base = store::eval_run(&v.store, &pair.base).map_err(Refusal::not_found)?;
+    let head = store::eval_run(&v.store, &pair.head).map_err(Refusal::not_found)?;
+    let base_evals = v.cache.results(&v.store, &base).map_err(Refusal::store)?;
+    let head_evals = v.cache.results(&v.store, &head).map_err(Refusal::store)?;
+    let (evals, unpaired) = Compared::pair(&base_evals, &head_evals);
     let page = ComparePage {
         base: &base.id,
         head: &head.id,
         evals: &evals,
         unpaired: &unpaired,
+        eval: &pair.eval,
         page: pair.page,
     };
-    Ok(html(StatusCode::OK, page.render()))
+    Ok(page.render())
 }
 
-async fn compare_runs(State(viewer): State<Viewer>, Query(pair): Query<Pair>) -> Response {
-    reading(viewer, move |v| {
-        compare_page(v, &pair).unwrap_or_else(|page| *page)
-    })
-    .await
+async fn compare_runs(
+    State(viewer): State<Viewer>,
+    pair: Result<Query<Pair>, QueryRejection>,
+) -> Response {
+    match pair {
+        Ok(Query(pair)) => reading(viewer, move |v| compare_page(v, &pair)).await,
+        Err(e) => unreadable(e),
+    }
 }

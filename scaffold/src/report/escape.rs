@@ -32,13 +32,22 @@ pub fn xml(s: &str) -> String {
 /// file (no `:` of a scheme, no `?` or `#`, no space, no parenthesis or
 /// pipe to end a Markdown link or table cell).
 pub(crate) fn url_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for b in path.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                out.push(char::from(b));
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
+    percent_encode(path, b"-._~/")
+}
+
+/// `s` as one path segment or query value of a URL: every byte but ASCII
+/// letters, digits and `-._~` percent-encoded.
+pub fn url_component(s: &str) -> String {
+    percent_encode(s, b"-._~")
+}
+
+fn percent_encode(s: &str, kept: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || kept.contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out

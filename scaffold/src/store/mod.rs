@@ -97,7 +97,7 @@ pub use error::{StoreError, UnknownStatus};
 pub(crate) use runs::{CELLS_SQL, RECORD_SQL, RunOp, runs as eval_runs_in};
 pub(crate) use runs::{EvalRunRecord, ORIGIN_HARNESS, ORIGIN_NEXTEST};
 pub use runs::{EvalTrend, RunSource};
-pub use search::CellKey;
+pub use search::{CellKey, has_words};
 pub(crate) use state::{apply_state_change, fold_state};
 
 use queue::Queue;
@@ -1032,14 +1032,14 @@ impl Store {
     /// The id of every eval run, newest first (what [`Store::eval_runs`]
     /// lists, without adding up their cells).
     pub fn eval_run_ids(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn, path| {
-            let what = || "listing eval run ids".to_string();
-            let mut st = conn
-                .prepare_cached("SELECT id FROM eval_runs ORDER BY started_at DESC, rowid DESC")
-                .ctx(path, what)?;
-            let rows = st.query_map([], |r| r.get(0)).ctx(path, what)?;
-            rows.map(|r| r.ctx(path, what)).collect()
-        })
+        self.read(runs::run_ids)
+    }
+
+    /// A number that grows each time a cell of eval run `id` is recorded
+    /// (again, too): what a reader caching the run's results compares.
+    pub fn eval_run_revision(&self, id: &str) -> Result<i64, StoreError> {
+        let id = id.to_owned();
+        self.read(move |conn, path| runs::revision(conn, path, &id))
     }
 
     /// Each eval of each run, oldest run first: its cells, how many passed

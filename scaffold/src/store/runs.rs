@@ -179,7 +179,8 @@ impl RunOp {
                             snapshot_ok,
                             finished_at,
                             session,
-                            cost_usd
+                            // A cost that is not a number adds up as none.
+                            if cost_usd.is_finite() { *cost_usd } else { 0.0 }
                         ])
                     });
                 match inserted {
@@ -294,6 +295,20 @@ pub(crate) fn trends(conn: &Connection, path: &str) -> Result<Vec<EvalTrend>, St
         })
     })
     .collect()
+}
+
+/// The id of every run, newest first.
+pub(crate) fn run_ids(conn: &Connection, path: &str) -> Result<Vec<String>, StoreError> {
+    let sql = "SELECT id FROM eval_runs ORDER BY started_at DESC, rowid DESC";
+    super::search::strings(conn, path, sql, [], || "listing eval run ids".into())
+}
+
+/// A number that grows each time a cell of run `id` is recorded (again):
+/// its cells' largest rowid (0 for none).
+pub(crate) fn revision(conn: &Connection, path: &str, id: &str) -> Result<i64, StoreError> {
+    conn.prepare_cached("SELECT coalesce(MAX(rowid), 0) FROM cell_results WHERE run_id = ?1")
+        .and_then(|mut st| st.query_row([id], |r| r.get(0)))
+        .ctx(path, || format!("reading the revision of eval run {id}"))
 }
 
 /// The query of [`runs`]: one run (`?1`), or every run newest first.

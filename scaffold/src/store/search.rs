@@ -3,18 +3,18 @@
 //! sessions' tags, so that a viewer filters a run of any size without
 //! reading its records back.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, Params, params};
 
 use super::Store;
 use super::error::{Context, StoreError};
+use super::schema::INDEX_CELL;
 
 /// A cell of a run: its eval and its id (the test name).
 pub type CellKey = (String, String);
 
 /// `text` as an FTS5 query that finds the cells holding every word of it,
-/// each word also as the start of a longer one (`fib seq` finds
-/// "fibonacci sequence"). Each word is quoted, so no text is FTS5 syntax;
-/// `None` when `text` has no word (letters or digits) to look for.
+/// each word also as the start of a longer one. Each word is quoted, so no
+/// text is FTS5 syntax; `None` when `text` has no word (letters or digits).
 fn fts_query(text: &str) -> Option<String> {
     let words: Vec<String> = text
         .split_whitespace()
@@ -24,6 +24,25 @@ fn fts_query(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
+/// Whether `text` has a word to search for (see [`Store::search_cells`]).
+pub fn has_words(text: &str) -> bool {
+    fts_query(text).is_some()
+}
+
+/// The rows of `sql`'s first column, as strings.
+pub(crate) fn strings(
+    conn: &Connection,
+    path: &str,
+    sql: &str,
+    params: impl Params,
+    what: impl Fn() -> String,
+) -> Result<Vec<String>, StoreError> {
+    let mut st = conn.prepare_cached(sql).ctx(path, &what)?;
+    let rows = st.query_map(params, |r| r.get(0)).ctx(path, &what)?;
+    rows.map(|r| r.ctx(path, &what)).collect()
+}
+
+/// The rows of `sql` (eval, cell) for run `run` and `arg`.
 fn cells(
     conn: &Connection,
     path: &str,
@@ -39,12 +58,39 @@ fn cells(
     rows.map(|r| r.ctx(path, &what)).collect()
 }
 
+/// Index again the cells of session `id`, whose signals were deleted: what
+/// search finds of them is then their records' text alone.
+pub(crate) fn reindex_session_cells(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+) -> Result<(), StoreError> {
+    let what = || format!("indexing again the cells of deleted session {id}");
+    let mut st = conn
+        .prepare_cached("SELECT rowid FROM cell_results WHERE session_id = ?1")
+        .ctx(path, what)?;
+    let rows: Vec<i64> = st
+        .query_map([id], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .ctx(path, what)?;
+    for rowid in rows {
+        conn.prepare_cached("DELETE FROM cell_text WHERE rowid = ?1")
+            .and_then(|mut st| st.execute([rowid]))
+            .ctx(path, what)?;
+        conn.prepare_cached(INDEX_CELL)
+            .and_then(|mut st| st.execute([rowid]))
+            .ctx(path, what)?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// The cells of run `run_id` whose text holds every word of `text`, each
     /// word also as the start of a longer one (`fib seq` finds "fibonacci
-    /// sequence"; the text is never read as FTS5 syntax): the strings of their case, input, output, error
-    /// and assertions and of their sessions' signals. Sorted by eval and
-    /// cell; empty when `text` has no word.
+    /// sequence"; the text is never read as FTS5 syntax): the strings of
+    /// their case, input, output, error and assertions and of their
+    /// sessions' signals as they were when the cell was recorded. Sorted
+    /// by eval and cell; empty when `text` has no word ([`has_words`]).
     pub fn search_cells(&self, run_id: &str, text: &str) -> Result<Vec<CellKey>, StoreError> {
         let Some(query) = fts_query(text) else {
             return Ok(Vec::new());
@@ -83,24 +129,21 @@ impl Store {
             )
         })
     }
-}
 
-impl Store {
     /// The tags of run `run_id`'s cells' sessions that name no scope
     /// (`case:…`, `dataset:…` and the like are left out), sorted.
     pub fn run_tags(&self, run_id: &str) -> Result<Vec<String>, StoreError> {
         let run = run_id.to_owned();
         self.read(move |conn, path| {
-            let what = || format!("reading the tags of run {run}");
-            let mut st = conn
-                .prepare_cached(
-                    "SELECT DISTINCT t.value FROM cell_results c \
-                     JOIN sessions s ON s.id = c.session_id, json_each(s.tags) t \
-                     WHERE c.run_id = ?1 AND instr(t.value, ':') = 0 ORDER BY t.value",
-                )
-                .ctx(path, what)?;
-            let rows = st.query_map([&run], |r| r.get(0)).ctx(path, what)?;
-            rows.map(|r| r.ctx(path, what)).collect()
+            strings(
+                conn,
+                path,
+                "SELECT DISTINCT t.value FROM cell_results c \
+                 JOIN sessions s ON s.id = c.session_id, json_each(s.tags) t \
+                 WHERE c.run_id = ?1 AND instr(t.value, ':') = 0 ORDER BY t.value",
+                [&run],
+                || format!("reading the tags of run {run}"),
+            )
         })
     }
 }

@@ -638,6 +638,7 @@ impl Writer {
         let n = tx
             .execute("DELETE FROM sessions WHERE id = ?1", [id])
             .ctx(path, what)?;
+        super::search::reindex_session_cells(&tx, path, id)?;
         tx.commit().ctx(path, what)?;
         Ok(n > 0)
     }

@@ -367,13 +367,25 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
         // As long as a real record: more than an index b-tree keeps in its page.
         c.record.output = Some(json!("an answer ".repeat(150)));
         c.snapshot_ok = case != "c2";
+        c.record.metrics.cost_usd = 0.25;
         cells.push(c);
     }
-    let (before, results, runs) = {
+    // The first cell's session, with a signal only search by transcript finds.
+    cells[0].record.session_id = "s0".into();
+    let (before, results, runs, trends) = {
         let store = Store::open(dir.db()).unwrap();
         store
             .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config()))
             .unwrap();
+        store.begin_session(&SessionMeta::new("s0", "w")).unwrap();
+        let said = Signal {
+            index: 0,
+            name: "custom:said".into(),
+            payload: json!({"text": "zanzibar"}),
+            at_ms: 0,
+            agent: None,
+        };
+        store.append("s0", &[said]).unwrap();
         for c in &cells {
             store.record_cell("r", c).unwrap();
         }
@@ -387,8 +399,10 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
             store.recorded_cells("r").unwrap(),
             store.eval_results("r").unwrap(),
             store.eval_runs().unwrap(),
+            store.eval_trends().unwrap(),
         )
     };
+    assert_eq!(trends.iter().map(|t| t.cost_usd).sum::<f64>(), 1.0);
     assert_eq!(before.len(), cells.len());
     // Take the file back to version 2: the same rows in tables of its layout.
     let raw = rusqlite::Connection::open(dir.db()).unwrap();
@@ -534,6 +548,15 @@ fn cells_are_found_by_their_text_their_sessions_signals_and_tags() {
     assert_eq!(tagged("slow"), ["qa::b::c1"]);
     assert!(tagged("none").is_empty());
     assert_eq!(store.run_tags("r").unwrap(), ["fast", "slow"]);
+    // A deleted session's signals are no longer found; its cell's record is.
+    assert!(store.delete_session("s1").unwrap());
+    assert!(found("fibonacci").is_empty());
+    assert_eq!(found("nothing"), ["qa::b::c1"]);
+    // Each recording of a cell raises the run's revision.
+    let before = store.eval_run_revision("r").unwrap();
+    store.record_cell("r", &again).unwrap();
+    assert!(store.eval_run_revision("r").unwrap() > before);
+    assert_eq!(store.eval_run_revision("none").unwrap(), 0);
 }
 
 /// Gate options as the harness sets them from `Eval` and the quarantine file.
