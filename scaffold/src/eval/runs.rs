@@ -11,9 +11,11 @@ use std::collections::BTreeMap;
 
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::results::distinct_inputs;
 use super::{CellRecord, EvalResults, GateOptions, RunConfig};
+use crate::signal::Signal;
 use crate::store::{
     CELLS_SQL, Context, RECORD_SQL, RunOp, RunSource, Store, StoreError, to_i64, to_u64,
 };
@@ -151,6 +153,10 @@ pub struct RecordedCell {
     pub snapshot_ok: bool,
     /// Unix milliseconds.
     pub finished_at_ms: u64,
+    /// What search finds it by, when its session's signals were at hand
+    /// ([`RecordedCell::signals`]); else the store reads them back.
+    #[serde(skip)]
+    pub(crate) search_text: Option<String>,
 }
 
 impl RecordedCell {
@@ -168,7 +174,16 @@ impl RecordedCell {
             record,
             snapshot_ok,
             finished_at_ms: now_ms(),
+            search_text: None,
         }
+    }
+
+    /// With its session's `signals`, from which the text search finds it by
+    /// is taken here rather than read back from the store when it is
+    /// recorded (the same text: see `search_text`).
+    pub fn signals(mut self, signals: &[Signal]) -> Self {
+        self.search_text = Some(search_text(&self.record, signals));
+        self
     }
 
     /// Whether the cell passed its checks (the snapshot aside).
@@ -224,7 +239,55 @@ fn record_op(path: &str, run_id: &str, cell: &RecordedCell) -> Result<RunOp, Sto
         finished_at: to_i64(path, "cell finishedAtMs", cell.finished_at_ms)?,
         session: Some(cell.record.session_id.clone()).filter(|s| !s.is_empty()),
         cost_usd: cell.record.metrics.cost_usd,
+        text: cell.search_text.clone(),
     })
+}
+
+/// The text search finds a cell by, as the store's `cell_text_select`
+/// takes it from the stored rows: every string of the record's case,
+/// dataset, variant, error, input, output and assertions, then every
+/// string of its session's signals but the requests (`provider:start`:
+/// prompts and message histories, which repeat the input and earlier
+/// answers).
+fn search_text(record: &CellRecord, signals: &[Signal]) -> String {
+    let mut out = String::new();
+    for s in [&record.case, &record.dataset, &record.variant] {
+        push_text(&mut out, s);
+    }
+    if let Some(e) = &record.error {
+        push_text(&mut out, e);
+    }
+    push_strings(&mut out, &record.input);
+    if let Some(output) = &record.output {
+        push_strings(&mut out, output);
+    }
+    if let Ok(assertions) = serde_json::to_value(&record.assertions) {
+        push_strings(&mut out, &assertions);
+    }
+    let answers = signals
+        .iter()
+        .filter(|s| s.name != crate::signal::names::PROVIDER_START);
+    for s in answers {
+        push_strings(&mut out, &s.payload);
+    }
+    out
+}
+
+fn push_text(out: &mut String, s: &str) {
+    if !out.is_empty() {
+        out.push(' ');
+    }
+    out.push_str(s);
+}
+
+/// Every string in `value`, one after the other.
+fn push_strings(out: &mut String, value: &Value) {
+    match value {
+        Value::String(s) => push_text(out, s),
+        Value::Array(items) => items.iter().for_each(|v| push_strings(out, v)),
+        Value::Object(fields) => fields.values().for_each(|v| push_strings(out, v)),
+        _ => {}
+    }
 }
 
 /// The cells recorded in `run`, by eval and cell id.
@@ -248,6 +311,7 @@ fn cells(conn: &Connection, path: &str, run: &str) -> Result<Vec<RecordedCell>, 
         // Written before records carried it.
         record.snapshot_changed |= !snapshot_ok;
         out.push(RecordedCell {
+            search_text: None,
             eval,
             record,
             snapshot_ok,

@@ -91,6 +91,9 @@ pub(crate) enum RunOp {
         session: Option<String>,
         /// Its cost in US dollars (the record's, as a column).
         cost_usd: f64,
+        /// What search finds it by, when the writer was given it; else
+        /// taken from the stored rows (`INDEX_CELL`).
+        text: Option<String>,
     },
     Finish {
         run_id: String,
@@ -152,6 +155,7 @@ impl RunOp {
                 finished_at,
                 session,
                 cost_usd,
+                text,
             } => {
                 let what = || format!("recording cell {cell} of run {run_id}");
                 // A cell recorded again (a retried test) keeps its latest
@@ -195,10 +199,17 @@ impl RunOp {
                     }
                     Err(e) => return Err(e).ctx(path, what),
                 }
-                conn.prepare_cached(INDEX_CELL)
-                    .and_then(|mut st| st.execute([conn.last_insert_rowid()]))
-                    .map(drop)
-                    .ctx(path, what)
+                let rowid = conn.last_insert_rowid();
+                match text {
+                    Some(text) => conn
+                        .prepare_cached("INSERT INTO cell_text (rowid, body) VALUES (?1, ?2)")
+                        .and_then(|mut st| st.execute(params![rowid, text])),
+                    None => conn
+                        .prepare_cached(INDEX_CELL)
+                        .and_then(|mut st| st.execute([rowid])),
+                }
+                .map(drop)
+                .ctx(path, what)
             }
             RunOp::Finish {
                 run_id,

@@ -230,9 +230,13 @@ ALTER TABLE eval_runs ADD COLUMN source TEXT;
 ";
 
 /// The text of cell `c` (a `cell_results` row) that search finds: the
-/// strings of its case, input, output, error and assertions, then every
-/// string of its session's signals (prompts, answers, tool calls and
-/// results). A macro so that the migration and the writer share it.
+/// strings of its case, dataset, variant, error, input, output and
+/// assertions, then every string of its session's signals but the
+/// requests (`provider:start`: prompts and histories, which repeat the
+/// input and earlier answers): answers, tool calls and results, states,
+/// errors. The harness builds the same text from the signals it holds
+/// (`RecordedCell::signals`); a macro so that the migration and the
+/// writer share this one.
 macro_rules! cell_text_select {
     () => {
         "SELECT c.rowid, \
@@ -242,7 +246,8 @@ macro_rules! cell_text_select {
              OR j.fullkey LIKE '$.assertions%')), '') \
          || ' ' || \
          coalesce((SELECT group_concat(j.value, ' ') FROM signals s, json_tree(s.payload) j \
-           WHERE s.session_id = c.session_id AND j.type = 'text'), '') \
+           WHERE s.session_id = c.session_id AND s.name <> 'provider:start' \
+             AND j.type = 'text'), '') \
          FROM cell_results c"
     };
 }

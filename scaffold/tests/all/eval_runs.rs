@@ -559,6 +559,70 @@ fn cells_are_found_by_their_text_their_sessions_signals_and_tags() {
     assert_eq!(store.eval_run_revision("none").unwrap(), 0);
 }
 
+/// The harness gives the writer the text of each cell from the signals it
+/// holds; the store takes it from its rows otherwise (the migration, a
+/// cell recorded without them): both find the same cells by the same words.
+#[test]
+fn the_text_the_harness_gives_is_the_text_the_store_takes() {
+    let store = Store::in_memory().unwrap();
+    let signal = |index: u64, name: &str, payload: serde_json::Value| Signal {
+        index,
+        name: name.into(),
+        payload,
+        at_ms: 0,
+        agent: None,
+    };
+    let signals = [
+        signal(
+            0,
+            "provider:start",
+            json!({"messages": [{"role": "user", "content": "zeppelin prompt"}]}),
+        ),
+        signal(
+            1,
+            "provider:end",
+            json!({"output": "the answer is quokka", "usage": {"inputTokens": 3}}),
+        ),
+        signal(
+            2,
+            "tool:result",
+            json!({"tool": "grep", "result": ["found", {"line": "marmot"}]}),
+        ),
+    ];
+    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
+    store.append("s", &signals).unwrap();
+    for run in ["given", "taken"] {
+        store
+            .begin_eval_run(&EvalRunMeta::new(run, "harness").eval("qa", config()))
+            .unwrap();
+        let mut c = cell("qa", "a", "c1", false);
+        c.record.session_id = "s".into();
+        c.record.output = Some(json!({"summary": "walrus"}));
+        c.record.error = Some("expected narwhal".into());
+        let c = if run == "given" {
+            c.signals(&signals)
+        } else {
+            c
+        };
+        store.record_cell(run, &c).unwrap();
+    }
+    for (word, found) in [
+        ("quokka", true),
+        ("marmot", true),
+        ("walrus", true),
+        ("narwhal", true),
+        ("c1", true),
+        ("ds", true),
+        ("zeppelin", false),
+        ("user", false),
+    ] {
+        for run in ["given", "taken"] {
+            let cells = store.search_cells(run, word).unwrap();
+            assert_eq!(!cells.is_empty(), found, "{word} in run {run}");
+        }
+    }
+}
+
 /// Gate options as the harness sets them from `Eval` and the quarantine file.
 fn options() -> GateOptions {
     GateOptions {
