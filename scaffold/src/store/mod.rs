@@ -737,6 +737,15 @@ impl Store {
         self.check()
     }
 
+    /// Commit everything queued and index the cells waiting for search
+    /// (which the writer otherwise does in batches): what a search sees.
+    pub(crate) fn flush_index(&self) -> Result<(), StoreError> {
+        let (reply, done) = mpsc::channel();
+        self.send(Command::Flush(reply))?;
+        done.recv().map_err(|_| self.gone())?;
+        self.check()
+    }
+
     /// Run `f` on a read connection after everything queued is committed.
     pub(crate) fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where

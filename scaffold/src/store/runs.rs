@@ -7,7 +7,6 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::error::{Context, StoreError, to_u64};
-use super::schema::INDEX_CELL;
 
 /// `origin` of a run started by `cargo test` (one process runs every cell).
 pub const ORIGIN_HARNESS: &str = "harness";
@@ -92,7 +91,7 @@ pub(crate) enum RunOp {
         /// Its cost in US dollars (the record's, as a column).
         cost_usd: f64,
         /// What search finds it by, when the writer was given it; else
-        /// taken from the stored rows (`INDEX_CELL`).
+        /// taken from the stored rows (`INDEX_PENDING`).
         text: Option<String>,
     },
     Finish {
@@ -107,6 +106,11 @@ pub(crate) enum RunOp {
 }
 
 impl RunOp {
+    /// Whether it records a cell (to be indexed for search).
+    pub(crate) fn records_cell(&self) -> bool {
+        matches!(self, RunOp::Record { .. })
+    }
+
     /// The session of the cell this op records, if it records one.
     pub(crate) fn session(&self) -> Option<&str> {
         match self {
@@ -160,12 +164,25 @@ impl RunOp {
                 let what = || format!("recording cell {cell} of run {run_id}");
                 // A cell recorded again (a retried test) keeps its latest
                 // result, and its text in the search index.
-                conn.prepare_cached(
-                    "DELETE FROM cell_text WHERE rowid = \
-                     (SELECT rowid FROM cell_results WHERE run_id = ?1 AND eval = ?2 AND cell = ?3)",
-                )
-                .and_then(|mut st| st.execute(params![run_id, eval, cell]))
-                .ctx(path, what)?;
+                let old: Option<i64> = conn
+                    .prepare_cached(
+                        "SELECT rowid FROM cell_results WHERE run_id = ?1 AND eval = ?2 AND cell = ?3",
+                    )
+                    .and_then(|mut st| {
+                        st.query_row(params![run_id, eval, cell], |r| r.get(0))
+                            .optional()
+                    })
+                    .ctx(path, what)?;
+                if let Some(old) = old {
+                    for sql in [
+                        "DELETE FROM cell_text WHERE rowid = ?1",
+                        "DELETE FROM cell_text_pending WHERE rowid = ?1",
+                    ] {
+                        conn.prepare_cached(sql)
+                            .and_then(|mut st| st.execute([old]))
+                            .ctx(path, what)?;
+                    }
+                }
                 let inserted = conn
                     .prepare_cached(
                         "INSERT OR REPLACE INTO cell_results \
@@ -199,17 +216,11 @@ impl RunOp {
                     }
                     Err(e) => return Err(e).ctx(path, what),
                 }
-                let rowid = conn.last_insert_rowid();
-                match text {
-                    Some(text) => conn
-                        .prepare_cached("INSERT INTO cell_text (rowid, body) VALUES (?1, ?2)")
-                        .and_then(|mut st| st.execute(params![rowid, text])),
-                    None => conn
-                        .prepare_cached(INDEX_CELL)
-                        .and_then(|mut st| st.execute([rowid])),
-                }
-                .map(drop)
-                .ctx(path, what)
+                // Indexed for search with the next batch (see `INDEX_PENDING`).
+                conn.prepare_cached("INSERT INTO cell_text_pending (rowid, body) VALUES (?1, ?2)")
+                    .and_then(|mut st| st.execute(params![conn.last_insert_rowid(), text]))
+                    .map(drop)
+                    .ctx(path, what)
             }
             RunOp::Finish {
                 run_id,

@@ -229,7 +229,8 @@ const V5: &str = "
 ALTER TABLE eval_runs ADD COLUMN source TEXT;
 ";
 
-/// The text of cell `c` (a `cell_results` row) that search finds: the
+/// The text of cell `c` (a `cell_results` row) that search finds, as an
+/// SQL expression: the
 /// strings of its case, dataset, variant, error, input, output and
 /// assertions, then every string of its session's signals but the
 /// requests (`provider:start`: prompts and histories, which repeat the
@@ -237,26 +238,28 @@ ALTER TABLE eval_runs ADD COLUMN source TEXT;
 /// errors. The harness builds the same text from the signals it holds
 /// (`RecordedCell::signals`); a macro so that the migration and the
 /// writer share this one.
-macro_rules! cell_text_select {
+macro_rules! cell_text_of_c {
     () => {
-        "SELECT c.rowid, \
-         coalesce((SELECT group_concat(j.value, ' ') FROM json_tree(c.record) j \
+        "coalesce((SELECT group_concat(j.value, ' ') FROM json_tree(c.record) j \
            WHERE j.type = 'text' AND (j.fullkey IN ('$.case', '$.dataset', '$.variant', '$.error') \
              OR j.fullkey LIKE '$.input%' OR j.fullkey LIKE '$.output%' \
              OR j.fullkey LIKE '$.assertions%')), '') \
          || ' ' || \
          coalesce((SELECT group_concat(j.value, ' ') FROM signals s, json_tree(s.payload) j \
            WHERE s.session_id = c.session_id AND s.name <> 'provider:start' \
-             AND j.type = 'text'), '') \
-         FROM cell_results c"
+             AND j.type = 'text'), '')"
     };
 }
 
-/// Index the cell of rowid `?1` for search (see `cell_text_select`).
-pub(crate) const INDEX_CELL: &str = concat!(
-    "INSERT INTO cell_text (rowid, body) ",
-    cell_text_select!(),
-    " WHERE c.rowid = ?1"
+/// Put the cells waiting in `cell_text_pending` into the search index (the
+/// text the harness gave, else their rows' own) and empty it. The writer
+/// does it in batches, off the cells' commits: FTS5 writes a segment per
+/// transaction that inserts, which cost a played-back cell a quarter more.
+pub(crate) const INDEX_PENDING: &str = concat!(
+    "INSERT INTO cell_text (rowid, body) SELECT c.rowid, coalesce(p.body, ",
+    cell_text_of_c!(),
+    ") FROM cell_text_pending p JOIN cell_results c ON c.rowid = p.rowid; \
+     DELETE FROM cell_text_pending;"
 );
 
 /// Version 6: what the viewer reads at scale.
@@ -268,9 +271,10 @@ pub(crate) const INDEX_CELL: &str = concat!(
 ///   trends add up (cells, passed, cost by run and eval), so that they read
 ///   it alone, never the records.
 /// * `cell_text`, a contentless FTS5 index of each cell's text keyed by the
-///   cell's rowid (see `cell_text_select`): the viewer's search. The writer
-///   indexes each cell as it records it; the migration indexes the cells
-///   already stored.
+///   cell's rowid (see `cell_text_of_c`): the viewer's search. The
+///   migration indexes the cells already stored. The writer puts each cell
+///   it records in `cell_text_pending` (with its text, when the harness
+///   gave it) and indexes those in batches (`INDEX_PENDING`).
 const V6: &str = concat!(
     "ALTER TABLE cell_results ADD COLUMN session_id TEXT;
 ALTER TABLE cell_results ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
@@ -279,9 +283,10 @@ UPDATE cell_results SET
     cost_usd = coalesce(json_extract(record, '$.metrics.costUsd'), 0);
 CREATE INDEX cell_results_summary ON cell_results (run_id, eval, passed, cost_usd);
 CREATE VIRTUAL TABLE cell_text USING fts5 (body, content = '', contentless_delete = 1);
-INSERT INTO cell_text (rowid, body) ",
-    cell_text_select!(),
-    ";"
+CREATE TABLE cell_text_pending (rowid INTEGER PRIMARY KEY, body TEXT);
+INSERT INTO cell_text (rowid, body) SELECT c.rowid, ",
+    cell_text_of_c!(),
+    " FROM cell_results c;"
 );
 
 /// The version recorded in the database.

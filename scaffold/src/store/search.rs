@@ -7,7 +7,6 @@ use rusqlite::{Connection, Params, params};
 
 use super::Store;
 use super::error::{Context, StoreError};
-use super::schema::INDEX_CELL;
 
 /// A cell of a run: its eval and its id (the test name).
 pub type CellKey = (String, String);
@@ -58,13 +57,14 @@ fn cells(
     rows.map(|r| r.ctx(path, &what)).collect()
 }
 
-/// Index again the cells of session `id`, whose signals were deleted: what
-/// search finds of them is then their records' text alone.
+/// Put the cells of session `id`, whose signals were deleted, back among
+/// those waiting to be indexed, to be indexed from their rows (their
+/// records' text alone, now); how many.
 pub(crate) fn reindex_session_cells(
     conn: &Connection,
     path: &str,
     id: &str,
-) -> Result<(), StoreError> {
+) -> Result<usize, StoreError> {
     let what = || format!("indexing again the cells of deleted session {id}");
     let mut st = conn
         .prepare_cached("SELECT rowid FROM cell_results WHERE session_id = ?1")
@@ -73,15 +73,17 @@ pub(crate) fn reindex_session_cells(
         .query_map([id], |r| r.get(0))
         .and_then(|rows| rows.collect())
         .ctx(path, what)?;
-    for rowid in rows {
-        conn.prepare_cached("DELETE FROM cell_text WHERE rowid = ?1")
-            .and_then(|mut st| st.execute([rowid]))
-            .ctx(path, what)?;
-        conn.prepare_cached(INDEX_CELL)
-            .and_then(|mut st| st.execute([rowid]))
-            .ctx(path, what)?;
+    for rowid in &rows {
+        for sql in [
+            "DELETE FROM cell_text WHERE rowid = ?1",
+            "INSERT OR REPLACE INTO cell_text_pending (rowid, body) VALUES (?1, NULL)",
+        ] {
+            conn.prepare_cached(sql)
+                .and_then(|mut st| st.execute([rowid]))
+                .ctx(path, what)?;
+        }
     }
-    Ok(())
+    Ok(rows.len())
 }
 
 impl Store {
@@ -95,6 +97,7 @@ impl Store {
         let Some(query) = fts_query(text) else {
             return Ok(Vec::new());
         };
+        self.flush_index()?;
         let run = run_id.to_owned();
         self.read(move |conn, path| {
             cells(

@@ -274,7 +274,13 @@ pub(crate) struct Writer {
     /// Sessions whose queued writes failed: how many, and the first error.
     /// Their cell's record is refused ([`StoreError::SessionIncomplete`]).
     lost: FastMap<(usize, String)>,
+    /// Cells recorded and not yet in the search index (see `index_pending`).
+    unindexed: usize,
 }
+
+/// How many recorded cells wait before the writer indexes them for search
+/// (it also does when idle, before a read or a flush, and when closing).
+const INDEX_BATCH: usize = 256;
 
 /// Why a batch was not written.
 enum BatchError {
@@ -313,6 +319,16 @@ impl Writer {
             }))
             .ctx(&shared.path, || "installing the WAL hook".into())?;
         }
+        // Cells a process that ended too soon left unindexed (none for a
+        // store opened to read only, which cannot index them).
+        let unindexed = conn
+            .query_row(
+                "SELECT NOT (SELECT query_only FROM pragma_query_only) \
+                 AND EXISTS (SELECT 1 FROM cell_text_pending)",
+                [],
+                |r| r.get::<_, bool>(0),
+            )
+            .ctx(&shared.path, || "looking for cells to index".into())?;
         Ok(Writer {
             conn,
             shared,
@@ -320,7 +336,27 @@ impl Writer {
             running: FastMap::default(),
             wal_frames,
             lost: FastMap::default(),
+            unindexed: usize::from(unindexed),
         })
+    }
+
+    /// Index the cells waiting for search, in a transaction of their own
+    /// (`INDEX_PENDING`): FTS5 writes a segment per transaction that
+    /// inserts, so one per cell would cost each cell's commit. A failure
+    /// leaves them waiting for the next time.
+    fn index_pending(&mut self) {
+        if self.unindexed == 0 {
+            return;
+        }
+        let indexed = (self.conn)
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .and_then(|tx| {
+                tx.execute_batch(super::schema::INDEX_PENDING)?;
+                tx.commit()
+            });
+        if indexed.is_ok() {
+            self.unindexed = 0;
+        }
     }
 
     /// Serve commands until the queue is closed, then commit what is left.
@@ -348,14 +384,17 @@ impl Writer {
             };
             if !got {
                 if batch.is_empty() && idle_checkpoint.is_some() {
-                    // Idle (or closed): move the WAL into the database now,
-                    // off the cells' path, rather than when the store closes.
+                    // Idle (or closed): index the cells waiting and move the
+                    // WAL into the database now, off the cells' path, rather
+                    // than when the store closes.
+                    self.index_pending();
                     self.checkpoint();
                     wal_grew = false;
                     continue;
                 }
                 if batch.is_empty() {
                     // Closed, and everything is written.
+                    self.index_pending();
                     break;
                 }
                 // The linger is over (or the queue closed): commit.
@@ -418,6 +457,8 @@ impl Writer {
     }
 
     fn barrier(&mut self, command: Command) {
+        // What is read next finds every cell recorded before it.
+        self.index_pending();
         match command {
             Command::Flush(reply) => {
                 // The handle may have given up waiting; nothing to do then.
@@ -479,6 +520,9 @@ impl Writer {
         }
         batch.clear();
         self.checkpoint_if_due();
+        if self.unindexed >= INDEX_BATCH {
+            self.index_pending();
+        }
     }
 
     /// Write one command in its own transaction.
@@ -526,6 +570,7 @@ impl Writer {
             config,
             running,
             lost,
+            unindexed,
             ..
         } = self;
         let path = shared.path.as_str();
@@ -534,6 +579,9 @@ impl Writer {
             .ctx(path, || "starting a write transaction".into())
             .map_err(BatchError::Begin)?;
         let mut counts: Vec<(&str, u64)> = Vec::new();
+        let recorded = (batch.iter())
+            .filter(|c| matches!(c, Command::Run { op, .. } if op.records_cell()))
+            .count();
         let mut insert = tx
             .prepare_cached(INSERT_SIGNAL)
             .ctx(path, || "preparing the signal insert".into())
@@ -620,7 +668,9 @@ impl Writer {
         }
         tx.commit()
             .ctx(path, || "committing a write transaction".into())
-            .map_err(BatchError::Write)
+            .map_err(BatchError::Write)?;
+        *unindexed += recorded;
+        Ok(())
     }
 
     fn delete(&mut self, id: &str) -> Result<bool, StoreError> {
@@ -638,8 +688,9 @@ impl Writer {
         let n = tx
             .execute("DELETE FROM sessions WHERE id = ?1", [id])
             .ctx(path, what)?;
-        super::search::reindex_session_cells(&tx, path, id)?;
+        let reindexed = super::search::reindex_session_cells(&tx, path, id)?;
         tx.commit().ctx(path, what)?;
+        self.unindexed += reindexed;
         Ok(n > 0)
     }
 }

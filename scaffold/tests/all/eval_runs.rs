@@ -313,7 +313,7 @@ fn a_version_1_database_is_migrated_in_place() {
     // Take the file back to version 1: the tables version 2 added are gone.
     let raw = rusqlite::Connection::open(dir.db()).unwrap();
     raw.execute_batch(
-        "DROP TABLE cell_text; DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; \
+        "DROP TABLE cell_text; DROP TABLE cell_text_pending; DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; \
          PRAGMA user_version = 1;",
     )
     .unwrap();
@@ -413,6 +413,7 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
          ALTER TABLE eval_runs DROP COLUMN selection;
          ALTER TABLE eval_runs DROP COLUMN source;
          DROP TABLE cell_text;
+         DROP TABLE cell_text_pending;
          {V2_TABLES}
          INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
              SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at FROM cell_results_v3;
@@ -557,6 +558,40 @@ fn cells_are_found_by_their_text_their_sessions_signals_and_tags() {
     store.record_cell("r", &again).unwrap();
     assert!(store.eval_run_revision("r").unwrap() > before);
     assert_eq!(store.eval_run_revision("none").unwrap(), 0);
+}
+
+/// The writer indexes recorded cells for search in batches; those a
+/// process killed before its batch left waiting are indexed by the next
+/// process that opens the store.
+#[test]
+fn cells_a_killed_process_left_unindexed_are_indexed_by_the_next() {
+    let dir = TempDir::new();
+    {
+        let store = Store::open(dir.db()).unwrap();
+        store
+            .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config()))
+            .unwrap();
+        let mut c = cell("qa", "a", "c1", true);
+        c.record.output = Some(json!("platypus"));
+        store.record_cell("r", &c).unwrap();
+    }
+    // As a process killed between the cell's commit and its batch leaves it.
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    raw.execute_batch(
+        "DELETE FROM cell_text; \
+         INSERT INTO cell_text_pending (rowid, body) SELECT rowid, NULL FROM cell_results;",
+    )
+    .unwrap();
+    drop(raw);
+    let store = Store::open(dir.db()).unwrap();
+    let found = store.search_cells("r", "platypus").unwrap();
+    assert_eq!(found, [("qa".to_string(), "qa::a::c1".to_string())]);
+    drop(store);
+    let raw = rusqlite::Connection::open(dir.db()).unwrap();
+    let waiting: i64 = raw
+        .query_row("SELECT COUNT(*) FROM cell_text_pending", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(waiting, 0);
 }
 
 /// The harness gives the writer the text of each cell from the signals it

@@ -410,6 +410,7 @@ fn a_fresh_file_is_migrated_and_reopening_keeps_version_and_data() {
             "cell_text_data",
             "cell_text_docsize",
             "cell_text_idx",
+            "cell_text_pending",
             "checkpoints",
             "eval_run_evals",
             "eval_runs",
