@@ -161,6 +161,7 @@ fn main() {
             "  bridged ÷ native   {ratio:.2}× per cell (budget {BUDGET}×: {})",
             if ratio <= BUDGET { "met" } else { "NOT met" }
         );
+        println!("figures: native_us={n:.1} bridged_us={b:.1} bridged_over_native={ratio:.3}");
     });
     let _ = std::fs::remove_dir_all(&dir);
 }

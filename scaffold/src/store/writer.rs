@@ -276,11 +276,21 @@ pub(crate) struct Writer {
     lost: FastMap<(usize, String)>,
     /// Cells recorded and not yet in the search index (see `index_pending`).
     unindexed: usize,
+    /// When cells were last indexed in a cell's own commit.
+    indexed_at: Instant,
 }
 
 /// How many recorded cells wait before the writer indexes them for search
 /// (it also does when idle, before a read or a flush, and when closing).
 const INDEX_BATCH: usize = 256;
+
+/// A commit that records a cell also indexes the cells waiting when the
+/// last such commit was at least this long ago: at once for a process's
+/// first cell (a nextest process records one, and then has nothing left
+/// to do when it closes) and a live run's slow cells, about once a second
+/// for a played-back run's fast ones (FTS5 writes a segment per
+/// transaction that inserts: once per cell cost a fast cell a quarter more).
+const INDEX_EVERY: Duration = Duration::from_secs(1);
 
 /// Why a batch was not written.
 enum BatchError {
@@ -337,6 +347,7 @@ impl Writer {
             wal_frames,
             lost: FastMap::default(),
             unindexed: usize::from(unindexed),
+            indexed_at: Instant::now() - INDEX_EVERY,
         })
     }
 
@@ -571,6 +582,7 @@ impl Writer {
             running,
             lost,
             unindexed,
+            indexed_at,
             ..
         } = self;
         let path = shared.path.as_str();
@@ -666,10 +678,19 @@ impl Writer {
                 })
                 .map_err(BatchError::Write)?;
         }
+        // The cells waiting go into the search index with this commit when
+        // it is time (see INDEX_EVERY); a failure there loses no record.
+        let index_now = recorded > 0 && indexed_at.elapsed() >= INDEX_EVERY;
+        let indexed = index_now && index_in(&tx);
         tx.commit()
             .ctx(path, || "committing a write transaction".into())
             .map_err(BatchError::Write)?;
-        *unindexed += recorded;
+        if indexed {
+            *unindexed = 0;
+            *indexed_at = Instant::now();
+        } else {
+            *unindexed += recorded;
+        }
         Ok(())
     }
 
@@ -692,6 +713,21 @@ impl Writer {
         tx.commit().ctx(path, what)?;
         self.unindexed += reindexed;
         Ok(n > 0)
+    }
+}
+
+/// Index the cells waiting for search inside transaction `tx`, under a
+/// savepoint so that a failure undoes that alone; whether it was done.
+fn index_in(tx: &rusqlite::Transaction<'_>) -> bool {
+    if tx.execute_batch("SAVEPOINT index_pending").is_err() {
+        return false;
+    }
+    match tx.execute_batch(super::schema::INDEX_PENDING) {
+        Ok(()) => tx.execute_batch("RELEASE index_pending").is_ok(),
+        Err(_) => {
+            let _ = tx.execute_batch("ROLLBACK TO index_pending; RELEASE index_pending");
+            false
+        }
     }
 }
 
