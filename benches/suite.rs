@@ -1124,17 +1124,16 @@ fn playback(
             last.1 as f64 / first.1 as f64
         ));
     }
-    if let (Some(first), Some(last), Some(whole)) =
-        (listed_rss.first(), listed_rss.last(), rss.first())
+    if let (Some(first), Some(last)) = (listed_rss.first(), listed_rss.last())
         && listed_rss.len() > 1
     {
-        // What the criterion above allows to grow, and how much of that the
-        // inputs take before a cell runs.
-        let allowed = whole.1 as f64 * 0.25;
+        // How much the inputs take before a cell runs, beside what the
+        // budget of a KiB a cell allows the run to grow.
+        let allowed = BUDGET_BYTES_PER_CELL / 1024.0 * (last.0 - first.0) as f64;
         let inputs = last.1.saturating_sub(first.1) as f64;
         verdicts.push(format!(
             "  `--list` (the datasets and the test list, no cell run): peak RSS {:.1} MiB at {} cells, {:.1} MiB at {} cells: \
-             {:.1} MiB of the {:.1} MiB that 1.25× allows to grow ({:.0}%)",
+             {:.1} MiB, beside the {:.1} MiB a KiB a cell allows the run ({:.0}%)",
             mib(first.1),
             first.0,
             mib(last.1),
