@@ -323,8 +323,9 @@ fn main() {
             FILTER_MS,
         ),
         (
-            "search: a transcript's word",
-            format!("/runs/{last}?q=correctness%20guard"),
+            // `reviewer` only in the signals, `guard` in the output.
+            "search: a transcript's words",
+            format!("/runs/{last}?q=reviewer%20guard"),
             FILTER_MS,
         ),
         ("a later page", format!("/runs/{last}?page=3"), FILTER_MS),
