@@ -21,6 +21,9 @@ pub struct Compared<'a> {
     pub head: &'a EvalResults,
     /// What changed.
     pub comparison: Comparison,
+    /// The candidate's test names by the labels the comparison gives its
+    /// cells (`variant::case`, `::t{n}` when either run had several trials).
+    names: HashMap<String, String>,
 }
 
 impl<'a> Compared<'a> {
@@ -38,11 +41,18 @@ impl<'a> Compared<'a> {
             .collect();
         for h in head {
             match base.iter().find(|b| b.eval == h.eval) {
-                Some(b) => compared.push(Compared {
-                    base: b,
-                    head: h,
-                    comparison: compare(b, h, &options),
-                }),
+                Some(b) => {
+                    let trials = b.config.trials.max(h.config.trials);
+                    let names = (h.results.iter())
+                        .map(|c| (c.label(trials), c.test_name(&h.eval, h.config.trials)))
+                        .collect();
+                    compared.push(Compared {
+                        base: b,
+                        head: h,
+                        comparison: compare(b, h, &options),
+                        names,
+                    })
+                }
                 None => unpaired.push(h.eval.clone()),
             }
         }
@@ -50,16 +60,9 @@ impl<'a> Compared<'a> {
         (compared, unpaired)
     }
 
-    /// The candidate's test name of the cell a comparison labels `label`
-    /// (`variant::case`, `::t{n}` when either run had several trials).
+    /// The candidate's test name of the cell a comparison labels `label`.
     fn head_cell(&self, label: &str) -> String {
-        let trials = self.base.config.trials.max(self.head.config.trials);
-        (self.head.results.iter())
-            .find(|c| c.label(trials) == label)
-            .map_or_else(
-                || format!("{}::{label}", self.head.eval),
-                |c| c.test_name(&self.head.eval, self.head.config.trials),
-            )
+        (self.names.get(label).cloned()).unwrap_or_else(|| format!("{}::{label}", self.head.eval))
     }
 }
 

@@ -10,7 +10,6 @@ use scaffold::_cargo_scaffold_support::eval::{CellRecord, EvalResults};
 use scaffold::_cargo_scaffold_support::store::EvalRunRecord;
 use scaffold::_cargo_scaffold_support::util::rfc3339;
 use scaffold::store::{CellKey, Store, has_words};
-use serde_json::Value;
 
 use super::cache::RunCache;
 use super::layout::{Built, LIVE_REFRESH_SECONDS, Refusal, cut, esc, page_with, pager, query};
@@ -177,14 +176,6 @@ impl Filter {
             query(&self.changed),
             query(eval)
         )
-    }
-}
-
-/// A JSON value as the text a reader wants: a string's own text.
-fn text_of(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 
@@ -384,7 +375,7 @@ impl RunPage<'_> {
         if let Some(e) = &c.error {
             let _ = write!(body, "<div class=\"fail\">{}</div>", esc(&cut(e, 300)));
         }
-        let output = c.output.as_ref().map(text_of).unwrap_or_default();
+        let output = c.output_text().unwrap_or_default();
         let _ = write!(
             body,
             "<div class=\"out\">{}</div></td>",

@@ -501,6 +501,15 @@ impl CellRecord {
         self.unplayable || self.snapshot_changed
     }
 
+    /// Its output as a reader wants it: a string's own text, other JSON as
+    /// JSON; `None` without an output.
+    pub fn output_text(&self) -> Option<String> {
+        self.output.as_ref().map(|output| match output {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
     /// `{variant}::{case}`, plus `::t{n}` when the eval ran `trials > 1`
     /// (the harness's test name without the eval).
     pub fn label(&self, trials: u32) -> String {

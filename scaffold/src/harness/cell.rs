@@ -119,8 +119,11 @@ impl Harness {
         let mut failures = crate::report::why::why(&record);
         let snapshot_ok = self.check_snapshot(&outcome, unplayable, &mut failures);
         let eval_name = outcome.result.id.eval.clone();
-        let recorded = RecordedCell::new(eval_name, name, record, snapshot_ok)
-            .signals(&outcome.session.signals);
+        let mut recorded = RecordedCell::new(eval_name, name, record, snapshot_ok);
+        if self.store.is_some() && self.run.is_some() {
+            // What search finds it by, from the signals at hand.
+            recorded = recorded.signals(&outcome.session.signals);
+        }
         if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
             budget.spend(recorded.record.metrics.cost_usd);
         }

@@ -265,11 +265,7 @@ fn testcase(
     if cell.quarantined {
         system_out.push_str("\nQUARANTINED: not counted by the gate or baseline blocking");
     }
-    if let Some(output) = &cell.output {
-        let text = match output {
-            serde_json::Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+    if let Some(text) = cell.output_text() {
         let cut: String = text.chars().take(REPORTED_OUTPUT_CHARS).collect();
         let _ = write!(system_out, "\noutput:\n{cut}");
         if cut.len() < text.len() {

@@ -731,14 +731,12 @@ impl Store {
             // Nothing queued is unfinished: no round trip through the writer.
             return self.check();
         }
-        let (reply, done) = mpsc::channel();
-        self.send(Command::Flush(reply))?;
-        done.recv().map_err(|_| self.gone())?;
-        self.check()
+        self.flush_index()
     }
 
     /// Commit everything queued and index the cells waiting for search
-    /// (which the writer otherwise does in batches): what a search sees.
+    /// (which the writer otherwise does in batches): what a search sees, and
+    /// the round trip through the writer of [`Store::flush`].
     pub(crate) fn flush_index(&self) -> Result<(), StoreError> {
         let (reply, done) = mpsc::channel();
         self.send(Command::Flush(reply))?;
