@@ -2,6 +2,7 @@
 //! test binary (each binary links scaffold and the example suite: one link
 //! instead of five). `evals` stays its own `harness = false` target.
 
+mod cell_index;
 mod ci_story;
 mod code_generation;
 #[path = "../common/mod.rs"]

@@ -90,10 +90,7 @@ impl DatasetCache {
 impl Entry {
     /// The dataset kept here, if there is one that reads.
     pub(super) fn read(&self) -> Option<Dataset> {
-        let bytes = fs::read(&self.path).ok()?;
-        serde_json::from_slice::<Stored>(&bytes)
-            .ok()
-            .map(Stored::into_dataset)
+        decode(&fs::read(&self.path).ok()?)
     }
 
     /// Keep `dataset` here if the cache writes and it reads back as itself,
@@ -103,11 +100,10 @@ impl Entry {
         if !self.write {
             return;
         }
-        let Ok(bytes) = serde_json::to_vec(&Stored::of(dataset)) else {
+        let Ok(bytes) = encode(dataset) else {
             return;
         };
-        let same = serde_json::from_slice::<Stored>(&bytes)
-            .is_ok_and(|back| back.into_dataset() == *dataset);
+        let same = decode(&bytes).is_some_and(|back| back == *dataset);
         if !same {
             return;
         }
@@ -143,6 +139,18 @@ impl Entry {
     pub(crate) fn path(&self) -> &std::path::Path {
         &self.path
     }
+}
+
+/// `dataset` as compact JSON, every field kept (what [`decode`] reads).
+pub(crate) fn encode(dataset: &Dataset) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Stored::of(dataset))
+}
+
+/// The dataset [`encode`] wrote, if `bytes` are one.
+pub(crate) fn decode(bytes: &[u8]) -> Option<Dataset> {
+    serde_json::from_slice::<Stored>(bytes)
+        .ok()
+        .map(Stored::into_dataset)
 }
 
 /// A dataset as it is kept: every field, the cases' assertions without the

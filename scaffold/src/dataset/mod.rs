@@ -150,6 +150,25 @@ impl Dataset {
         self.cases.iter().find(|c| c.id == id)
     }
 
+    /// This dataset with its case `index` alone (none if there is no such
+    /// case): what a process that runs one cell needs of it.
+    pub(crate) fn with_one_case(&self, index: usize) -> Option<Dataset> {
+        let case = self.cases.get(index)?.clone();
+        Some(Dataset {
+            name: self.name.clone(),
+            id: self.id.clone(),
+            description: self.description.clone(),
+            default_assertions: self.default_assertions.clone(),
+            default_timeout_ms: self.default_timeout_ms,
+            metadata: self.metadata.clone(),
+            workflow_name: self.workflow_name.clone(),
+            version: self.version.clone(),
+            cases: vec![case],
+            source: self.source.clone(),
+            warnings: Vec::new(),
+        })
+    }
+
     /// The cases to run: those with `only` if any has it, else all; minus
     /// the skipped ones.
     pub fn runnable_cases(&self) -> impl Iterator<Item = &Case> {

@@ -555,32 +555,37 @@ impl<S: State> Eval<S> {
     /// Cell `index` of the stable order (dataset, case, variant, trial), in O(datasets).
     #[doc(hidden)]
     pub fn cell_at(&self, index: usize) -> Option<Cell<'_, S>> {
+        let (d, c, within) = self.locate(index)?;
+        let (dataset, case) = (&self.datasets[d], &self.datasets[d].cases[c]);
+        let (variant, workflow) = &self.variants[within / self.trials as usize];
+        let trial = (within % self.trials as usize) as u32;
+        Some(Cell {
+            id: CellId {
+                eval: self.name.clone().unwrap_or_default(),
+                variant: variant.clone(),
+                case: case.id.clone(),
+                trial: (self.trials > 1).then_some(trial),
+            },
+            dataset,
+            case,
+            workflow,
+        })
+    }
+
+    /// Where cell `index` is: its dataset, its case in that dataset, and
+    /// its place among the case's cells (variant × trial).
+    pub(crate) fn locate(&self, index: usize) -> Option<(usize, usize, usize)> {
         let per_case = self.variants.len() * self.trials as usize;
         if per_case == 0 {
             return None;
         }
         let mut rest = index;
-        for dataset in &self.datasets {
+        for (d, dataset) in self.datasets.iter().enumerate() {
             let here = dataset.cases.len() * per_case;
-            if rest >= here {
-                rest -= here;
-                continue;
+            if rest < here {
+                return Some((d, rest / per_case, rest % per_case));
             }
-            let case = &dataset.cases[rest / per_case];
-            let within = rest % per_case;
-            let (variant, workflow) = &self.variants[within / self.trials as usize];
-            let trial = (within % self.trials as usize) as u32;
-            return Some(Cell {
-                id: CellId {
-                    eval: self.name.clone().unwrap_or_default(),
-                    variant: variant.clone(),
-                    case: case.id.clone(),
-                    trial: (self.trials > 1).then_some(trial),
-                },
-                dataset,
-                case,
-                workflow,
-            });
+            rest -= here;
         }
         None
     }

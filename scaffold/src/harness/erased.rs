@@ -130,6 +130,18 @@ pub trait ErasedEval: Send + Sync {
         let _ = index;
         None
     }
+    /// Where cell `index` is: its dataset, its case in that dataset, and
+    /// its index among the case's cells (variant × trial), which is its
+    /// index in an eval whose only dataset is that case alone.
+    fn cell_place(&self, index: usize) -> Option<(usize, usize, usize)> {
+        let _ = index;
+        None
+    }
+    /// Dataset `dataset` with its case `case` alone.
+    fn case_alone(&self, dataset: usize, case: usize) -> Option<Dataset> {
+        let _ = (dataset, case);
+        None
+    }
     /// How the results are judged: quarantine, confidence, pass@k, gate.
     fn gate_options(&self) -> GateOptions;
     /// The eval's cost budget in US dollars, if it has one.
@@ -339,6 +351,14 @@ impl<S: State> ErasedEval for Eval<S> {
     fn cell_case(&self, index: usize) -> Option<(&str, Value)> {
         let cell = self.cell_at(index)?;
         Some((cell.dataset.key(), cell.case.input()))
+    }
+
+    fn cell_place(&self, index: usize) -> Option<(usize, usize, usize)> {
+        self.locate(index)
+    }
+
+    fn case_alone(&self, dataset: usize, case: usize) -> Option<Dataset> {
+        self.datasets.get(dataset)?.with_one_case(case)
     }
 
     fn gate_options(&self) -> GateOptions {

@@ -89,6 +89,7 @@
 
 mod budget;
 mod cell;
+mod cell_index;
 pub(crate) mod erased;
 pub(crate) mod fake;
 mod finished;
@@ -98,10 +99,13 @@ mod memory;
 pub(crate) mod registry;
 mod selection;
 pub(crate) mod settings;
+mod setup;
 pub(crate) mod snapshot;
 mod source;
+mod suite;
 mod summary;
 mod totals;
+mod trials;
 
 pub(crate) use erased::ErasedEval;
 pub(crate) use registry::{
@@ -117,17 +121,15 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
 
 use crate::eval::gate::{self, GateOptions};
 use crate::eval::results::distinct_inputs;
 use crate::eval::{CellEnv, CellId, CellRecord, CompareOptions, EvalResults, RunConfig, compare};
 use crate::eval::{EvalPlan, EvalRunMeta, RecordedCell};
-use crate::provider::bridge::BridgeHost;
-use crate::provider::http::ReqwestTransport;
 use crate::provider::limit::{RateLimits, with_rate_limits};
-use crate::provider::recorder::{MODE_ENV, Playback, ProviderRecorder, RecorderMode};
-use crate::provider::transport::{Transport, TransportError};
+use crate::provider::recorder::{MODE_ENV, Playback, RecorderMode};
+use crate::provider::transport::Transport;
 use crate::report::html::Transcripts;
 use crate::report::progress::{self, Progress};
 use crate::report::{self as reports, DEFAULT_FORMATS, Format};
@@ -135,12 +137,13 @@ use crate::store::{
     ClaimKind, ORIGIN_HARNESS, ORIGIN_NEXTEST, RunClaim, SessionFilter, SessionStatus, Store,
     StoreError,
 };
-use crate::util::file_safe;
 use budget::Budget;
 use finished::Finished;
 use selection::Selection;
-use settings::{Resume, Settings, Snapshots, check_variant_globs, glob_matches};
+use settings::{Resume, Settings, Snapshots, glob_matches};
+use setup::Setup;
 use totals::RunTotals;
+use trials::Cells;
 
 /// Expands to the `main` of an eval test binary (`tests/evals.rs`).
 ///
@@ -261,144 +264,6 @@ enum SetupError {
     Line(String),
     /// The suite's definitions: one line each.
     Suite(Vec<String>),
-}
-
-fn build_evals(manifest_dir: &Path) -> Result<Vec<Box<dyn ErasedEval>>, Vec<String>> {
-    let mut errors = Vec::new();
-    let mut regs: Vec<&EvalRegistration> = inventory::iter::<EvalRegistration>().collect();
-    regs.sort_by_key(|r| (r.name, r.file, r.line));
-    for pair in regs.windows(2) {
-        if pair[0].name == pair[1].name {
-            errors.push(format!(
-                "two evals are named `{}`: {}:{} and {}:{}",
-                pair[0].name, pair[0].file, pair[0].line, pair[1].file, pair[1].line
-            ));
-        }
-    }
-    let mut variants: Vec<&VariantRegistration> =
-        inventory::iter::<VariantRegistration>().collect();
-    variants.sort_by_key(|r| (r.eval, r.name, r.file, r.line));
-    let mut datasets: Vec<&DatasetRegistration> =
-        inventory::iter::<DatasetRegistration>().collect();
-    datasets.sort_by_key(|r| (r.eval, r.file, r.line));
-    let mut scorers: Vec<&ScorerRegistration> = inventory::iter::<ScorerRegistration>().collect();
-    scorers.sort_by_key(|r| (r.eval, r.file, r.line));
-
-    let mut evals = Vec::new();
-    let mut wheres = Vec::new();
-    for reg in regs {
-        let parts = Parts {
-            variants: &variants,
-            datasets: &datasets,
-            scorers: &scorers,
-        };
-        evals.push(build_eval(reg, &parts, manifest_dir, &mut errors));
-        wheres.push((reg.name, reg.file, reg.line));
-    }
-    let named: Vec<(&str, EvalSource)> = evals
-        .iter()
-        .zip(wheres)
-        .map(|(eval, w)| (eval.name(), w))
-        .collect();
-    errors.extend(colliding_eval_names(&named));
-    if errors.is_empty() {
-        Ok(evals)
-    } else {
-        Err(errors)
-    }
-}
-
-/// The registered parts of the evals, sorted.
-struct Parts<'r> {
-    variants: &'r [&'r VariantRegistration],
-    datasets: &'r [&'r DatasetRegistration],
-    scorers: &'r [&'r ScorerRegistration],
-}
-
-/// One registered eval with its variants, datasets and scorers; what is
-/// wrong goes to `errors`. An eval whose `#[dataset]` function failed is not
-/// also said to have no cases: the failure is why.
-fn build_eval(
-    reg: &EvalRegistration,
-    parts: &Parts<'_>,
-    manifest_dir: &Path,
-    errors: &mut Vec<String>,
-) -> Box<dyn ErasedEval> {
-    let mut eval = (reg.build)();
-    eval.set_default_name(reg.name);
-    for v in parts.variants.iter().filter(|v| v.eval == reg.name) {
-        if let Err(e) = eval.add_variant(v.name, (v.build)()) {
-            errors.push(format!("{}:{}: variant `{}`: {e}", v.file, v.line, v.name));
-        }
-    }
-    let mut dataset_failed = false;
-    for d in parts.datasets.iter().filter(|d| d.eval == reg.name) {
-        // Dataset paths are relative to the package, whatever the working directory.
-        match with_current_dir(manifest_dir, || (d.build)()) {
-            Ok(list) => list.into_iter().for_each(|ds| eval.add_dataset(ds)),
-            Err(e) => {
-                dataset_failed = true;
-                errors.push(format!("{}:{}: dataset `{}`: {e}", d.file, d.line, d.name));
-            }
-        }
-    }
-    for s in parts.scorers.iter().filter(|s| s.eval == reg.name) {
-        if let Err(e) = eval.add_scorer((s.build)()) {
-            errors.push(format!("{}:{}: scorer `{}`: {e}", s.file, s.line, s.name));
-        }
-    }
-    match eval.check() {
-        Err(e) if dataset_failed && e == erased::NO_CASES => {}
-        Err(e) => errors.push(format!(
-            "{}:{}: eval `{}`: {e}",
-            reg.file, reg.line, reg.name
-        )),
-        Ok(()) => {}
-    }
-    eval
-}
-
-/// Where an eval was registered: its registered name, file and line.
-type EvalSource = (&'static str, &'static str, u32);
-
-/// Evals whose names (an eval's builder may choose one) would share files
-/// or results: the same name (one row of results for two cells), or names
-/// that are one once made file-safe, as recordings and snapshots write them
-/// (`code review` and `code-review`). Two registrations of one name are
-/// reported where they are registered, not here again.
-fn colliding_eval_names(evals: &[(&str, EvalSource)]) -> Vec<String> {
-    let mut errors = Vec::new();
-    let mut files: HashMap<String, (&str, EvalSource)> = HashMap::new();
-    for &(name, at) in evals {
-        let safe = file_safe(name);
-        let Some((first, first_at)) = files.insert(safe.clone(), (name, at)) else {
-            continue;
-        };
-        let ((reg, file, line), (first_reg, first_file, first_line)) = (at, first_at);
-        if first_reg == reg {
-            continue;
-        }
-        errors.push(if first == name {
-            format!("two evals are named `{name}`: {first_file}:{first_line} and {file}:{line}")
-        } else {
-            format!(
-                "evals `{first}` ({first_file}:{first_line}) and `{name}` ({file}:{line}) \
-                 name the same files: recordings and snapshots write both as `{safe}`; rename one"
-            )
-        });
-    }
-    errors
-}
-
-/// Run `f` with the working directory at `dir` (restored after).
-fn with_current_dir<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
-    let previous = std::env::current_dir().ok();
-    let _ = std::env::set_current_dir(dir);
-    let out = f();
-    if let Some(previous) = previous {
-        let _ = std::env::set_current_dir(previous);
-    }
-    out
 }
 
 /// The session store, and whether it is in memory.
@@ -850,343 +715,6 @@ fn interrupt_sessions(store: &Store, id: &str) -> Result<usize, String> {
     Ok(running)
 }
 
-/// What the suite's settings and definitions make of this process, read
-/// before any cell is built.
-struct Setup {
-    mode: RecorderMode,
-    /// The HTTP client for real APIs, built on a thread of its own meanwhile.
-    client: Option<std::thread::JoinHandle<Result<ReqwestTransport, TransportError>>>,
-    formats: Vec<Format>,
-    transcripts: reports::html::TranscriptSelection,
-    settings: Settings,
-    evals: Vec<Box<dyn ErasedEval>>,
-    budgets: Vec<Option<Arc<Budget>>>,
-    /// The store and whether it is in memory; none when only listing.
-    store: Option<Store>,
-    in_memory: bool,
-    fork: Option<fork::ForkPlan>,
-    gate_options: Vec<GateOptions>,
-    /// `SCAFFOLD_FAKE`'s rules, which answer every provider call.
-    fake: Option<fake::FakeRules>,
-}
-
-impl Setup {
-    /// Read the settings, build the evals and open the store.
-    fn load(manifest_dir: &Path, args: &Arguments) -> Result<Setup, SetupError> {
-        let line = SetupError::Line;
-        let mode = RecorderMode::from_env().map_err(|e| line(e.to_string()))?;
-        // Calls to real APIs run on the harness's runtime, which the cells run
-        // on too, rather than a hop to the shared client's one-thread background
-        // runtime (at concurrency 32 that one thread serialized every wave's
-        // HTTP work). Playback stays there: its local server answers at once,
-        // and the hop keeps each exchange on one thread (7% less CPU at 2,000
-        // cells). The client (some milliseconds: TLS roots, proxies) is built
-        // while the suite sets up; if it cannot be, the background one reports
-        // why on the first call.
-        let client = (!args.list && mode != RecorderMode::Playback)
-            .then(|| std::thread::spawn(ReqwestTransport::new));
-        let formats = wanted_formats().map_err(line)?;
-        let transcripts =
-            reports::html::TranscriptSelection::from_env().map_err(|e| line(e.to_string()))?;
-        let settings = Settings::from_env(manifest_dir).map_err(line)?;
-        let fake = fake::FakeRules::from_env(manifest_dir, mode).map_err(line)?;
-        // Each process of a nextest run loads the datasets: all but the first
-        // read them back from here rather than parse them again.
-        crate::dataset::cache::keep_in(results_dir(manifest_dir).join("datasets"), under_nextest());
-        let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
-        let budgets = budget::budgets(settings.max_cost, &evals);
-        apply_settings(&settings, &mut evals).map_err(line)?;
-        if mode == RecorderMode::Record && fake.is_none() && !args.list {
-            check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
-        }
-        let (store, in_memory) = match args.list {
-            true => (None, false),
-            false => open_store(manifest_dir)
-                .map(|(store, in_memory)| (Some(store), in_memory))
-                .map_err(|e| line(format!("session store: {e}")))?,
-        };
-        let fork = fork::plan(manifest_dir, &mut evals, store.as_ref()).map_err(line)?;
-        if let Some(fork) = fork.as_ref().filter(|_| !args.list) {
-            eprintln!("{}", fork.banner);
-        }
-        let mut gate_options = gate_options(manifest_dir, &evals).map_err(line)?;
-        for options in gate_options.iter_mut() {
-            options.strict |= settings.strict;
-        }
-        Ok(Setup {
-            mode,
-            client,
-            formats,
-            transcripts,
-            settings,
-            evals,
-            budgets,
-            store,
-            in_memory,
-            fork,
-            gate_options,
-            fake,
-        })
-    }
-
-    /// The environment of each eval's cells: its store and a recorder on
-    /// its recordings folder, playing back on `playback`.
-    /// One environment per eval; their recorders play back on `playback`
-    /// and send real calls through `client` (else the shared one).
-    fn cell_envs(
-        &self,
-        (manifest_dir, source): (&Path, &Path),
-        playback: &Playback,
-        client: Option<&Arc<dyn Transport>>,
-    ) -> Vec<CellEnv> {
-        // One server for the run's bridged agents (started by the first).
-        let bridges = BridgeHost::new();
-        // The default re-record command runs this suite's own test target.
-        let target = std::env::current_exe()
-            .ok()
-            .and_then(|exe| test_target(&exe, source));
-        self.evals
-            .iter()
-            .map(|eval| {
-                let dir = eval
-                    .recordings_dir()
-                    .map(|d| manifest_dir.join(d))
-                    .unwrap_or_else(|| manifest_dir.join("evals").join("recordings"));
-                // `SCAFFOLD_RECORD` was checked with `SCAFFOLD_MODE`.
-                let policy =
-                    crate::provider::recorder::RecordPolicy::from_env().unwrap_or_default();
-                let mut recorder = ProviderRecorder::new(dir, self.mode)
-                    .record_policy(policy)
-                    .playback(playback.clone())
-                    .match_requests(eval.match_rules());
-                if let Some(client) = client {
-                    recorder = recorder.inner(client.clone());
-                }
-                let command = match (eval.rerecord_command(), &target) {
-                    (Some(command), _) => Some(command.to_string()),
-                    (None, target) => {
-                        (target.is_some() || self.settings.trials.is_some()).then(|| {
-                            let target = target.as_deref().unwrap_or("evals");
-                            format!("{MODE_ENV}=record cargo test --test {target} -- {{filter}}")
-                        })
-                    }
-                };
-                if let Some(command) = command {
-                    recorder =
-                        recorder.rerecord_command(with_trials(command, self.settings.trials));
-                }
-                CellEnv {
-                    store: self.store.clone(),
-                    transport: Some(recorder.transport()),
-                    virtual_time: self.mode == RecorderMode::Playback,
-                    tools: Some(recorder.tools()),
-                    recorder: Some(recorder),
-                    bridges: Some(bridges.clone()),
-                }
-            })
-            .collect()
-    }
-}
-
-/// The re-record command `command`, with `SCAFFOLD_TRIALS` when it set the
-/// trials: without it, the trials beyond the eval's own have no cells to
-/// record.
-fn with_trials(command: String, trials: Option<u32>) -> String {
-    match trials {
-        Some(n) => format!("{}={n} {command}", settings::TRIALS_ENV),
-        None => command,
-    }
-}
-
-/// Apply `SCAFFOLD_TRIALS` to `evals` and check `SCAFFOLD_VARIANTS` names
-/// some of their variants.
-fn apply_settings(settings: &Settings, evals: &mut [Box<dyn ErasedEval>]) -> Result<(), String> {
-    if let Some(trials) = settings.trials {
-        for eval in evals.iter_mut() {
-            eval.set_trials(trials);
-        }
-    }
-    let Some(globs) = &settings.variants else {
-        return Ok(());
-    };
-    let all: Vec<(String, String)> = evals
-        .iter()
-        .flat_map(|e| {
-            let eval = e.name().to_string();
-            e.variant_names()
-                .into_iter()
-                .map(move |v| (eval.clone(), v))
-        })
-        .collect();
-    check_variant_globs(globs, &all)
-}
-
-/// Per eval, its gate options with the quarantine of `evals/quarantine.yaml` added.
-fn gate_options(
-    manifest_dir: &Path,
-    evals: &[Box<dyn ErasedEval>],
-) -> Result<Vec<GateOptions>, String> {
-    let quarantine = gate::load_quarantine(manifest_dir.join(gate::QUARANTINE_FILE))
-        .map_err(|e| format!("quarantine: {e}"))?;
-    Ok(evals
-        .iter()
-        .map(|eval| {
-            let mut options = eval.gate_options();
-            options
-                .quarantine
-                .extend(quarantine.get(eval.name()).into_iter().flatten().cloned());
-            options
-        })
-        .collect())
-}
-
-/// The trials of the cells this process may run, and what the run and the
-/// progress bar need to know of them.
-#[derive(Default)]
-struct Cells {
-    trials: Vec<Trial>,
-    /// Per eval, the distinct cases of its cells.
-    inputs: Vec<usize>,
-    /// Per eval, how many cells this process runs.
-    running: Vec<usize>,
-    /// Per eval, how many the whole run would without a test-name filter
-    /// (what each process of a nextest run, given one name, plans for the run).
-    selected: Vec<usize>,
-    /// The length of the shortest name of a running cell.
-    shortest: Option<usize>,
-    /// The test names of every cell this process may run (empty unless resuming).
-    planned: HashSet<String>,
-    /// `SCAFFOLD_TAGS`: the tags a cell needs one of to run.
-    tags: Option<Vec<String>>,
-}
-
-impl Cells {
-    /// The trials are built before the harness they run on (the run and the
-    /// progress bar depend on which cells they are), one cell at a time: no
-    /// list of the cells is kept beside them.
-    fn build(setup: &Setup, args: &Arguments, shared: &Arc<OnceLock<Harness>>) -> Cells {
-        let evals = &setup.evals;
-        let tags = wanted_tags();
-        let resuming = setup.settings.resume.is_some();
-        // `NAME --exact`, as nextest runs each test: only that cell's trial is
-        // kept (of 10,000 cells, 4 ms of a 23 ms process), as libtest's own
-        // filter decides.
-        let one_cell = args.exact && args.filter.is_some() && !args.list;
-        let nextest = under_nextest();
-        let mut cases: Vec<HashSet<String>> = vec![HashSet::new(); evals.len()];
-        let mut cells = Cells {
-            running: vec![0; evals.len()],
-            selected: vec![0; evals.len()],
-            ..Cells::default()
-        };
-        for (e, eval) in evals.iter().enumerate() {
-            eval.for_each_cell(&mut |cell| {
-                if !setup.keeps(tags.as_deref(), e, &cell) {
-                    return;
-                }
-                let name = cell.id.to_string();
-                let (index, ignored) = (cell.index, cell.ignored);
-                cases[e].insert(cell.id.case);
-                if resuming {
-                    cells.planned.insert(name.clone());
-                }
-                let h = shared.clone();
-                let trial = Trial::ignorable_test(name, move || match h.get() {
-                    Some(h) => h.cell_test(e, index),
-                    None => Err("the harness was not set up".into()),
-                })
-                .with_kind("eval")
-                .with_ignored_flag(ignored);
-                let filtered_out = args.is_filtered_out(&trial);
-                // Under nextest every process counts the same cells, whatever
-                // its own `--ignored` flag (with `--run-ignored`, some have it).
-                let counts = if nextest {
-                    !ignored
-                } else {
-                    !args.is_ignored(&trial)
-                };
-                cells.selected[e] += usize::from(counts);
-                if filtered_out && one_cell {
-                    return;
-                }
-                if !filtered_out && !args.is_ignored(&trial) {
-                    cells.running[e] += 1;
-                    let len = trial.name().chars().count();
-                    cells.shortest = Some(cells.shortest.map_or(len, |s| s.min(len)));
-                }
-                cells.trials.push(trial);
-            });
-        }
-        if !nextest {
-            cells.push_gates(evals, args, shared);
-        }
-        cells.inputs = cases.iter().map(HashSet::len).collect();
-        cells.tags = tags;
-        // Held until every trial has run: no room to spare (at 10,000 cells the
-        // doubled vector left 0.5 MB unused).
-        cells.trials.shrink_to_fit();
-        cells
-    }
-
-    /// After every cell, one test per eval that has cells: its gate
-    /// (`[gate] {eval}`, see `judge.rs`). Not under nextest, whose
-    /// processes each run one test and never see the whole run.
-    fn push_gates(
-        &mut self,
-        evals: &[Box<dyn ErasedEval>],
-        args: &Arguments,
-        shared: &Arc<OnceLock<Harness>>,
-    ) {
-        let one_test = args.exact && args.filter.is_some() && !args.list;
-        for (e, eval) in evals.iter().enumerate() {
-            if self.selected[e] == 0 {
-                continue;
-            }
-            let h = shared.clone();
-            let gate = Trial::ignorable_test(eval.name(), move || match h.get() {
-                Some(h) => h.run_gate(e),
-                None => Err("the harness was not set up".into()),
-            })
-            .with_kind("gate");
-            if one_test && args.is_filtered_out(&gate) {
-                continue;
-            }
-            self.trials.push(gate);
-        }
-    }
-
-    /// Per eval, its gate options and the cells planned for the run.
-    fn plans(&self, gate_options: &[GateOptions]) -> Vec<EvalPlan> {
-        let planned_cells = if under_nextest() {
-            &self.selected
-        } else {
-            &self.running
-        };
-        gate_options
-            .iter()
-            .zip(planned_cells)
-            .map(|(options, &planned)| EvalPlan {
-                gate_options: options.clone(),
-                planned_cells: Some(planned),
-            })
-            .collect()
-    }
-}
-
-impl Setup {
-    /// Whether the cell of eval `e` is selected by the tags, the variant
-    /// globs and the fork.
-    fn keeps(&self, tags: Option<&[String]>, e: usize, cell: &erased::HarnessCell) -> bool {
-        tags.is_none_or(|tags| cell.tags.iter().any(|t| tags.contains(t)))
-            && self
-                .settings
-                .variants
-                .as_ref()
-                .is_none_or(|globs| globs.iter().any(|g| glob_matches(g, &cell.id.variant)))
-            && self.fork.as_ref().is_none_or(|f| f.keeps(e, cell.index))
-    }
-}
-
 /// Begin the run of `cells` in the store (none when only listing).
 fn begin(
     (setup, manifest_dir): (&Setup, &Path),
@@ -1467,91 +995,7 @@ impl Harness {
 #[cfg(test)]
 mod tests {
     use super::erased::erase;
-    use super::registry::Built;
     use super::*;
-
-    fn workflow() -> Built {
-        use crate::provider::{ScriptedProvider, ScriptedReply};
-        use crate::workflow::{Agent, Phase, Workflow};
-        let agent = Agent::<String>::new("a")
-            .provider(ScriptedProvider::new("m").reply(ScriptedReply::text("x")))
-            .prompt(|s| s.clone())
-            .update(|t, s| *s = t);
-        Box::new(Workflow::new("w", String::new()).phase("p", Phase::run(agent)))
-    }
-
-    fn no_dataset() -> Result<Vec<crate::dataset::Dataset>, String> {
-        Err("invalid dataset evals/review.yaml: 1 error".into())
-    }
-
-    fn build(datasets: &[&DatasetRegistration]) -> Vec<String> {
-        let reg = EvalRegistration {
-            name: "review",
-            file: "evals/suite.rs",
-            line: 3,
-            build: || erase(crate::eval::Eval::<String>::new()),
-        };
-        let variant = VariantRegistration {
-            eval: "review",
-            name: "v",
-            file: "evals/suite.rs",
-            line: 5,
-            build: workflow,
-        };
-        let parts = Parts {
-            variants: &[&variant],
-            datasets,
-            scorers: &[],
-        };
-        let mut errors = Vec::new();
-        build_eval(&reg, &parts, Path::new("."), &mut errors);
-        errors
-    }
-
-    #[test]
-    fn a_dataset_that_fails_is_the_only_word_on_it() {
-        let failing = DatasetRegistration {
-            eval: "review",
-            name: "cases",
-            file: "evals/suite.rs",
-            line: 9,
-            build: no_dataset,
-        };
-        assert_eq!(
-            build(&[&failing]),
-            ["evals/suite.rs:9: dataset `cases`: invalid dataset evals/review.yaml: 1 error"]
-        );
-        // With no dataset at all, the eval has no cases: that is said.
-        assert_eq!(
-            build(&[]),
-            [format!(
-                "evals/suite.rs:3: eval `review`: {}",
-                erased::NO_CASES
-            )]
-        );
-    }
-
-    #[test]
-    fn evals_whose_names_share_files_or_results_are_refused() {
-        let at = |reg, line| (reg, "evals/suite.rs", line);
-        // Distinct names, distinct files: nothing to say.
-        assert!(colliding_eval_names(&[("review", at("a", 1)), ("triage", at("b", 2))]).is_empty());
-        // One name chosen by two builders.
-        assert_eq!(
-            colliding_eval_names(&[("review", at("a", 1)), ("review", at("b", 9))]),
-            ["two evals are named `review`: evals/suite.rs:1 and evals/suite.rs:9"]
-        );
-        // Two names, one file name.
-        assert_eq!(
-            colliding_eval_names(&[("code review", at("a", 1)), ("code/review", at("b", 9))]),
-            [
-                "evals `code review` (evals/suite.rs:1) and `code/review` (evals/suite.rs:9) name \
-              the same files: recordings and snapshots write both as `code-review`; rename one"
-            ]
-        );
-        // Two registrations of one name are reported where they are registered.
-        assert!(colliding_eval_names(&[("review", at("a", 1)), ("review", at("a", 9))]).is_empty());
-    }
 
     #[test]
     fn snapshot_headers_name_the_suite_file_relative_to_its_package() {
@@ -1569,16 +1013,6 @@ mod tests {
         assert_eq!(at("a/b.rs"), package.join("a/b.rs"));
         assert_eq!(at("/somewhere/else.rs"), package.join("else.rs"));
         let _ = std::fs::remove_dir_all(&package);
-    }
-
-    #[test]
-    fn the_rerecord_command_sets_the_trials_scaffold_trials_set() {
-        let command = "cargo run --example record".to_string();
-        assert_eq!(
-            with_trials(command.clone(), Some(5)),
-            "SCAFFOLD_TRIALS=5 cargo run --example record"
-        );
-        assert_eq!(with_trials(command.clone(), None), command);
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod config;
 mod errors;
 mod reqwest_transport;
 mod sse;
+mod tls;
 
 pub(crate) use client::{HttpClient, Passed};
 pub use config::{HttpConfig, RetryPolicy, parse_retry_after};

@@ -17,24 +17,6 @@ use crate::provider::transport::{
 /// Default time allowed to establish a TCP (and TLS) connection.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The TLS setup of [`ReqwestTransport`]: rustls on the `ring` provider
-/// (passed here, not installed process-wide), certificates checked by the
-/// platform's verifier, HTTP/1.1 offered by ALPN, as reqwest would set it up.
-fn tls_config() -> Result<rustls::ClientConfig, TransportError> {
-    use rustls_platform_verifier::BuilderVerifierExt;
-
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls_error = |e: rustls::Error| TransportError::Other(format!("could not set up TLS: {e}"));
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(tls_error)?
-        .with_platform_verifier()
-        .map_err(tls_error)?
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
-}
-
 /// Make rustls's `ring` provider the process's default crypto provider,
 /// unless one is set. A bridged agent in the same process builds its own
 /// HTTP client (rig, async-openai, reqwest), and the reqwest this crate
@@ -80,7 +62,7 @@ impl ReqwestTransport {
     /// A transport whose connection attempts give up after `connect_timeout`.
     pub fn with_connect_timeout(connect_timeout: Duration) -> Result<Self, TransportError> {
         let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls_config()?)
+            .tls_backend_preconfigured(super::tls::client_config()?)
             .connect_timeout(connect_timeout)
             .pool_idle_timeout(Duration::from_secs(90))
             .tcp_nodelay(true)
