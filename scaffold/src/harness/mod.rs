@@ -438,6 +438,23 @@ fn default_test_threads(
         })
 }
 
+/// The test threads for `trials`: as many as asked (else one per CPU), but
+/// no more than the tests that run. libtest starts every thread it is given
+/// before the first test, whatever the tests: a nextest process, which runs
+/// one, started sixteen (a tenth of its time, their stacks mapped and
+/// unmapped), where one test runs on the main thread.
+fn threads_for(args: &Arguments, trials: &[libtest_mimic::Trial]) -> usize {
+    let asked = args
+        .test_threads
+        .or_else(|| std::thread::available_parallelism().ok().map(Into::into))
+        .unwrap_or(1);
+    if trials.len() >= asked {
+        return asked;
+    }
+    let running = trials.iter().filter(|t| !args.is_filtered_out(t)).count();
+    asked.min(running).max(1)
+}
+
 /// The progress bar, when this run may show one (see [`progress::allowed`]):
 /// `running` cells, the shortest of their names `shortest` characters long.
 fn progress_bar(args: &Arguments, running: usize, shortest: Option<usize>) -> Option<Progress> {
@@ -883,6 +900,7 @@ fn run_harness(
     let envs = setup.cell_envs((manifest_dir, &source.0), &playback, client.as_ref());
     let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
     let mut cells = Cells::build(&setup, args, &shared);
+    args.test_threads = Some(threads_for(args, &cells.trials));
     let run = begin((&setup, manifest_dir), args, &mut cells)?;
     let envs = tag_envs(envs, run.as_ref());
     let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);
@@ -996,6 +1014,37 @@ impl Harness {
 mod tests {
     use super::erased::erase;
     use super::*;
+
+    #[test]
+    fn no_more_test_threads_start_than_tests_run() {
+        let trials = |names: &[&str]| -> Vec<libtest_mimic::Trial> {
+            names
+                .iter()
+                .map(|n| libtest_mimic::Trial::test(*n, || Ok(())))
+                .collect()
+        };
+        let args = |filter: Option<&str>, exact: bool, threads: Option<usize>| Arguments {
+            filter: filter.map(str::to_string),
+            exact,
+            test_threads: threads,
+            ..Arguments::default()
+        };
+        // nextest's `NAME --exact`: one test, on the main thread.
+        let one = trials(&["e::a::c1"]);
+        assert_eq!(
+            threads_for(&args(Some("e::a::c1"), true, Some(16)), &one),
+            1
+        );
+        let many = trials(&["e::a::c1", "e::a::c2", "e::b::c1", "e::b::c2"]);
+        assert_eq!(
+            threads_for(&args(Some("e::a::"), false, Some(16)), &many),
+            2
+        );
+        assert_eq!(threads_for(&args(None, false, Some(3)), &many), 3);
+        assert_eq!(threads_for(&args(Some("none"), false, Some(16)), &many), 1);
+        let cpus = std::thread::available_parallelism().map_or(1, Into::into);
+        assert_eq!(threads_for(&args(None, false, None), &many), cpus.min(4));
+    }
 
     #[test]
     fn snapshot_headers_name_the_suite_file_relative_to_its_package() {
