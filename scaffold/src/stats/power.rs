@@ -337,53 +337,71 @@ impl Mcnemar {
             ln_factorial,
             cutoffs: Vec::new(),
         };
-        design.cutoffs = (0..=EXACT_POWER_MAX_CASES)
-            .map(|k| {
-                let (mut tail, mut cutoff) = (0.0, None);
-                for c in 0..k.div_ceil(2) {
-                    tail += design.pmf(k, c, 0.5);
-                    if 2.0 * tail > alpha {
-                        break;
+        let cutoffs = {
+            let fair = design.pmf(0.5);
+            (0..=EXACT_POWER_MAX_CASES)
+                .map(|k| {
+                    let (mut tail, mut cutoff) = (0.0, None);
+                    for c in 0..k.div_ceil(2) {
+                        tail += fair(k, c);
+                        if 2.0 * tail > alpha {
+                            break;
+                        }
+                        cutoff = Some(c);
                     }
-                    cutoff = Some(c);
-                }
-                cutoff
-            })
-            .collect();
+                    cutoff
+                })
+                .collect()
+        };
+        design.cutoffs = cutoffs;
         design
     }
 
-    /// `P(K = j)` for `K ~ Bin(k, p)`.
-    fn pmf(&self, k: usize, j: usize, p: f64) -> f64 {
-        match p {
+    /// `P(K = j)` for `K ~ Bin(k, p)`, as a function of `k` and `j` (the
+    /// logarithms of `p` and `1 − p` taken once, not once per term).
+    fn pmf(&self, p: f64) -> impl Fn(usize, usize) -> f64 + '_ {
+        let (ln_p, ln_q) = (p.ln(), (1.0 - p).ln());
+        move |k, j| match p {
             p if p <= 0.0 => f64::from(j == 0),
             p if p >= 1.0 => f64::from(j == k),
-            p => (self.ln_factorial[k] - self.ln_factorial[j] - self.ln_factorial[k - j]
-                + j as f64 * p.ln()
-                + (k - j) as f64 * (1.0 - p).ln())
-            .exp(),
+            _ => (self.ln_factorial[k] - self.ln_factorial[j] - self.ln_factorial[k - j]
+                + j as f64 * ln_p
+                + (k - j) as f64 * ln_q)
+                .exp(),
         }
     }
 
     /// The exact power to detect a mean difference of `effect` over `cases`
     /// cases (0 where the design cannot hold such an effect).
     fn power(&self, cases: usize, effect: f64) -> f64 {
+        self.rejections(effect, cases)
+            .map_or(0.0, |r| r.power(self, cases))
+    }
+
+    /// For `effect`, the chance that the test rejects given `k` discordant
+    /// cases, for each `k` up to `cases` (`None` where the design cannot
+    /// hold such an effect): what the power over any number of cases up to
+    /// `cases` weighs by the chance of `k` discordant ones.
+    fn rejections(&self, effect: f64, cases: usize) -> Option<Rejections> {
         let x = (effect / self.step).abs();
         let discordant = self.spread * self.spread + x * x;
         if discordant > 1.0 || x > discordant || discordant == 0.0 {
-            return 0.0;
+            return None;
         }
-        let favourable = (discordant + x) / (2.0 * discordant);
-        (0..=cases.min(EXACT_POWER_MAX_CASES))
-            .filter_map(|k| Some((k, self.cutoffs[k]?)))
-            .map(|(k, c)| {
-                let rejected: f64 = (0..=c)
-                    .map(|j| self.pmf(k, j, favourable) + self.pmf(k, k - j, favourable))
-                    .sum();
-                self.pmf(cases, k, discordant) * rejected
+        let favourable = self.pmf((discordant + x) / (2.0 * discordant));
+        let by_discordant = (0..=cases.min(EXACT_POWER_MAX_CASES))
+            .map(|k| {
+                self.cutoffs[k].map(|c| {
+                    (0..=c)
+                        .map(|j| favourable(k, j) + favourable(k, k - j))
+                        .sum()
+                })
             })
-            .sum::<f64>()
-            .clamp(0.0, 1.0)
+            .collect();
+        Some(Rejections {
+            discordant,
+            by_discordant,
+        })
     }
 
     /// The smallest effect with exact power `power` at `cases` cases,
@@ -421,7 +439,32 @@ impl Mcnemar {
     /// fewer); `None` beyond.
     fn cases_for(&self, effect: f64, power: f64, normal: usize) -> Option<usize> {
         let from = min_cases_for(self.alpha).max(normal.saturating_mul(3) / 4);
-        (from..=EXACT_POWER_MAX_CASES).find(|&n| self.power(n, effect) >= power)
+        // The chances of rejecting given k discordant cases do not depend
+        // on the number of cases: computed once, not once per number tried.
+        let rejections = self.rejections(effect, EXACT_POWER_MAX_CASES);
+        let power_at = |n| rejections.as_ref().map_or(0.0, |r| r.power(self, n));
+        (from..=EXACT_POWER_MAX_CASES).find(|&n| power_at(n) >= power)
+    }
+}
+
+/// [`Mcnemar::rejections`]: for one effect, the chance of rejecting given
+/// `k` discordant cases (`None` where no count of `k` rejects).
+struct Rejections {
+    /// The chance that a case is discordant.
+    discordant: f64,
+    by_discordant: Vec<Option<f64>>,
+}
+
+impl Rejections {
+    /// The power over `cases` cases: each count of discordant cases' chance
+    /// of rejecting, weighed by the chance of that count.
+    fn power(&self, design: &Mcnemar, cases: usize) -> f64 {
+        let discordant = design.pmf(self.discordant);
+        (0..=cases.min(EXACT_POWER_MAX_CASES))
+            .filter_map(|k| Some((k, self.by_discordant.get(k).copied().flatten()?)))
+            .map(|(k, rejected)| discordant(cases, k) * rejected)
+            .sum::<f64>()
+            .clamp(0.0, 1.0)
     }
 }
 
