@@ -642,7 +642,8 @@ impl Package {
     }
 
     /// One cell of `eval` as nextest runs it: `--list` once (the run's first
-    /// process, which keeps the datasets for the others), then `name
+    /// process, which keeps the index of the suite's cells for the others,
+    /// as nextest 0.9.138 and later run it: with the run's id), then `name
     /// --exact` in a process of its own, `runs` times into the same run;
     /// the median process.
     fn run_as_nextest(&self, eval: &str, name: &str, runs: usize) -> Res<Sample> {

@@ -80,6 +80,9 @@ pub fn variant(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Adds cases to an eval: `#[dataset(eval = "code_review")]` on
 /// `fn cases() -> Dataset`, `-> Vec<Dataset>` or `-> Result<_, E>` with
 /// `E: Display` (an error fails the eval's trials with its message).
+///
+/// Under `cargo nextest run` the function runs in the run's first process
+/// only: the others read their cell's case from that process's index.
 #[proc_macro_attribute]
 pub fn dataset(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(Kind::Dataset, args.into(), item.into()).into()

@@ -133,6 +133,28 @@ impl Fingerprint {
     }
 }
 
+/// Remove the files beside `path` whose names start with `prefix` and end
+/// with `suffix`, but `path` itself: the earlier versions of a file kept
+/// under a name that changes with its contents. Failing to is no error.
+pub(crate) fn remove_other_versions(path: &Path, prefix: &str, suffix: &str) {
+    let (Some(dir), Some(mine)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let other = name != mine
+            && name
+                .to_str()
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with(suffix));
+        if other {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Write `path` through a hidden temporary file in the same folder (made if
 /// missing), renamed over `path` once `write` has succeeded: a reader sees
 /// the old file or the whole new one, never a part. When `write` fails, the

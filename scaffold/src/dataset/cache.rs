@@ -111,27 +111,8 @@ impl Entry {
             std::io::Write::write_all(out, &bytes)
         });
         if written.is_ok() {
-            self.forget_others();
-        }
-    }
-
-    /// Remove the entries of the file's other texts.
-    fn forget_others(&self) {
-        let (Some(dir), Some(mine)) = (self.path.parent(), self.path.file_name()) else {
-            return;
-        };
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let stale = name != mine
-                && name
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(&self.prefix) && n.ends_with(".json"));
-            if stale {
-                let _ = fs::remove_file(entry.path());
-            }
+            // The entries of the file's other texts.
+            crate::util::remove_other_versions(&self.path, &self.prefix, ".json");
         }
     }
 

@@ -109,32 +109,13 @@ impl CellIndex {
     /// runs. Failing to is no error: the run's other processes build the
     /// suite themselves.
     pub(super) fn write(&self, index: IndexWriter, evals: &[(String, EvalCounts)]) {
-        let Some(dir) = self.path.parent() else {
-            return;
-        };
-        if !index.complete || fs::create_dir_all(dir).is_err() {
+        if !index.complete {
             return;
         }
         let written =
             crate::util::write_atomic(&self.path, false, |out| index.write_to(out, evals));
         if written.is_ok() {
-            self.forget_others(dir);
-        }
-    }
-
-    fn forget_others(&self, dir: &Path) {
-        let (Ok(entries), Some(mine)) = (fs::read_dir(dir), self.path.file_name()) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let other = name != mine
-                && name
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(&self.prefix) && n.ends_with(".cells"));
-            if other {
-                let _ = fs::remove_file(entry.path());
-            }
+            crate::util::remove_other_versions(&self.path, &self.prefix, ".cells");
         }
     }
 }
