@@ -656,7 +656,9 @@ impl Package {
         let mut samples = Vec::new();
         for _ in 0..runs {
             let (mut cell, stats) = self.command(eval, "playback", false)?;
-            cell.args([name, "--exact"]).env("NEXTEST_RUN_ID", run_id);
+            // As nextest names it: `--list`'s line, the kind included.
+            cell.args([&format!("[eval] {name}"), "--exact"])
+                .env("NEXTEST_RUN_ID", run_id);
             samples.push(run_measured(cell, &stats, &self.dir, eval, &[0])?);
         }
         Ok(median_sample(&samples))

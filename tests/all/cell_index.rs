@@ -82,14 +82,27 @@ fn each_process_of_a_nextest_run_builds_its_own_cell_and_gives_the_same_verdicts
     assert_eq!(text(&listed).matches(": test").count(), CELLS.len());
     assert_eq!(loads(&log), 1);
     assert_eq!(indexes(&target).len(), 1, "{:?}", indexes(&target));
+    // nextest names each test as `--list` prints it, its kind included.
     for cell in CELLS {
-        run_in(&["--exact", cell], "run-1");
+        run_in(&["--exact", &format!("[eval] {cell}")], "run-1");
     }
     assert_eq!(loads(&log), 1, "a cell's process loaded the dataset");
     assert_eq!(dir.started().values().sum::<usize>(), CELLS.len());
     let indexed = verdicts(&dir.db(), "run-1");
     assert_eq!(indexed.len(), CELLS.len(), "{indexed:?}");
     assert!(indexed["resume-fixture::alpha::c1"].starts_with("false"));
+    // A test the index has no cell of (here no test at all) builds the
+    // suite, and leaves the run's index as it is.
+    let index = indexes(&target);
+    let kept = std::fs::read(&index[0]).unwrap();
+    let modified = std::fs::metadata(&index[0]).unwrap().modified().unwrap();
+    run_in(&["--exact", "[gate] resume-fixture"], "run-1");
+    assert_eq!(loads(&log), 2);
+    assert_eq!(std::fs::read(&index[0]).unwrap(), kept);
+    assert_eq!(
+        std::fs::metadata(&index[0]).unwrap().modified().unwrap(),
+        modified
+    );
 
     // A run whose index does not read: each process builds the whole
     // suite (the first keeps a new index), with the same verdicts.

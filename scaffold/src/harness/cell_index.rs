@@ -28,6 +28,22 @@ use crate::util::{Fingerprint, file_safe};
 /// The first line of an index: its format.
 const MAGIC: &str = "scaffold cell index 1";
 
+/// How libtest-mimic's `--list` prints a cell's test before its name (the
+/// trials' kind), and so how nextest names it to the process that runs it.
+pub(super) const KIND_PREFIX: &str = "[eval] ";
+
+/// What the index says of one test name.
+#[derive(Debug)]
+pub(super) enum Lookup {
+    /// The cell and its dataset with its case alone.
+    Cell(IndexedCell, Dataset),
+    /// The index reads, and has no cell of that name (a gate, another
+    /// binary's test, a typo): building the suite will say.
+    NotACell,
+    /// No index, or one that does not read.
+    NoIndex,
+}
+
 /// Per eval, what a process plans for the whole run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct EvalCounts {
@@ -100,9 +116,11 @@ impl CellIndex {
     }
 
     /// Cell `name` and the run's plan, with its dataset with its case
-    /// alone, if the index has them.
-    pub(super) fn find(&self, name: &str) -> Option<(IndexedCell, Dataset)> {
-        read(&self.path, name).ok().flatten()
+    /// alone. `name` is a test name as `--list` prints it, its kind
+    /// (`[eval] `) included, as nextest passes it, or without it.
+    pub(super) fn find(&self, name: &str) -> Lookup {
+        let name = name.strip_prefix(KIND_PREFIX).unwrap_or(name);
+        read(&self.path, name).unwrap_or(Lookup::NoIndex)
     }
 
     /// Keep `index` here, and let go of the indexes of this binary's other
@@ -170,7 +188,16 @@ impl IndexWriter {
         let at = match self.last {
             Some((last, at)) if last == key => at,
             _ => {
-                let Some(bytes) = alone(dataset, case).and_then(|ds| encode(&ds).ok()) else {
+                // Kept only if it reads back as itself, as the datasets'
+                // cache keeps them: the index can make a process faster,
+                // never give it another case.
+                let encoded = alone(dataset, case).and_then(|ds| {
+                    let bytes = encode(&ds).ok()?;
+                    decode(&bytes)
+                        .is_some_and(|back| back == ds)
+                        .then_some(bytes)
+                });
+                let Some(bytes) = encoded else {
                     self.complete = false;
                     return;
                 };
@@ -201,40 +228,49 @@ impl IndexWriter {
 }
 
 /// Cell `name` from the index at `path`: its line found in the names
-/// without reading the datasets, then its dataset alone.
-fn read(path: &Path, name: &str) -> io::Result<Option<(IndexedCell, Dataset)>> {
-    let mut file = BufReader::new(File::open(path)?);
+/// without reading the datasets, then its dataset alone. Lengths are
+/// checked against the file's size before anything is read.
+fn read(path: &Path, name: &str) -> io::Result<Lookup> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut file = BufReader::new(file);
     let mut line = String::new();
     file.read_line(&mut line)?;
     if line.trim_end() != MAGIC {
-        return Ok(None);
+        return Ok(Lookup::NoIndex);
     }
     line.clear();
     file.read_line(&mut line)?;
     let Some(evals) = evals_of(&line) else {
-        return Ok(None);
+        return Ok(Lookup::NoIndex);
     };
     line.clear();
     file.read_line(&mut line)?;
-    let Ok(names_len) = line.trim_end().parse::<usize>() else {
-        return Ok(None);
+    let names_len = match line.trim_end().parse::<u64>() {
+        Ok(n) if n <= size => n as usize,
+        _ => return Ok(Lookup::NoIndex),
     };
     let mut names = vec![0; names_len];
     file.read_exact(&mut names)?;
     let datasets_at = file.stream_position()?;
     let Ok(names) = String::from_utf8(names) else {
-        return Ok(None);
+        return Ok(Lookup::NoIndex);
     };
-    let Some(fields) = line_of(&names, name) else {
-        return Ok(None);
+    let Some([eval, within, ignored, offset, len]) = line_of(&names, name) else {
+        return Ok(Lookup::NotACell);
     };
-    let [eval, within, ignored, offset, len] = fields;
+    let end = datasets_at
+        .checked_add(offset as u64)
+        .and_then(|at| at.checked_add(len as u64));
+    if eval >= evals.len() || end.is_none_or(|end| end > size) {
+        return Ok(Lookup::NoIndex);
+    }
     let mut bytes = vec![0; len];
     let mut file = file.into_inner();
     file.seek(SeekFrom::Start(datasets_at + offset as u64))?;
     file.read_exact(&mut bytes)?;
     let Some(dataset) = decode(&bytes) else {
-        return Ok(None);
+        return Ok(Lookup::NoIndex);
     };
     let cell = IndexedCell {
         name: name.to_string(),
@@ -243,7 +279,7 @@ fn read(path: &Path, name: &str) -> io::Result<Option<(IndexedCell, Dataset)>> {
         ignored: ignored == 1,
         evals,
     };
-    Ok((eval < cell.evals.len()).then_some((cell, dataset)))
+    Ok(Lookup::Cell(cell, dataset))
 }
 
 /// The evals' names and counts of the header line.
@@ -324,7 +360,9 @@ mod tests {
     fn a_cell_is_read_back_with_its_case_alone_and_the_runs_plan() {
         let dir = scratch("read");
         let index = written(&dir, "r1");
-        let (cell, ds) = index.find("e::y::b").expect("indexed");
+        let Lookup::Cell(cell, ds) = index.find("e::y::b") else {
+            panic!("not indexed")
+        };
         assert_eq!(
             (cell.name.as_str(), cell.eval, cell.within),
             ("e::y::b", 1, 1)
@@ -338,12 +376,16 @@ mod tests {
             .map(|(n, c)| (n.as_str(), c.selected))
             .collect();
         assert_eq!(names, [("other", 3), ("e", 2)]);
-        let (first, ds) = index.find("e::x::a").unwrap();
+        // As nextest names it: with the kind `--list` prints.
+        let Lookup::Cell(first, ds) = index.find("[eval] e::x::a") else {
+            panic!("not indexed")
+        };
         assert_eq!((first.within, first.ignored), (0, false));
         assert_eq!(ds.cases[0].id, "a");
         // A name that is only the start of another's, or no cell's.
-        assert!(index.find("e::x").is_none());
-        assert!(index.find("e::z::a").is_none());
+        assert!(matches!(index.find("e::x"), Lookup::NotACell));
+        assert!(matches!(index.find("[gate] e"), Lookup::NotACell));
+        assert!(matches!(index.find("e::z::a"), Lookup::NotACell));
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -354,14 +396,31 @@ mod tests {
         let text = fs::read(&index.path).unwrap();
         // Cut short inside the datasets, another format, not a header.
         fs::write(&index.path, &text[..text.len() - 10]).unwrap();
-        assert!(index.find("e::y::b").is_none());
-        assert!(index.find("e::x::a").is_some(), "the first case is whole");
+        assert!(matches!(index.find("e::y::b"), Lookup::NoIndex));
+        assert!(
+            matches!(index.find("e::x::a"), Lookup::Cell(..)),
+            "the first case is whole"
+        );
         let mut other = text.clone();
         other[20] = b'9';
         fs::write(&index.path, &other).unwrap();
-        assert!(index.find("e::x::a").is_none());
+        assert!(matches!(index.find("e::x::a"), Lookup::NoIndex));
+        // Lengths past the file's end are no index, not an allocation.
+        let header_end = text
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(2)
+            .unwrap()
+            .0;
+        let mut huge = b"scaffold cell index 1\n[]\n99999999999999\n".to_vec();
+        huge.extend_from_slice(&text[header_end + 1..]);
+        fs::write(&index.path, &huge).unwrap();
+        assert!(matches!(index.find("e::x::a"), Lookup::NoIndex));
         fs::write(&index.path, b"").unwrap();
-        assert!(index.find("e::x::a").is_none());
+        assert!(matches!(index.find("e::x::a"), Lookup::NoIndex));
+        let _ = fs::remove_file(&index.path);
+        assert!(matches!(index.find("e::x::a"), Lookup::NoIndex));
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use libtest_mimic::Arguments;
 
 use super::budget::{self, Budget};
-use super::cell_index::{CellIndex, IndexedCell};
+use super::cell_index::{CellIndex, IndexedCell, Lookup};
 use super::settings::{self, Settings, check_variant_globs};
 use super::suite::{build_evals, build_evals_for_cell};
 use super::{
@@ -77,15 +77,17 @@ impl Setup {
         // the index for the others.
         let index = CellIndex::of_run(&results_dir(manifest_dir).join("cells"), manifest_dir)
             .filter(|_| settings.resume.is_none() && std::env::var_os(FORK_FROM_ENV).is_none());
-        let (mut evals, one_cell) = match indexed_cell(index.as_ref(), args, &settings) {
-            Some((evals, cell)) => (evals, Some(cell)),
-            None => {
+        let (mut evals, one_cell, keep_index) = match indexed_cell(index.as_ref(), args, &settings)
+        {
+            Indexed::Cell(evals, cell) => (evals, Some(cell), false),
+            found => {
                 let mut evals = build_evals(manifest_dir).map_err(SetupError::Suite)?;
                 apply_settings(&settings, &mut evals).map_err(line)?;
-                (evals, None)
+                // A test the index reads and has no cell of keeps it as it is.
+                (evals, None, !matches!(found, Indexed::NotACell))
             }
         };
-        let index = index.filter(|_| one_cell.is_none());
+        let index = index.filter(|_| keep_index);
         let budgets = budget::budgets(settings.max_cost, &evals);
         if mode == RecorderMode::Record && fake.is_none() && !args.list {
             check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
@@ -233,23 +235,42 @@ fn gate_options(
         .collect())
 }
 
+/// What the run's index makes of this process.
+enum Indexed {
+    /// The cell `NAME --exact` names, and the suite built for it alone.
+    Cell(Vec<Box<dyn ErasedEval>>, IndexedCell),
+    /// The index reads and has no such cell.
+    NotACell,
+    /// No index to use: none, one that does not read, one this suite does
+    /// not match, or a process that runs more than one test.
+    None,
+}
+
 /// The cell `NAME --exact` names, as the run's `index` has it, and the
-/// suite built for it alone (settings applied); none when the index does
-/// not have it or the suite built here does not give that cell there.
-fn indexed_cell(
-    index: Option<&CellIndex>,
-    args: &Arguments,
-    settings: &Settings,
-) -> Option<(Vec<Box<dyn ErasedEval>>, IndexedCell)> {
-    let name = args
-        .filter
-        .as_deref()
-        .filter(|_| args.exact && !args.list)?;
-    let (cell, dataset) = index?.find(name)?;
-    let mut evals = build_evals_for_cell(&cell, dataset)?;
-    apply_settings(settings, &mut evals).ok()?;
-    let id = evals.get(cell.eval)?.cell_id(cell.within)?;
-    (id.to_string() == cell.name).then_some((evals, cell))
+/// suite built for it alone (settings applied), if the suite built here
+/// gives that cell at that place.
+fn indexed_cell(index: Option<&CellIndex>, args: &Arguments, settings: &Settings) -> Indexed {
+    let name = args.filter.as_deref().filter(|_| args.exact && !args.list);
+    let (Some(index), Some(name)) = (index, name) else {
+        return Indexed::None;
+    };
+    let (cell, dataset) = match index.find(name) {
+        Lookup::Cell(cell, dataset) => (cell, dataset),
+        Lookup::NotACell => return Indexed::NotACell,
+        Lookup::NoIndex => return Indexed::None,
+    };
+    let Some(mut evals) = build_evals_for_cell(&cell, dataset) else {
+        return Indexed::None;
+    };
+    let same = apply_settings(settings, &mut evals).is_ok()
+        && evals
+            .get(cell.eval)
+            .and_then(|eval| eval.cell_id(cell.within))
+            .is_some_and(|id| id.to_string() == cell.name);
+    match same {
+        true => Indexed::Cell(evals, cell),
+        false => Indexed::None,
+    }
 }
 
 #[cfg(test)]
