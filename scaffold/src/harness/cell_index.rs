@@ -36,7 +36,7 @@ pub(super) const KIND_PREFIX: &str = "[eval] ";
 #[derive(Debug)]
 pub(super) enum Lookup {
     /// The cell and its dataset with its case alone.
-    Cell(IndexedCell, Dataset),
+    Cell(Box<(IndexedCell, Dataset)>),
     /// The index reads, and has no cell of that name (a gate, another
     /// binary's test, a typo): building the suite will say.
     NotACell,
@@ -279,7 +279,7 @@ fn read(path: &Path, name: &str) -> io::Result<Lookup> {
         ignored: ignored == 1,
         evals,
     };
-    Ok(Lookup::Cell(cell, dataset))
+    Ok(Lookup::Cell(Box::new((cell, dataset))))
 }
 
 /// The evals' names and counts of the header line.
@@ -360,9 +360,10 @@ mod tests {
     fn a_cell_is_read_back_with_its_case_alone_and_the_runs_plan() {
         let dir = scratch("read");
         let index = written(&dir, "r1");
-        let Lookup::Cell(cell, ds) = index.find("e::y::b") else {
+        let Lookup::Cell(found) = index.find("e::y::b") else {
             panic!("not indexed")
         };
+        let (cell, ds) = *found;
         assert_eq!(
             (cell.name.as_str(), cell.eval, cell.within),
             ("e::y::b", 1, 1)
@@ -377,9 +378,10 @@ mod tests {
             .collect();
         assert_eq!(names, [("other", 3), ("e", 2)]);
         // As nextest names it: with the kind `--list` prints.
-        let Lookup::Cell(first, ds) = index.find("[eval] e::x::a") else {
+        let Lookup::Cell(found) = index.find("[eval] e::x::a") else {
             panic!("not indexed")
         };
+        let (first, ds) = *found;
         assert_eq!((first.within, first.ignored), (0, false));
         assert_eq!(ds.cases[0].id, "a");
         // A name that is only the start of another's, or no cell's.

@@ -255,7 +255,7 @@ fn indexed_cell(index: Option<&CellIndex>, args: &Arguments, settings: &Settings
         return Indexed::None;
     };
     let (cell, dataset) = match index.find(name) {
-        Lookup::Cell(cell, dataset) => (cell, dataset),
+        Lookup::Cell(found) => *found,
         Lookup::NotACell => return Indexed::NotACell,
         Lookup::NoIndex => return Indexed::None,
     };
