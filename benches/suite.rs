@@ -255,6 +255,11 @@ fn child(dir: &str) -> ExitCode {
     code
 }
 
+// What `scaffold::main!()` gives an eval binary, so that the harness
+// children measure what a suite runs (and the HTTP floor, the same binary,
+// allocates alike).
+scaffold::__global_allocator!();
+
 fn main() -> ExitCode {
     if let Ok(dir) = std::env::var(CHILD_ENV) {
         return child(&dir);

@@ -68,6 +68,8 @@ pub use serde_json;
 /// ```
 #[doc(hidden)]
 pub mod __private {
+    #[cfg(feature = "mimalloc")]
+    pub use crate::harness::allocator::Allocator;
     pub use crate::harness::erased::{ErasedEval, HarnessCell, erase};
     pub use crate::harness::registry::{
         Built, DatasetRegistration, EvalDef, EvalOutput, EvalRegistration, IntoDatasets,

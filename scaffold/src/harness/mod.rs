@@ -87,6 +87,8 @@
 //! baseline). With `markdown` selected and `GITHUB_STEP_SUMMARY` set, the
 //! Markdown is appended to the step summary.
 
+#[cfg(feature = "mimalloc")]
+pub(crate) mod allocator;
 mod budget;
 mod cell;
 mod cell_index;
@@ -152,6 +154,10 @@ use trials::Cells;
 /// would pass with 0 tests, so the macro refuses to compile there. Cargo
 /// sets `cfg(test)` either way; what differs is `rustc --test`, the only
 /// build that keeps `#[test]` items, so the error sits in one.
+///
+/// The binary allocates with mimalloc (the default feature `mimalloc`): a
+/// suite that sets its own `#[global_allocator]` depends on
+/// `scaffold-evals` with `default-features = false`.
 #[macro_export]
 macro_rules! main {
     () => {
@@ -166,10 +172,34 @@ macro_rules! main {
             ));
         }
 
+        $crate::__global_allocator!();
+
         fn main() -> ::std::process::ExitCode {
             $crate::harness::main_for(env!("CARGO_MANIFEST_DIR"), file!(), line!())
         }
     };
+}
+
+/// The eval binary's `#[global_allocator]`, which [`main!`] declares:
+/// mimalloc with the default feature `mimalloc` (see `allocator`), else
+/// none (the system's).
+#[cfg(feature = "mimalloc")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __global_allocator {
+    () => {
+        #[global_allocator]
+        static SCAFFOLD_ALLOCATOR: $crate::__private::Allocator = $crate::__private::Allocator;
+    };
+}
+
+/// Without the feature `mimalloc`, the binary keeps the system allocator
+/// (or the suite's own `#[global_allocator]`).
+#[cfg(not(feature = "mimalloc"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __global_allocator {
+    () => {};
 }
 
 /// The eval run this process takes part in.
