@@ -256,8 +256,9 @@ fn child(dir: &str) -> ExitCode {
 }
 
 // What `scaffold::main!()` gives an eval binary, so that the harness
-// children measure what a suite runs (and the HTTP floor, the same binary,
-// allocates alike).
+// children measure what a suite runs: the system allocator, or mimalloc
+// with `--features scaffold-evals/mimalloc` (the HTTP floor, the same
+// binary, allocates alike).
 scaffold::__global_allocator!();
 
 fn main() -> ExitCode {

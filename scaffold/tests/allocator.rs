@@ -1,6 +1,7 @@
-//! The allocator `scaffold::main!()` gives the eval binary: what it
-//! expands, here in a binary of its own (the library's unit tests keep
-//! glibc's, whose trimming `harness::memory` tests).
+//! The allocator `scaffold::main!()` gives the eval binary with the feature
+//! `mimalloc` (`.ci/run` runs this test with it): what it expands, here in
+//! a binary of its own (the library's unit tests keep glibc's, whose
+//! trimming `harness::memory` tests).
 
 scaffold::__global_allocator!();
 

@@ -1,12 +1,12 @@
-//! The eval binary's allocator (the default feature `mimalloc`): mimalloc,
+//! The eval binary's allocator with the feature `mimalloc`: mimalloc,
 //! set to hand freed memory back at once.
 //!
 //! A played-back cell allocates often and briefly on many threads: under
 //! glibc's allocator a fifth of its CPU time went to `malloc` and `free`.
 //! mimalloc as it comes keeps freed pages for a while and commits its
 //! arenas eagerly, which tripled a 10,000-cell run's peak memory; with
-//! purging at once and arenas committed as they are used, the run keeps
-//! glibc's peak memory and mimalloc's speed (`benches/PERFORMANCE.md`).
+//! purging at once and arenas committed as they are used, the run's peak
+//! is about 1.3 MiB above glibc's at any size (`benches/PERFORMANCE.md`).
 //! `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ARENA_EAGER_COMMIT` in the
 //! environment still win.
 

@@ -155,9 +155,8 @@ use trials::Cells;
 /// sets `cfg(test)` either way; what differs is `rustc --test`, the only
 /// build that keeps `#[test]` items, so the error sits in one.
 ///
-/// The binary allocates with mimalloc (the default feature `mimalloc`): a
-/// suite that sets its own `#[global_allocator]` depends on
-/// `scaffold-evals` with `default-features = false`.
+/// With the feature `mimalloc` the binary allocates with mimalloc (faster
+/// in the release profile; see the crate's README).
 #[macro_export]
 macro_rules! main {
     () => {
@@ -181,8 +180,8 @@ macro_rules! main {
 }
 
 /// The eval binary's `#[global_allocator]`, which [`main!`] declares:
-/// mimalloc with the default feature `mimalloc` (see `allocator`), else
-/// none (the system's).
+/// mimalloc with the feature `mimalloc` (see `allocator`), else none (the
+/// system's).
 #[cfg(feature = "mimalloc")]
 #[doc(hidden)]
 #[macro_export]
