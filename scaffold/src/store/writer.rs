@@ -150,7 +150,7 @@ impl Command {
     }
 
     /// Commands that need everything before them committed.
-    pub(super) fn is_barrier(&self) -> bool {
+    fn is_barrier(&self) -> bool {
         matches!(
             self,
             Command::Delete { .. } | Command::Flush(_) | Command::Read(_)
@@ -179,8 +179,7 @@ impl Command {
         }
     }
 
-    /// Commands a caller waits for: committed at once.
-    pub(super) fn waited_for(&self) -> bool {
+    fn waited_for(&self) -> bool {
         matches!(self, Command::Run { .. })
     }
 }
@@ -390,7 +389,7 @@ impl Writer {
         loop {
             let idle_checkpoint = self.config.idle_checkpoint.filter(|_| wal_grew);
             let got = match (batch.is_empty(), idle_checkpoint) {
-                (false, _) => queue.take_lingering_until(&mut taken, since + self.config.linger),
+                (false, _) => queue.take_all_until(&mut taken, since + self.config.linger),
                 (true, Some(idle)) => queue.take_all_until(&mut taken, Instant::now() + idle),
                 (true, None) => queue.take_all(&mut taken),
             };
