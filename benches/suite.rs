@@ -32,7 +32,7 @@
 //!   change to every session summary (each snapshot edited, `INSTA_UPDATE=no`),
 //!   in which every cell goes to insta: its time per cell should not grow
 //!   with the cells; and once per size, one cell as nextest runs it
-//!   (`--list`, then `NAME --exact` in a process of its own, 5 times):
+//!   (`--list`, then `'[eval] NAME' --exact` in a process of its own, 5 times):
 //!   what a process repeats for the whole suite (the datasets, the test
 //!   list) shows as time that grows with the cells.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
@@ -1038,7 +1038,7 @@ fn playback(
         )?;
         println!(
             "  {:>6}  {:>8.1} ms {:>11} {:>5.1} MiB  (one cell in its own process, as nextest runs it: \
-             `NAME --exact`; wall time of the process, median of {NEXTEST_PROCESSES})",
+             `'[eval] NAME' --exact`; wall time of the process, median of {NEXTEST_PROCESSES})",
             "",
             ms(one.wall),
             "",

@@ -6,7 +6,7 @@
 //! mimalloc as it comes keeps freed pages for a while and commits its
 //! arenas eagerly, which tripled a 10,000-cell run's peak memory; with
 //! purging at once and arenas committed as they are used, the run's peak
-//! is about 1.3 MiB above glibc's at any size (`benches/PERFORMANCE.md`).
+//! is 0.6–1.9 MiB above glibc's (`benches/PERFORMANCE.md`).
 //! `MIMALLOC_PURGE_DELAY` and `MIMALLOC_ARENA_EAGER_COMMIT` in the
 //! environment still win.
 
