@@ -257,7 +257,7 @@ fn child(dir: &str) -> ExitCode {
 
 // What `scaffold::main!()` gives an eval binary, so that the harness
 // children measure what a suite runs: the system allocator, or mimalloc
-// with `--features scaffold-evals/mimalloc` (the HTTP floor, the same
+// with `--features scaffold/mimalloc` (the HTTP floor, the same
 // binary, allocates alike).
 scaffold::__global_allocator!();
 

@@ -100,13 +100,9 @@ impl Entry {
         if !self.write {
             return;
         }
-        let Ok(bytes) = encode(dataset) else {
+        let Some(bytes) = encode_exact(dataset) else {
             return;
         };
-        let same = decode(&bytes).is_some_and(|back| back == *dataset);
-        if !same {
-            return;
-        }
         let written = crate::util::write_atomic(&self.path, false, |out| {
             std::io::Write::write_all(out, &bytes)
         });
@@ -125,6 +121,15 @@ impl Entry {
 /// `dataset` as compact JSON, every field kept (what [`decode`] reads).
 pub(crate) fn encode(dataset: &Dataset) -> serde_json::Result<Vec<u8>> {
     serde_json::to_vec(&Stored::of(dataset))
+}
+
+/// [`encode`]'s bytes of `dataset`, if they read back as the dataset itself:
+/// what a cache may keep (it can save a parse, never give another dataset).
+pub(crate) fn encode_exact(dataset: &Dataset) -> Option<Vec<u8>> {
+    let bytes = encode(dataset).ok()?;
+    decode(&bytes)
+        .is_some_and(|back| back == *dataset)
+        .then_some(bytes)
 }
 
 /// The dataset [`encode`] wrote, if `bytes` are one.

@@ -21,16 +21,13 @@ use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::trials::CELL_KIND;
 use crate::dataset::Dataset;
-use crate::dataset::cache::{decode, encode};
+use crate::dataset::cache::{decode, encode_exact};
 use crate::util::{Fingerprint, file_safe};
 
 /// The first line of an index: its format.
 const MAGIC: &str = "scaffold cell index 1";
-
-/// How libtest-mimic's `--list` prints a cell's test before its name (the
-/// trials' kind), and so how nextest names it to the process that runs it.
-pub(super) const KIND_PREFIX: &str = "[eval] ";
 
 /// What the index says of one test name.
 #[derive(Debug)]
@@ -119,7 +116,13 @@ impl CellIndex {
     /// alone. `name` is a test name as `--list` prints it, its kind
     /// (`[eval] `) included, as nextest passes it, or without it.
     pub(super) fn find(&self, name: &str) -> Lookup {
-        let name = name.strip_prefix(KIND_PREFIX).unwrap_or(name);
+        // `--list` prints a test's kind before its name, and nextest names
+        // the test to the process that runs it as `--list` printed it.
+        let name = name
+            .strip_prefix('[')
+            .and_then(|n| n.strip_prefix(CELL_KIND))
+            .and_then(|n| n.strip_prefix("] "))
+            .unwrap_or(name);
         read(&self.path, name).unwrap_or(Lookup::NoIndex)
     }
 
@@ -188,16 +191,9 @@ impl IndexWriter {
         let at = match self.last {
             Some((last, at)) if last == key => at,
             _ => {
-                // Kept only if it reads back as itself, as the datasets'
-                // cache keeps them: the index can make a process faster,
-                // never give it another case.
-                let encoded = alone(dataset, case).and_then(|ds| {
-                    let bytes = encode(&ds).ok()?;
-                    decode(&bytes)
-                        .is_some_and(|back| back == ds)
-                        .then_some(bytes)
-                });
-                let Some(bytes) = encoded else {
+                // Kept only if it reads back as itself: the index can make
+                // a process faster, never give it another case.
+                let Some(bytes) = alone(dataset, case).and_then(|ds| encode_exact(&ds)) else {
                     self.complete = false;
                     return;
                 };

@@ -11,6 +11,9 @@ use super::settings::glob_matches;
 use super::setup::Setup;
 use super::{ErasedEval, EvalPlan, GateOptions, Harness, erased, under_nextest, wanted_tags};
 
+/// The kind of a cell's trial: `--list` prints `[eval] NAME`.
+pub(super) const CELL_KIND: &str = "eval";
+
 /// The trials of the cells this process may run, and what the run and the
 /// progress bar need to know of them.
 #[derive(Default)]
@@ -212,6 +215,6 @@ fn cell_trial(
         Some(h) => h.cell_test(e, index),
         None => Err("the harness was not set up".into()),
     })
-    .with_kind("eval")
+    .with_kind(CELL_KIND)
     .with_ignored_flag(ignored)
 }
