@@ -102,6 +102,10 @@ const EVAL_ENV: &str = "SCAFFOLD_BENCH_EVAL";
 /// Set in a child: make the HTTP exchanges of this many playback cells and
 /// nothing else (see [`http_floor`]) instead of running the harness.
 const FLOOR_ENV: &str = "SCAFFOLD_BENCH_FLOOR";
+/// Set instead of running the suite: serve the fake provider with this
+/// latency (milliseconds) until killed, printing its URLs as the
+/// environment a child needs (to profile a kept package's child by hand).
+const SERVE_ENV: &str = "SCAFFOLD_BENCH_SERVE";
 /// Processes timed for one cell as nextest runs it.
 const NEXTEST_PROCESSES: usize = 5;
 
@@ -264,6 +268,9 @@ scaffold::__global_allocator!();
 fn main() -> ExitCode {
     if let Ok(dir) = std::env::var(CHILD_ENV) {
         return child(&dir);
+    }
+    if let Ok(latency) = std::env::var(SERVE_ENV) {
+        return serve(&latency);
     }
     match parent() {
         Ok(()) => ExitCode::SUCCESS,
@@ -766,6 +773,33 @@ fn warm(dir: &Path) -> Res<()> {
         }
     }
     Ok(())
+}
+
+/// [`SERVE_ENV`]: the fake provider server alone, until the process is killed.
+fn serve(latency_ms: &str) -> ExitCode {
+    let Ok(latency) = latency_ms.parse::<u64>() else {
+        eprintln!("error: {SERVE_ENV} is milliseconds of latency, not {latency_ms:?}");
+        return ExitCode::FAILURE;
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let server = match runtime.block_on(FakeProviderServer::start()) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    server.set_latency(Duration::from_millis(latency));
+    println!("OPENAI_BASE_URL={}", server.openai_base_url());
+    println!("ANTHROPIC_BASE_URL={}", server.anthropic_base_url());
+    runtime.block_on(std::future::pending::<()>());
+    ExitCode::SUCCESS
 }
 
 fn with_urls(server: &FakeProviderServer) {
