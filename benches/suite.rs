@@ -73,7 +73,11 @@
 //! from 5,000 cells; the median is reported), `SCAFFOLD_BENCH_KEEP=1` (keep the temporary packages,
 //! with their recordings and snapshots, to profile a child on them: the
 //! command line of a child is `SCAFFOLD_BENCH_CHILD={package} SCAFFOLD_BENCH_EVAL=playback
-//! SCAFFOLD_DATABASE=... {this binary} playback::`).
+//! SCAFFOLD_DATABASE=... {this binary} playback::`), and
+//! `SCAFFOLD_BENCH_SERVE={ms}` (run nothing but the fake provider server,
+//! with that latency, until killed; it prints the `OPENAI_BASE_URL` and
+//! `ANTHROPIC_BASE_URL` a kept package's live child needs, run by hand
+//! with `SCAFFOLD_MODE=live {this binary} live:: --test-threads 32`).
 
 mod common;
 
