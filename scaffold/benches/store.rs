@@ -8,8 +8,8 @@
 //! * insert throughput for one session of N signals (default 1,000,000; a
 //!   realistic mix with ~10% small state changes) through `Store::append`,
 //!   one signal per call and 64 per call, beside a baseline measured in the
-//!   same run: the same rows inserted into the same schema with one bare
-//!   rusqlite prepared statement in one transaction. Every figure includes
+//!   same run: the same signals inserted into the same schema, in blocks
+//!   of 64, with one bare rusqlite prepared statement in one transaction. Every figure includes
 //!   making the signals and serializing their payloads; the time to make
 //!   them alone is printed too. `Store::append` serializes payloads on the
 //!   caller's thread while the writer thread inserts, so on two or more
@@ -120,7 +120,12 @@ fn fresh_path(dir: &Path, name: &str) -> PathBuf {
     p
 }
 
-/// The same rows, one prepared statement, one transaction.
+/// Signals per block in the baseline, as the store's batched appends.
+const BASELINE_BLOCK: usize = 64;
+
+/// The same signals, one prepared statement, one transaction: blocks of
+/// [`BASELINE_BLOCK`] in the store's layout (`signal_blocks`, a JSON array
+/// of signals each).
 fn baseline(path: &Path, n: u64) -> Result<Duration, Box<dyn std::error::Error>> {
     // Same schema and pragmas as the store.
     drop(Store::open(path)?);
@@ -136,22 +141,30 @@ fn baseline(path: &Path, n: u64) -> Result<Duration, Box<dyn std::error::Error>>
     let tx = conn.transaction()?;
     {
         let mut st = tx.prepare(
-            "INSERT INTO signals (session_id, idx, name, payload, at_ms, agent, state_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO signal_blocks (session_id, first_idx, last_idx, signals) \
+             VALUES (?1, ?2, ?3, ?4)",
         )?;
+        let mut block = Vec::with_capacity(BASELINE_BLOCK);
+        let mut insert = |block: &mut Vec<Signal>| -> Result<(), Box<dyn std::error::Error>> {
+            if let (Some(first), Some(last)) = (block.first(), block.last()) {
+                let text = serde_json::to_string(block)?;
+                st.execute(rusqlite::params![
+                    "base",
+                    first.index as i64,
+                    last.index as i64,
+                    text
+                ])?;
+            }
+            block.clear();
+            Ok(())
+        };
         for s in signals(n) {
-            let payload = serde_json::to_string(&s.payload)?;
-            let key = scaffold::_cargo_scaffold_support::signal::names::state_key(&s.name);
-            st.execute(rusqlite::params![
-                "base",
-                s.index as i64,
-                s.name,
-                payload,
-                s.at_ms as i64,
-                s.agent,
-                key
-            ])?;
+            block.push(s);
+            if block.len() == BASELINE_BLOCK {
+                insert(&mut block)?;
+            }
         }
+        insert(&mut block)?;
     }
     tx.commit()?;
     Ok(start.elapsed())

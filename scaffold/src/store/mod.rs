@@ -66,6 +66,7 @@
 //! # }
 //! ```
 
+mod blocks;
 mod claim;
 mod error;
 mod location;
@@ -874,40 +875,7 @@ impl Store {
     /// The signals with `from <= index <= to`, in index order.
     pub fn signals_range(&self, id: &str, from: u64, to: u64) -> Result<Vec<Signal>, StoreError> {
         let id = id.to_owned();
-        self.read(move |conn, path| {
-            let what = || format!("reading the signals of session {id} in [{from}, {to}]");
-            let from = to_i64(path, "signals_range start", from).unwrap_or(i64::MAX);
-            let to = to_i64(path, "signals_range end", to).unwrap_or(i64::MAX);
-            let mut st = conn
-                .prepare_cached(
-                    "SELECT idx, name, payload, at_ms, agent FROM signals \
-                     WHERE session_id = ?1 AND idx >= ?2 AND idx <= ?3 ORDER BY idx",
-                )
-                .ctx(path, what)?;
-            let mut rows = st.query(params![id, from, to]).ctx(path, what)?;
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().ctx(path, what)? {
-                let idx: i64 = row.get(0).ctx(path, what)?;
-                let name: String = row.get(1).ctx(path, what)?;
-                let payload = row
-                    .get_ref(2)
-                    .and_then(|v| Ok(v.as_str()?))
-                    .ctx(path, what)?;
-                let payload: Value = serde_json::from_str(payload).ctx(path, || {
-                    format!("parsing the payload of signal {idx} of session {id}")
-                })?;
-                let at: i64 = row.get(3).ctx(path, what)?;
-                let agent: Option<String> = row.get(4).ctx(path, what)?;
-                out.push(Signal {
-                    index: to_u64(path, "signals.idx", idx)?,
-                    name,
-                    payload,
-                    at_ms: to_u64(path, "signals.at_ms", at)?,
-                    agent,
-                });
-            }
-            Ok(out)
-        })
+        self.read(move |conn, path| blocks::signals_in(conn, path, &id, (from, to)))
     }
 
     /// The sessions that pass `filter`, newest first.

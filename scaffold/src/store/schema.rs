@@ -6,7 +6,8 @@
 //! `eval_run_evals` and `cell_results` tables, version 3 rebuilt
 //! `cell_results` and `session_tags`, version 4 added
 //! `eval_runs.selection`, version 5 `eval_runs.source`, version 6 the
-//! cells' search index and cost column); steps already
+//! cells' search index and cost column, version 7 the signals in
+//! blocks); steps already
 //! released are never edited.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
@@ -59,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         version: 6,
         description: "each cell's session and cost as columns; a full-text index of the cells",
         sql: V6,
+    },
+    Migration {
+        version: 7,
+        description: "a session's signals stored a block per append",
+        sql: V7,
     },
 ];
 
@@ -236,28 +242,48 @@ ALTER TABLE eval_runs ADD COLUMN source TEXT;
 /// requests (`provider:start`: prompts and histories, which repeat the
 /// input and earlier answers): answers, tool calls and results, states,
 /// errors. The harness builds the same text from the signals it holds
-/// (`RecordedCell::signals`); a macro so that the migration and the
-/// writer share this one.
+/// (`RecordedCell::signals`); a macro so that the migrations and the
+/// writer share this one. Its argument reads the strings of the signals
+/// of session `c.session_id` as `j.value`, where `j.type = 'text'`: the
+/// signals' table as version 6 found it, or their blocks since version 7
+/// ([`signal_texts_of_c`]).
 macro_rules! cell_text_of_c {
-    () => {
-        "coalesce((SELECT group_concat(j.value, ' ') FROM json_tree(c.record) j \
+    ($signal_texts:expr) => {
+        concat!(
+            "coalesce((SELECT group_concat(j.value, ' ') FROM json_tree(c.record) j \
            WHERE j.type = 'text' AND (j.fullkey IN ('$.case', '$.dataset', '$.variant', '$.error') \
              OR j.fullkey LIKE '$.input%' OR j.fullkey LIKE '$.output%' \
              OR j.fullkey LIKE '$.assertions%')), '') \
          || ' ' || \
-         coalesce((SELECT group_concat(j.value, ' ') FROM signals s, json_tree(s.payload) j \
-           WHERE s.session_id = c.session_id AND s.name <> 'provider:start' \
-             AND j.type = 'text'), '')"
+         coalesce((SELECT group_concat(j.value, ' ') FROM ",
+            $signal_texts,
+            "), '')"
+        )
     };
 }
-
+/// [`cell_text_of_c`]'s signals in version 6: a row each.
+macro_rules! signal_texts_of_c_v6 {
+    () => {
+        "signals s, json_tree(s.payload) j \
+           WHERE s.session_id = c.session_id AND s.name <> 'provider:start' \
+             AND j.type = 'text'"
+    };
+}
+/// [`cell_text_of_c`]'s signals since version 7: a block of them per row.
+macro_rules! signal_texts_of_c {
+    () => {
+        "signal_blocks b, json_each(b.signals) e, json_tree(e.value, '$.payload') j \
+           WHERE b.session_id = c.session_id \
+             AND json_extract(e.value, '$.name') <> 'provider:start' AND j.type = 'text'"
+    };
+}
 /// Put the cells waiting in `cell_text_pending` into the search index (the
 /// text the harness gave, else their rows' own) and empty it. The writer
 /// does it in batches, off the cells' commits: FTS5 writes a segment per
 /// transaction that inserts, which cost a played-back cell a quarter more.
 pub(crate) const INDEX_PENDING: &str = concat!(
     "INSERT INTO cell_text (rowid, body) SELECT c.rowid, coalesce(p.body, ",
-    cell_text_of_c!(),
+    cell_text_of_c!(signal_texts_of_c!()),
     ") FROM cell_text_pending p JOIN cell_results c ON c.rowid = p.rowid; \
      DELETE FROM cell_text_pending;"
 );
@@ -285,9 +311,54 @@ CREATE INDEX cell_results_summary ON cell_results (run_id, eval, passed, cost_us
 CREATE VIRTUAL TABLE cell_text USING fts5 (body, content = '', contentless_delete = 1);
 CREATE TABLE cell_text_pending (rowid INTEGER PRIMARY KEY, body TEXT);
 INSERT INTO cell_text (rowid, body) SELECT c.rowid, ",
-    cell_text_of_c!(),
+    cell_text_of_c!(signal_texts_of_c_v6!()),
     " FROM cell_results c;"
 );
+/// Version 7: a session's signals stored a block per append, not a row
+/// each. A played-back cell's two dozen signals were two dozen rows of
+/// `signals`, each keyed by its session's id, and a row of the partial
+/// index of state changes for each of those: a third of the store's
+/// writing. Reads take the blocks a range overlaps and keep its signals.
+///
+/// * `signal_blocks` holds the signals of one append (or, migrated, of
+///   the whole session) with indices `first_idx..=last_idx`, as a JSON
+///   array of signals as `Signal` serializes them (`index`, `name`,
+///   `payload`, `atMs`, `agent` when there is one), in index order. A
+///   rowid table, as `cell_results` (version 3): a block is often more
+///   than the kilobyte a `WITHOUT ROWID` b-tree keeps in a page.
+/// * `signal_blocks_session` serves a session's blocks in order.
+/// * `state_changes` keeps each `state:<key>:changed` signal's key and
+///   payload a row each too (what the partial index `signals_state` gave),
+///   so that `state_at` reads the changes since a checkpoint alone.
+const V7: &str = "
+CREATE TABLE signal_blocks (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    first_idx  INTEGER NOT NULL,
+    last_idx   INTEGER NOT NULL,
+    signals    TEXT NOT NULL
+);
+CREATE UNIQUE INDEX signal_blocks_session ON signal_blocks (session_id, first_idx);
+CREATE TABLE state_changes (
+    session_id TEXT NOT NULL,
+    idx        INTEGER NOT NULL,
+    state_key  TEXT NOT NULL,
+    payload    TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx)
+) WITHOUT ROWID;
+INSERT INTO state_changes (session_id, idx, state_key, payload)
+    SELECT session_id, idx, state_key, payload FROM signals WHERE state_key IS NOT NULL;
+INSERT INTO signal_blocks (session_id, first_idx, last_idx, signals)
+    SELECT session_id, min(idx), max(idx), json_group_array(json(signal) ORDER BY idx) FROM (
+        SELECT session_id, idx, CASE WHEN agent IS NULL
+            THEN json_object('index', idx, 'name', name, 'payload', json(payload), 'atMs', at_ms)
+            ELSE json_object('index', idx, 'name', name, 'payload', json(payload), 'atMs', at_ms,
+                             'agent', agent)
+            END AS signal
+        FROM signals
+    ) GROUP BY session_id;
+DROP TABLE signals;
+";
 
 /// The version recorded in the database.
 pub(crate) fn user_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
@@ -618,7 +689,7 @@ mod tests {
     }
 
     #[test]
-    fn state_query_uses_the_partial_index() {
+    fn state_changes_are_read_by_their_key() {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate(&mut conn, ":memory:").unwrap();
         let plan: Vec<String> = conn
@@ -632,8 +703,148 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert!(
-            plan.iter().any(|p| p.contains("signals_state")),
+            plan.iter().any(|p| p.contains("USING PRIMARY KEY")),
             "plan: {plan:?}"
         );
+    }
+
+    #[test]
+    fn a_sessions_blocks_are_read_by_their_index() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, ":memory:").unwrap();
+        let plan: Vec<String> = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN {}",
+                super::super::blocks::BLOCKS_SQL
+            ))
+            .unwrap()
+            .query_map(["s", "0", "10"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|p| p.contains("signal_blocks_session")),
+            "plan: {plan:?}"
+        );
+    }
+
+    #[test]
+    fn version_7_keeps_every_signal_of_a_version_6_database() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let tx = conn.transaction().unwrap();
+        for m in MIGRATIONS.iter().filter(|m| m.version <= 6) {
+            tx.execute_batch(m.sql).unwrap();
+        }
+        tx.pragma_update(None, "user_version", 6).unwrap();
+        tx.commit().unwrap();
+        for id in ["s1", "s2"] {
+            conn.execute(
+                "INSERT INTO sessions (id, workflow, input, initial_state, started_at) \
+                 VALUES (?1, 'w', 'null', '{}', 1)",
+                [id],
+            )
+            .unwrap();
+        }
+        // Out of index order on purpose, an agent on some, text to escape.
+        let rows = [
+            (
+                "s1",
+                2,
+                "state:plan:changed",
+                r#"{"newValue":[1,"two"]}"#,
+                30,
+                None,
+            ),
+            (
+                "s1",
+                0,
+                "agent:activated",
+                r#"{"agent":"a"}"#,
+                10,
+                Some("a"),
+            ),
+            ("s2", 0, "text:delta", r#""quote \" and ü""#, 5, None),
+            (
+                "s1",
+                1,
+                "text:delta",
+                r#"{"text":"<b>hi</b>\n"}"#,
+                20,
+                Some("a"),
+            ),
+        ];
+        for (id, idx, name, payload, at, agent) in rows {
+            conn.execute(
+                "INSERT INTO signals (session_id, idx, name, payload, at_ms, agent, state_key) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![
+                    id,
+                    idx,
+                    name,
+                    payload,
+                    at,
+                    agent,
+                    crate::signal::names::state_key(name)
+                ],
+            )
+            .unwrap();
+        }
+        assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 6);
+        let s1 = super::super::blocks::signals_in(&conn, ":memory:", "s1", (0, u64::MAX)).unwrap();
+        let got: Vec<(u64, &str, String, u64, Option<&str>)> = s1
+            .iter()
+            .map(|s| {
+                let payload = s.payload.to_string();
+                (
+                    s.index,
+                    s.name.as_str(),
+                    payload,
+                    s.at_ms,
+                    s.agent.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    0,
+                    "agent:activated",
+                    r#"{"agent":"a"}"#.to_string(),
+                    10,
+                    Some("a")
+                ),
+                (
+                    1,
+                    "text:delta",
+                    r#"{"text":"<b>hi</b>\n"}"#.to_string(),
+                    20,
+                    Some("a")
+                ),
+                (
+                    2,
+                    "state:plan:changed",
+                    r#"{"newValue":[1,"two"]}"#.to_string(),
+                    30,
+                    None
+                ),
+            ]
+        );
+        let s2 = super::super::blocks::signals_in(&conn, ":memory:", "s2", (0, 9)).unwrap();
+        assert_eq!(s2[0].payload, serde_json::json!("quote \" and ü"));
+        let state = super::super::state::state_at(&conn, ":memory:", "s1", 2, false).unwrap();
+        assert_eq!(state, serde_json::json!({"plan": [1, "two"]}));
+        let changes: i64 = conn
+            .query_row("SELECT COUNT(*) FROM state_changes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(changes, 1, "the state change is kept a row of its own");
+        let tables: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_schema WHERE name = 'signals'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "the old table is gone");
     }
 }

@@ -10,7 +10,7 @@
 //! folded state after signal `idx`) every `checkpoint_interval` signals, when
 //! the state changed since the previous checkpoint. [`state_at`] starts from
 //! the nearest checkpoint at or before the index asked for and folds only the
-//! state changes after it, read through the partial index `signals_state`.
+//! state changes after it, read from `state_changes` (a row per change).
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
@@ -20,9 +20,8 @@ use super::error::{Context, StoreError, to_i64};
 use crate::signal::Signal;
 
 /// The state changes of one session in `(after, upto]`, in index order.
-pub(crate) const STATE_CHANGES_SQL: &str = "SELECT state_key, payload FROM signals \
-     INDEXED BY signals_state \
-     WHERE session_id = ?1 AND state_key IS NOT NULL AND idx > ?2 AND idx <= ?3 \
+pub(crate) const STATE_CHANGES_SQL: &str = "SELECT state_key, payload FROM state_changes \
+     WHERE session_id = ?1 AND idx > ?2 AND idx <= ?3 \
      ORDER BY idx";
 
 const CHECKPOINT_SQL: &str = "SELECT idx, state FROM checkpoints \
@@ -195,7 +194,7 @@ pub(crate) fn load_running(
 ) -> Result<(Value, Option<u64>), StoreError> {
     let state = state_at(conn, path, id, u64::MAX, true)?;
     let last: Option<i64> = conn
-        .prepare_cached("SELECT max(idx) FROM signals WHERE session_id = ?1")
+        .prepare_cached("SELECT max(last_idx) FROM signal_blocks WHERE session_id = ?1")
         .and_then(|mut st| st.query_row([id], |r| r.get(0)))
         .ctx(path, || {
             format!("reading the last signal index of session {id}")

@@ -13,7 +13,6 @@
 //! recorded in [`Shared`] and reported by the handle's next call.
 
 use std::ffi::c_int;
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -30,71 +29,142 @@ use super::state::{change_of, load_running, set_key};
 use super::{SessionEnd, SessionMeta};
 use crate::signal::{Signal, names};
 
-/// The signals of one append, serialized by the caller into one buffer so
-/// that the writer only binds slices (and frees two allocations, not a tree
-/// of JSON values per signal).
+/// The signals of one append, serialized by the caller into the block the
+/// writer stores them in (one row of `signal_blocks`: a JSON array, each
+/// signal as [`Signal`] serializes), so that the writer only binds it.
 pub(crate) struct Rows {
-    /// The session id, then names, payload JSON and agents, one after the other.
-    text: String,
-    session: Range<usize>,
-    rows: Vec<RowMeta>,
-    /// For each state-change row, in order: the new value, or `None` for a removal.
-    changes: Vec<Option<Value>>,
+    session: String,
+    block: String,
+    /// Each signal's index, in order.
+    indexes: Vec<u64>,
+    /// The state changes among them, in order.
+    changes: Vec<StateChange>,
 }
 
-struct RowMeta {
-    index: u64,
-    at_ms: u64,
-    name: Range<usize>,
-    payload: Range<usize>,
-    agent: Option<Range<usize>>,
+/// A `state:<key>:changed` signal of an append, kept a row of its own too.
+struct StateChange {
+    /// Its position in [`Rows::indexes`].
+    at: usize,
+    key: String,
+    /// Its payload as JSON.
+    payload: String,
+    /// The key's new value, or `None` for a removal.
+    value: Option<Value>,
 }
 
 impl Rows {
     /// Serialize `signals` of `session`.
     pub(crate) fn new(session: &str, signals: &[Signal]) -> Result<Rows, serde_json::Error> {
-        let mut bytes: Vec<u8> = Vec::with_capacity(session.len() + signals.len() * 96);
-        let mut rows = Vec::with_capacity(signals.len());
         let mut changes = Vec::new();
-        let push = |bytes: &mut Vec<u8>, s: &str| {
-            let start = bytes.len();
-            bytes.extend_from_slice(s.as_bytes());
-            start..bytes.len()
-        };
-        let session = push(&mut bytes, session);
-        for s in signals {
-            let name = push(&mut bytes, &s.name);
-            let start = bytes.len();
-            serde_json::to_writer(&mut bytes, &s.payload)?;
-            let payload = start..bytes.len();
-            let agent = s.agent.as_deref().map(|a| push(&mut bytes, a));
-            if names::state_key(&s.name).is_some() {
-                changes.push(change_of(&s.payload));
+        for (at, s) in signals.iter().enumerate() {
+            if let Some(key) = names::state_key(&s.name) {
+                changes.push(StateChange {
+                    at,
+                    key: key.to_owned(),
+                    payload: serde_json::to_string(&s.payload)?,
+                    value: change_of(&s.payload),
+                });
             }
-            rows.push(RowMeta {
-                index: s.index,
-                at_ms: s.at_ms,
-                name,
-                payload,
-                agent,
-            });
         }
-        // serde_json writes UTF-8 and the rest came from `&str`s, so this does not fail.
-        let text = String::from_utf8(bytes).map_err(serde::ser::Error::custom)?;
+        // About what a signal takes as JSON, so that the block seldom grows
+        // by copying itself.
+        let mut block = Vec::with_capacity(16 + signals.len() * 160);
+        serde_json::to_writer(&mut block, signals)?;
+        // serde_json writes UTF-8, so this does not fail.
+        let block = String::from_utf8(block).map_err(serde::ser::Error::custom)?;
         Ok(Rows {
-            text,
-            session,
-            rows,
+            session: session.to_owned(),
+            block,
+            indexes: signals.iter().map(|s| s.index).collect(),
             changes,
         })
     }
 
     fn len(&self) -> usize {
-        self.rows.len()
+        self.indexes.len()
     }
 
     fn session(&self) -> &str {
-        self.text.get(self.session.clone()).unwrap_or_default()
+        &self.session
+    }
+}
+
+/// The signals a transaction stores, a block per session and run of
+/// consecutive appends, up to [`BLOCK_BYTES`]: a session appended a signal
+/// at a time, as fast as the writer takes them, is stored in blocks of
+/// many, not one row each.
+#[derive(Default)]
+struct Blocks<'a> {
+    open: Vec<Block<'a>>,
+}
+
+/// One `signal_blocks` row being made.
+struct Block<'a> {
+    session: &'a str,
+    first: u64,
+    last: u64,
+    /// A JSON array of the signals, as [`Rows`] made it: an append's own
+    /// until a second one joins it.
+    text: std::borrow::Cow<'a, str>,
+}
+
+/// The most text a block gathers from appends: within a page of the
+/// table's 4 KiB, so that a block needs no overflow page.
+const BLOCK_BYTES: usize = 3500;
+
+impl<'a> Blocks<'a> {
+    /// Add an append of `session` to its open block (the store's order
+    /// checks passed), storing that block with `store` first when the
+    /// append does not fit in it.
+    fn add(
+        &mut self,
+        session: &'a str,
+        rows: &'a Rows,
+        store: impl FnOnce(&Block<'a>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let (Some(&first), Some(&last)) = (rows.indexes.first(), rows.indexes.last()) else {
+            return Ok(());
+        };
+        let fresh = Block {
+            session,
+            first,
+            last,
+            text: std::borrow::Cow::Borrowed(&rows.block),
+        };
+        match self.open.iter_mut().find(|b| b.session == session) {
+            Some(open) if open.text.len() + rows.block.len() <= BLOCK_BYTES => {
+                // `[a,b]` and `[c]` make `[a,b,c]`.
+                let text = open.text.to_mut();
+                text.pop();
+                text.push(',');
+                text.push_str(rows.block.get(1..).unwrap_or_default());
+                open.last = last;
+            }
+            Some(open) => {
+                store(open)?;
+                *open = fresh;
+            }
+            None => self.open.push(fresh),
+        }
+        Ok(())
+    }
+
+    /// Store every open block.
+    fn finish(self, conn: &Connection, path: &str) -> Result<(), StoreError> {
+        self.open.iter().try_for_each(|b| b.insert(conn, path))
+    }
+}
+
+impl Block<'_> {
+    fn insert(&self, conn: &Connection, path: &str) -> Result<(), StoreError> {
+        let (session, first, last) = (self.session, self.first, self.last);
+        let what = || format!("storing signals {first} to {last} of session {session}");
+        let from = to_i64(path, "signal index", first)?;
+        let to = to_i64(path, "signal index", last)?;
+        conn.prepare_cached(INSERT_BLOCK)
+            .and_then(|mut st| st.execute(params![session, from, to, self.text]))
+            .ctx(path, what)?;
+        Ok(())
     }
 }
 
@@ -300,8 +370,10 @@ enum BatchError {
     Write(StoreError),
 }
 
-const INSERT_SIGNAL: &str = "INSERT INTO signals (session_id, idx, name, payload, at_ms, agent, state_key) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+const INSERT_BLOCK: &str = "INSERT INTO signal_blocks (session_id, first_idx, last_idx, signals) \
+     VALUES (?1, ?2, ?3, ?4)";
+const INSERT_STATE_CHANGE: &str =
+    "INSERT INTO state_changes (session_id, idx, state_key, payload) VALUES (?1, ?2, ?3, ?4)";
 const INSERT_CHECKPOINT: &str =
     "INSERT OR REPLACE INTO checkpoints (session_id, idx, state) VALUES (?1, ?2, ?3)";
 const INSERT_SESSION: &str = "INSERT INTO sessions (id, workflow, variant, parent_id, fork_point, input, \
@@ -594,10 +666,7 @@ impl Writer {
         let recorded = (batch.iter())
             .filter(|c| matches!(c, Command::Run { op, .. } if op.records_cell()))
             .count();
-        let mut insert = tx
-            .prepare_cached(INSERT_SIGNAL)
-            .ctx(path, || "preparing the signal insert".into())
-            .map_err(BatchError::Write)?;
+        let mut blocks = Blocks::default();
         for c in batch {
             match c {
                 Command::Begin(meta) => {
@@ -633,7 +702,9 @@ impl Writer {
                     let Some(run) = running.get_mut(session) else {
                         continue;
                     };
-                    append(&tx, &mut insert, path, config, session, run, rows)
+                    append(&tx, path, config, session, run, rows).map_err(BatchError::Write)?;
+                    blocks
+                        .add(session, rows, |b| b.insert(&tx, path))
                         .map_err(BatchError::Write)?;
                     let n = rows.len() as u64;
                     match counts.iter_mut().find(|(s, _)| *s == session) {
@@ -668,7 +739,7 @@ impl Writer {
                 Command::Delete { .. } | Command::Flush(_) | Command::Read(_) => {}
             }
         }
-        drop(insert);
+        blocks.finish(&tx, path).map_err(BatchError::Write)?;
         for (session, n) in counts {
             let n = to_i64(path, "signal count", n).map_err(BatchError::Write)?;
             tx.prepare_cached(ADD_COUNT)
@@ -701,7 +772,9 @@ impl Writer {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .ctx(path, what)?;
-        tx.execute("DELETE FROM signals WHERE session_id = ?1", [id])
+        tx.execute("DELETE FROM signal_blocks WHERE session_id = ?1", [id])
+            .ctx(path, what)?;
+        tx.execute("DELETE FROM state_changes WHERE session_id = ?1", [id])
             .ctx(path, what)?;
         tx.execute("DELETE FROM checkpoints WHERE session_id = ?1", [id])
             .ctx(path, what)?;
@@ -806,50 +879,44 @@ fn begin(conn: &Connection, path: &str, m: &SessionMeta) -> Result<(), StoreErro
 
 fn append(
     conn: &Connection,
-    insert: &mut rusqlite::CachedStatement<'_>,
     path: &str,
     config: &WriterConfig,
     session: &str,
     run: &mut Running,
     rows: &Rows,
 ) -> Result<(), StoreError> {
-    let mut changes = rows.changes.iter();
-    for r in &rows.rows {
-        if let Some(last) = run.last.filter(|&last| r.index <= last) {
+    let Some(&last) = rows.indexes.last() else {
+        return Ok(());
+    };
+    let mut before = run.last;
+    for &index in &rows.indexes {
+        if let Some(last) = before.filter(|&last| index <= last) {
             return Err(StoreError::OutOfOrder {
                 path: path.to_owned(),
                 id: session.to_owned(),
-                index: r.index,
+                index,
                 last,
             });
         }
-        let slice = |range: &Range<usize>| rows.text.get(range.clone()).unwrap_or_default();
-        let name = slice(&r.name);
-        let key = names::state_key(name);
-        let idx = to_i64(path, "signal index", r.index)?;
-        let at = to_i64(path, "signal atMs", r.at_ms)?;
-        insert
-            .execute(params![
-                session,
-                idx,
-                name,
-                slice(&r.payload),
-                at,
-                r.agent.as_ref().map(slice),
-                key
-            ])
-            .ctx(path, || {
-                format!("storing signal {} of session {session}", r.index)
-            })?;
-        run.last = Some(r.index);
-        if let Some(key) = key {
-            set_key(&mut run.state, key, changes.next().cloned().flatten());
+        before = Some(index);
+    }
+    run.last = Some(last);
+    let mut changes = rows.changes.iter().peekable();
+    for (at, &index) in rows.indexes.iter().enumerate() {
+        if let Some(change) = changes.next_if(|c| c.at == at) {
+            let idx = to_i64(path, "signal index", index)?;
+            conn.prepare_cached(INSERT_STATE_CHANGE)
+                .and_then(|mut st| st.execute(params![session, idx, change.key, change.payload]))
+                .ctx(path, || {
+                    format!("storing state change {index} of session {session}")
+                })?;
+            set_key(&mut run.state, &change.key, change.value.clone());
             run.dirty = true;
         }
         run.since_checkpoint += 1;
         if config.checkpoint_interval > 0 && run.since_checkpoint >= config.checkpoint_interval {
             if run.dirty {
-                checkpoint(conn, path, session, r.index, &run.state)?;
+                checkpoint(conn, path, session, index, &run.state)?;
                 run.dirty = false;
             }
             run.since_checkpoint = 0;

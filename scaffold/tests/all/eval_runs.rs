@@ -238,7 +238,7 @@ fn a_recorded_cell_is_committed_when_record_cell_returns() {
         .unwrap();
     let stored: i64 = raw
         .query_row(
-            "SELECT COUNT(*) FROM signals WHERE session_id = 's'",
+            "SELECT coalesce(sum(last_idx - first_idx + 1), 0) FROM signal_blocks WHERE session_id = 's'",
             [],
             |r| r.get(0),
         )
@@ -289,6 +289,30 @@ fn a_cell_whose_session_lost_writes_is_not_recorded() {
     assert_eq!(store.recorded_cells("r").unwrap().len(), 1);
 }
 
+/// The signals of this version's layout (blocks, schema version 7) back in
+/// the table of versions 1 to 6, a row each.
+const SIGNALS_AS_ROWS: &str = "
+    CREATE TABLE signals (
+        session_id TEXT NOT NULL,
+        idx        INTEGER NOT NULL,
+        name       TEXT NOT NULL,
+        payload    TEXT NOT NULL,
+        at_ms      INTEGER NOT NULL,
+        agent      TEXT,
+        state_key  TEXT,
+        PRIMARY KEY (session_id, idx)
+    ) WITHOUT ROWID;
+    CREATE INDEX signals_state ON signals (session_id, idx) WHERE state_key IS NOT NULL;
+    INSERT INTO signals (session_id, idx, name, payload, at_ms, agent, state_key)
+        SELECT b.session_id, e.value ->> '$.index', e.value ->> '$.name',
+            e.value -> '$.payload', e.value ->> '$.atMs', e.value ->> '$.agent',
+            CASE WHEN (e.value ->> '$.name') GLOB 'state:*:changed'
+                THEN substr(e.value ->> '$.name', 7, length(e.value ->> '$.name') - 14) END
+        FROM signal_blocks b, json_each(b.signals) e;
+    DROP TABLE signal_blocks;
+    DROP TABLE state_changes;
+";
+
 #[test]
 fn a_version_1_database_is_migrated_in_place() {
     let dir = TempDir::new();
@@ -312,16 +336,24 @@ fn a_version_1_database_is_migrated_in_place() {
     }
     // Take the file back to version 1: the tables version 2 added are gone.
     let raw = rusqlite::Connection::open(dir.db()).unwrap();
-    raw.execute_batch(
-        "DROP TABLE cell_text; DROP TABLE cell_text_pending; DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; \
+    raw.execute_batch(&format!(
+        "{SIGNALS_AS_ROWS} \
+         DROP TABLE cell_text; DROP TABLE cell_text_pending; DROP TABLE cell_results; DROP TABLE eval_run_evals; DROP TABLE eval_runs; \
          PRAGMA user_version = 1;",
-    )
+    ))
     .unwrap();
     drop(raw);
 
     let store = Store::open(dir.db()).unwrap();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     assert_eq!(store.session("old").unwrap().unwrap().signal_count, 1);
+    let kept = store.signals("old").unwrap();
+    assert_eq!(
+        kept.iter()
+            .map(|s| (s.index, s.name.as_str(), &s.payload))
+            .collect::<Vec<_>>(),
+        [(0, "a", &json!({}))]
+    );
     assert!(store.eval_runs().unwrap().is_empty());
     store
         .begin_eval_run(&EvalRunMeta::new("r", "harness").eval("qa", config()))
@@ -414,6 +446,7 @@ fn a_version_2_database_is_migrated_and_its_cells_read_back_the_same() {
          ALTER TABLE eval_runs DROP COLUMN source;
          DROP TABLE cell_text;
          DROP TABLE cell_text_pending;
+         {SIGNALS_AS_ROWS}
          {V2_TABLES}
          INSERT INTO cell_results (run_id, eval, cell, record, passed, snapshot_ok, finished_at)
              SELECT run_id, eval, cell, record, passed, snapshot_ok, finished_at FROM cell_results_v3;

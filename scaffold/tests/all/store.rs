@@ -416,7 +416,8 @@ fn a_fresh_file_is_migrated_and_reopening_keeps_version_and_data() {
             "eval_runs",
             "session_tags",
             "sessions",
-            "signals"
+            "signal_blocks",
+            "state_changes"
         ]
     );
     drop(raw);
@@ -636,7 +637,7 @@ fn lingering_signals_are_committed_without_a_flush() {
     // Nobody waits for these writes: they are committed once the linger is
     // over, with the store still open and no flush.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let sql = "SELECT COUNT(*) FROM signals WHERE session_id = 's'";
+    let sql = "SELECT coalesce(sum(last_idx - first_idx + 1), 0) FROM signal_blocks WHERE session_id = 's'";
     while count_from_outside(&dir.db(), sql) < 10 {
         assert!(
             std::time::Instant::now() < deadline,
