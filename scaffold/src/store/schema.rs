@@ -688,20 +688,21 @@ mod tests {
         assert_eq!(indexes, 0);
     }
 
-    #[test]
-    fn state_changes_are_read_by_their_key() {
+    /// SQLite's plan for `sql` (three parameters) on a fresh database.
+    fn plan_of(sql: &str) -> Vec<String> {
         let mut conn = Connection::open_in_memory().unwrap();
         migrate(&mut conn, ":memory:").unwrap();
-        let plan: Vec<String> = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN {}",
-                super::super::state::STATE_CHANGES_SQL
-            ))
+        conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
             .query_map(["s", "0", "10"], |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<Result<_, _>>()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn state_changes_are_read_by_their_key() {
+        let plan = plan_of(super::super::state::STATE_CHANGES_SQL);
         assert!(
             plan.iter().any(|p| p.contains("USING PRIMARY KEY")),
             "plan: {plan:?}"
@@ -710,18 +711,7 @@ mod tests {
 
     #[test]
     fn a_sessions_blocks_are_read_by_their_index() {
-        let mut conn = Connection::open_in_memory().unwrap();
-        migrate(&mut conn, ":memory:").unwrap();
-        let plan: Vec<String> = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN {}",
-                super::super::blocks::BLOCKS_SQL
-            ))
-            .unwrap()
-            .query_map(["s", "0", "10"], |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let plan = plan_of(super::super::blocks::BLOCKS_SQL);
         assert!(
             plan.iter().any(|p| p.contains("signal_blocks_session")),
             "plan: {plan:?}"
