@@ -248,13 +248,7 @@ fn ratelimit_cases() -> Result<Dataset, DatasetError> {
 
 fn child(dir: &str) -> ExitCode {
     let code = match std::env::var(FLOOR_ENV).ok().and_then(|n| n.parse().ok()) {
-        Some(cells) => match http_floor(Path::new(dir), cells) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Some(cells) => exit_code(http_floor(Path::new(dir), cells)),
         None => scaffold::harness::main_in(dir),
     };
     if let Some(path) = std::env::var_os(STATS_ENV) {
@@ -274,9 +268,14 @@ fn main() -> ExitCode {
         return child(&dir);
     }
     if let Ok(latency) = std::env::var(SERVE_ENV) {
-        return serve(&latency);
+        return exit_code(serve(&latency));
     }
-    match parent() {
+    exit_code(parent())
+}
+
+/// Success, or the error printed and failure.
+fn exit_code(result: Res<()>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -780,30 +779,17 @@ fn warm(dir: &Path) -> Res<()> {
 }
 
 /// [`SERVE_ENV`]: the fake provider server alone, until the process is killed.
-fn serve(latency_ms: &str) -> ExitCode {
-    let Ok(latency) = latency_ms.parse::<u64>() else {
-        eprintln!("error: {SERVE_ENV} is milliseconds of latency, not {latency_ms:?}");
-        return ExitCode::FAILURE;
-    };
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let server = match runtime.block_on(FakeProviderServer::start()) {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+fn serve(latency_ms: &str) -> Res<()> {
+    let latency: u64 = latency_ms
+        .parse()
+        .map_err(|_| format!("{SERVE_ENV} is milliseconds of latency, not {latency_ms:?}"))?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let server = runtime.block_on(FakeProviderServer::start())?;
     server.set_latency(Duration::from_millis(latency));
     println!("OPENAI_BASE_URL={}", server.openai_base_url());
     println!("ANTHROPIC_BASE_URL={}", server.anthropic_base_url());
     runtime.block_on(std::future::pending::<()>());
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn with_urls(server: &FakeProviderServer) {

@@ -1,5 +1,5 @@
 //! Reading a session's signals from their blocks (`signal_blocks`, schema
-//! version 7): each row holds the signals of one append as a JSON array,
+//! version 7): each row holds the signals of a run of appends as a JSON array,
 //! each signal as [`Signal`] serializes it, in index order.
 
 use rusqlite::{Connection, params};
@@ -11,38 +11,14 @@ use crate::signal::Signal;
 /// order: from the one that holds `?2` (the last to start at or before it;
 /// blocks do not overlap), so that a late range reads its own blocks, not
 /// every block before it.
-pub(crate) const BLOCKS_SQL: &str = "SELECT first_idx, signals FROM signal_blocks \
+pub(crate) const BLOCKS_SQL: &str = "SELECT signals FROM signal_blocks \
      WHERE session_id = ?1 AND first_idx <= ?3 AND last_idx >= ?2 \
        AND first_idx >= coalesce((SELECT max(first_idx) FROM signal_blocks \
                                   WHERE session_id = ?1 AND first_idx <= ?2), 0) \
      ORDER BY first_idx";
 
-/// Call `each` with the text of every block of session `id` that holds an
-/// index in `[from, to]` (indices beyond `i64::MAX` mean the end), in
-/// index order; `what` says what is being read, for errors.
-pub(crate) fn each_block(
-    conn: &Connection,
-    path: &str,
-    id: &str,
-    (from, to): (u64, u64),
-    what: &dyn Fn() -> String,
-    mut each: impl FnMut(&str) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
-    let from = to_i64(path, "signal index", from).unwrap_or(i64::MAX);
-    let to = to_i64(path, "signal index", to).unwrap_or(i64::MAX);
-    let mut st = conn.prepare_cached(BLOCKS_SQL).ctx(path, what)?;
-    let mut rows = st.query(params![id, from, to]).ctx(path, what)?;
-    while let Some(row) = rows.next().ctx(path, what)? {
-        let block = row
-            .get_ref(1)
-            .and_then(|v| Ok(v.as_str()?))
-            .ctx(path, what)?;
-        each(block)?;
-    }
-    Ok(())
-}
-
-/// The signals of session `id` with `from <= index <= to`, in index order.
+/// The signals of session `id` with `from <= index <= to` (indices beyond
+/// `i64::MAX` mean the end), in index order.
 pub(crate) fn signals_in(
     conn: &Connection,
     path: &str,
@@ -50,22 +26,24 @@ pub(crate) fn signals_in(
     (from, to): (u64, u64),
 ) -> Result<Vec<Signal>, StoreError> {
     let what = || format!("reading the signals of session {id} in [{from}, {to}]");
+    let first = to_i64(path, "signal index", from).unwrap_or(i64::MAX);
+    let last = to_i64(path, "signal index", to).unwrap_or(i64::MAX);
+    let mut st = conn.prepare_cached(BLOCKS_SQL).ctx(path, what)?;
+    let mut rows = st.query(params![id, first, last]).ctx(path, what)?;
     let mut out = Vec::new();
-    each_block(conn, path, id, (from, to), &what, |block| {
-        let signals = parse(path, id, block)?;
+    while let Some(row) = rows.next().ctx(path, what)? {
+        let block = row
+            .get_ref(0)
+            .and_then(|v| Ok(v.as_str()?))
+            .ctx(path, what)?;
+        let signals: Vec<Signal> = serde_json::from_str(block).ctx(path, || {
+            format!("parsing a block of signals of session {id}")
+        })?;
         out.extend(
             signals
                 .into_iter()
                 .filter(|s| (from..=to).contains(&s.index)),
         );
-        Ok(())
-    })?;
+    }
     Ok(out)
-}
-
-/// Parse one block of session `id`.
-pub(crate) fn parse(path: &str, id: &str, block: &str) -> Result<Vec<Signal>, StoreError> {
-    serde_json::from_str(block).ctx(path, || {
-        format!("parsing a block of signals of session {id}")
-    })
 }

@@ -113,18 +113,13 @@ struct Block<'a> {
 const BLOCK_BYTES: usize = 3500;
 
 impl<'a> Blocks<'a> {
-    /// Add an append of `session` to its open block (the store's order
-    /// checks passed), storing that block with `store` first when the
-    /// append does not fit in it.
-    fn add(
-        &mut self,
-        session: &'a str,
-        rows: &'a Rows,
-        store: impl FnOnce(&Block<'a>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    /// Add an append to its session's open block (the store's order checks
+    /// passed), storing that block first when the append does not fit in it.
+    fn add(&mut self, conn: &Connection, path: &str, rows: &'a Rows) -> Result<(), StoreError> {
         let (Some(&first), Some(&last)) = (rows.indexes.first(), rows.indexes.last()) else {
             return Ok(());
         };
+        let session = rows.session();
         let fresh = Block {
             session,
             first,
@@ -141,7 +136,7 @@ impl<'a> Blocks<'a> {
                 open.last = last;
             }
             Some(open) => {
-                store(open)?;
+                open.insert(conn, path)?;
                 *open = fresh;
             }
             None => self.open.push(fresh),
@@ -703,9 +698,7 @@ impl Writer {
                         continue;
                     };
                     append(&tx, path, config, session, run, rows).map_err(BatchError::Write)?;
-                    blocks
-                        .add(session, rows, |b| b.insert(&tx, path))
-                        .map_err(BatchError::Write)?;
+                    blocks.add(&tx, path, rows).map_err(BatchError::Write)?;
                     let n = rows.len() as u64;
                     match counts.iter_mut().find(|(s, _)| *s == session) {
                         Some((_, total)) => *total += n,
