@@ -67,6 +67,7 @@
 //! ```
 
 mod blocks;
+mod checkpointer;
 mod claim;
 mod error;
 mod location;
@@ -613,6 +614,10 @@ impl Store {
                 // is idle, so that closing the store has little left to move.
                 idle_checkpoint: file.then_some(IDLE_CHECKPOINT),
                 wal_checkpoint_frames: file.then_some(WAL_CHECKPOINT_FRAMES),
+                background_checkpoints: match &readers {
+                    Readers::Pool { path, .. } => Some((path.clone(), options.busy_timeout)),
+                    Readers::Writer => None,
+                },
             },
         )?;
         let thread = std::thread::Builder::new()

@@ -13,6 +13,7 @@
 //! recorded in [`Shared`] and reported by the handle's next call.
 
 use std::ffi::c_int;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use rusqlite::hooks::Wal;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
+use super::checkpointer::Checkpointer;
 use super::error::{Context, StoreError, to_i64};
 use super::queue::{CloseOnDrop, Queue};
 use super::runs::RunOp;
@@ -326,10 +328,16 @@ pub(crate) struct WriterConfig {
     /// that made it so has answered its waiters (file stores). Replaces
     /// SQLite's automatic checkpoint (1000 frames, run inside the commit).
     pub(crate) wal_checkpoint_frames: Option<u32>,
+    /// Run those checkpoints on a thread of their own, with a connection
+    /// to this database file and this busy timeout (file stores).
+    pub(crate) background_checkpoints: Option<(PathBuf, Duration)>,
 }
 
 /// The writer thread's state.
 pub(crate) struct Writer {
+    /// Runs the large checkpoints (file stores). Declared before `conn`:
+    /// dropped first, its connection closes before the writer's.
+    checkpointer: Option<Checkpointer>,
     conn: Connection,
     shared: Arc<Shared>,
     config: WriterConfig,
@@ -406,7 +414,10 @@ impl Writer {
                 |r| r.get::<_, bool>(0),
             )
             .ctx(&shared.path, || "looking for cells to index".into())?;
+        let checkpointer = (config.background_checkpoints.as_ref())
+            .map(|(file, busy_timeout)| Checkpointer::new(file, *busy_timeout));
         Ok(Writer {
+            checkpointer,
             conn,
             shared,
             config,
@@ -519,19 +530,28 @@ impl Writer {
     }
 
     /// Checkpoint the WAL if it has grown to
-    /// [`WriterConfig::wal_checkpoint_frames`]. Called once a commit's
-    /// waiters have their answer: their cells go on while the WAL is
-    /// copied, and what they queue meanwhile is committed together.
-    fn checkpoint_if_due(&self) {
+    /// [`WriterConfig::wal_checkpoint_frames`]: in the background when the
+    /// store has a [`Checkpointer`], and once that is done, the frames
+    /// committed meanwhile here. Called once a commit's waiters have their
+    /// answer: their cells go on while the WAL is copied.
+    fn checkpoint_if_due(&mut self) {
         let Some(limit) = self.config.wal_checkpoint_frames else {
             return;
         };
-        if self.wal_frames.load(Ordering::Relaxed) >= limit {
-            self.checkpoint();
-            // The next commit restarts the WAL, or tells its size again if
-            // readers kept the checkpoint from finishing.
-            self.wal_frames.store(0, Ordering::Relaxed);
+        let caught_up = self
+            .checkpointer
+            .as_ref()
+            .is_some_and(|c| c.take_finished());
+        if !caught_up && self.wal_frames.load(Ordering::Relaxed) < limit {
+            return;
         }
+        if !caught_up && self.checkpointer.as_mut().is_some_and(Checkpointer::ask) {
+            return;
+        }
+        self.checkpoint();
+        // The next commit restarts the WAL, or tells its size again if
+        // readers kept the checkpoint from finishing.
+        self.wal_frames.store(0, Ordering::Relaxed);
     }
 
     fn barrier(&mut self, command: Command) {
@@ -985,8 +1005,14 @@ mod tests {
     use super::*;
     use crate::store::{SessionMeta, configure, schema};
 
-    /// A writer on a fresh file in `dir`, checkpointing at `frames`, never when idle.
+    /// A writer on a fresh file in `dir`, checkpointing at `frames` on its
+    /// own thread, never when idle.
     fn file_writer(dir: &std::path::Path, frames: u32) -> Writer {
+        file_writer_with(dir, frames, false)
+    }
+
+    /// [`file_writer`], checkpointing in the background when `background`.
+    fn file_writer_with(dir: &std::path::Path, frames: u32, background: bool) -> Writer {
         let path = dir.join("scaffold.db");
         let name = path.display().to_string();
         let mut conn = Connection::open(&path).unwrap();
@@ -998,12 +1024,18 @@ mod tests {
             linger: Duration::ZERO,
             idle_checkpoint: None,
             wal_checkpoint_frames: Some(frames),
+            background_checkpoints: background.then(|| (path.clone(), Duration::from_secs(5))),
         };
         Writer::new(conn, Arc::new(Shared::new(name)), config).unwrap()
     }
 
     /// Write a session of `n` signals of 4 KB each (a page or more each).
     fn write_pages(writer: &mut Writer, n: u64) {
+        write_session_pages(writer, "s", n);
+    }
+
+    /// [`write_pages`] for session `id`.
+    fn write_session_pages(writer: &mut Writer, id: &str, n: u64) {
         let signals: Vec<Signal> = (0..n)
             .map(|i| Signal {
                 index: i,
@@ -1014,8 +1046,8 @@ mod tests {
             })
             .collect();
         let mut batch = vec![
-            Command::Begin(Box::new(SessionMeta::new("s", "w"))),
-            Command::Append(Rows::new("s", &signals).unwrap()),
+            Command::Begin(Box::new(SessionMeta::new(id, "w"))),
+            Command::Append(Rows::new(id, &signals).unwrap()),
         ];
         writer.write(&mut batch);
         assert!(writer.shared.take().is_none());
@@ -1050,5 +1082,54 @@ mod tests {
             drop(writer);
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+
+    #[test]
+    fn background_checkpoints_move_the_wal_and_let_it_start_again() {
+        let dir = std::env::temp_dir().join(format!("scaffold-writer-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wal = dir.join("scaffold.db-wal");
+        let wal_len = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+        let mut writer = file_writer_with(&dir, 100, true);
+        let mut longest = 0;
+        for round in 0..6 {
+            // Past the limit: the checkpoint is asked for, not run here.
+            write_session_pages(&mut writer, &format!("s{round}"), 300);
+            assert_ne!(writer.wal_frames.load(Ordering::Relaxed), 0);
+            let asked = std::time::Instant::now();
+            while !writer
+                .checkpointer
+                .as_ref()
+                .is_some_and(Checkpointer::finished)
+            {
+                assert!(
+                    asked.elapsed() < Duration::from_secs(20),
+                    "round {round}: the background checkpoint never finished"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            // It moved every page committed so far into the database.
+            let (file, whole) = sizes(&writer, &dir);
+            assert!(file >= whole, "round {round}: {file} of {whole} bytes");
+            // The next commit finds it done and the writer catches up on
+            // what came meanwhile; the commit after that writes from the
+            // WAL's start again.
+            write_session_pages(&mut writer, &format!("t{round}"), 1);
+            assert_eq!(
+                writer.wal_frames.load(Ordering::Relaxed),
+                0,
+                "round {round}: the writer did not catch up"
+            );
+            write_session_pages(&mut writer, &format!("u{round}"), 1);
+            longest = longest.max(wal_len());
+        }
+        // Six rounds of 300 pages and more: a WAL that never started again
+        // would hold them all (over 7 MB).
+        assert!(
+            longest > 0 && longest < 3 * 1024 * 1024,
+            "WAL of {longest} bytes"
+        );
+        drop(writer);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
