@@ -995,9 +995,9 @@ impl Harness {
         // cells leave. No more calls will come: the playback server lets go of
         // the requests it kept since its last reset (their read buffers) and
         // the parsed cassettes go, and the allocator hands the pages back
-        // (about 0.5 MiB at 10,000 cells).
+        // (about 0.5 MiB at 10,000 cells) when the cells were many.
         self.runtime.block_on(self.playback.release_idle());
-        memory::release_free_memory();
+        self.trim.before_summary();
         self.summarize(conclusion.num_failed)
     }
 }
