@@ -35,7 +35,16 @@ const FINISHED: u8 = 2;
 pub(crate) struct Checkpointer {
     file: PathBuf,
     busy_timeout: Duration,
-    thread: Option<Thread>,
+    thread: Background,
+}
+
+/// The checkpointer's thread.
+enum Background {
+    /// Not started yet: no checkpoint was asked for.
+    NotYet,
+    Running(Thread),
+    /// It could not start, or stopped: the writer checkpoints itself.
+    Unavailable,
 }
 
 /// The running thread.
@@ -52,18 +61,20 @@ impl Checkpointer {
         Checkpointer {
             file: file.to_path_buf(),
             busy_timeout,
-            thread: None,
+            thread: Background::NotYet,
         }
     }
 
     /// Ask for a checkpoint in the background: `false` when none can run
-    /// there (the thread or its connection could not start), and the
-    /// caller checkpoints itself. One already asked for counts as asked.
+    /// there (the thread or its connection could not start, or it stopped),
+    /// and the caller checkpoints itself. One already asked for counts as
+    /// asked.
     pub(crate) fn ask(&mut self) -> bool {
-        if self.thread.is_none() {
-            self.thread = Thread::start(&self.file, self.busy_timeout);
+        if let Background::NotYet = self.thread {
+            self.thread = Thread::start(&self.file, self.busy_timeout)
+                .map_or(Background::Unavailable, Background::Running);
         }
-        let Some(thread) = &self.thread else {
+        let Background::Running(thread) = &self.thread else {
             return false;
         };
         if thread
@@ -76,9 +87,16 @@ impl Checkpointer {
         match thread.ask.as_ref().map(|ask| ask.try_send(())) {
             Some(Ok(()) | Err(TrySendError::Full(()))) => true,
             _ => {
-                self.thread = None;
+                self.thread = Background::Unavailable;
                 false
             }
+        }
+    }
+
+    fn running(&self) -> Option<&Thread> {
+        match &self.thread {
+            Background::Running(thread) => Some(thread),
+            Background::NotYet | Background::Unavailable => None,
         }
     }
 
@@ -86,12 +104,12 @@ impl Checkpointer {
     /// has not said so yet.
     #[cfg(test)]
     pub(crate) fn finished(&self) -> bool {
-        (self.thread.as_ref()).is_some_and(|t| t.state.load(Ordering::Acquire) == FINISHED)
+        (self.running()).is_some_and(|t| t.state.load(Ordering::Acquire) == FINISHED)
     }
 
     /// Whether a checkpoint finished since the last call said so.
     pub(crate) fn take_finished(&self) -> bool {
-        self.thread.as_ref().is_some_and(|t| {
+        self.running().is_some_and(|t| {
             t.state
                 .compare_exchange(FINISHED, IDLE, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
@@ -146,5 +164,23 @@ impl Drop for Thread {
         if let Some(handle) = self.handle.take() {
             let _ = handle.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpointer_that_cannot_start_leaves_every_checkpoint_to_the_writer() {
+        let missing = std::env::temp_dir()
+            .join(format!("scaffold-checkpointer-{}", uuid::Uuid::new_v4()))
+            .join("scaffold.db");
+        let mut checkpointer = Checkpointer::new(&missing, Duration::from_secs(1));
+        assert!(!checkpointer.ask(), "no database to connect to");
+        assert!(matches!(checkpointer.thread, Background::Unavailable));
+        // Not tried again with every commit.
+        assert!(!checkpointer.ask());
+        assert!(!checkpointer.take_finished());
     }
 }
