@@ -343,12 +343,13 @@ enum Readers {
 /// checkpoints the WAL (a passive checkpoint: it never waits for readers).
 const IDLE_CHECKPOINT: Duration = Duration::from_millis(20);
 
-/// How many frames (pages) the WAL of a file store holds before the writer
-/// checkpoints it, SQLite's default being 1000. A page that many commits
+/// How many frames (pages) the WAL of a file store holds before it is
+/// checkpointed, SQLite's default being 1000. A page that many commits
 /// rewrite (an index's last leaf, a b-tree's root) is copied into the
 /// database once per checkpoint, so fewer, larger checkpoints copy fewer
-/// pages and sync the files less often. The WAL file grows to about 16 MB
-/// and keeps that size while the store is open.
+/// pages and sync the files less often. The checkpoint runs on a thread of
+/// its own while the writer goes on (see `checkpointer`), so the WAL file
+/// grows to about 20 MB and keeps that size while the store is open.
 const WAL_CHECKPOINT_FRAMES: u32 = 4000;
 
 /// How many idle read connections a store keeps.
