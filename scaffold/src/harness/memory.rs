@@ -25,9 +25,7 @@ impl Trim {
             release_free_memory();
         }
     }
-}
 
-impl Trim {
     /// Before the summary, which is the run's peak: trim if at least
     /// [`TRIM_EVERY`] cells finished (a trim walks every thread's arena,
     /// 2–3 ms with a live run's 32 threads, for the little a few cells

@@ -542,11 +542,13 @@ impl Writer {
             .checkpointer
             .as_ref()
             .is_some_and(|c| c.take_finished());
-        if !caught_up && self.wal_frames.load(Ordering::Relaxed) < limit {
-            return;
-        }
-        if !caught_up && self.checkpointer.as_mut().is_some_and(Checkpointer::ask) {
-            return;
+        if !caught_up {
+            if self.wal_frames.load(Ordering::Relaxed) < limit {
+                return;
+            }
+            if self.checkpointer.as_mut().is_some_and(Checkpointer::ask) {
+                return;
+            }
         }
         self.checkpoint();
         // The next commit restarts the WAL, or tells its size again if
@@ -1005,8 +1007,8 @@ mod tests {
     use super::*;
     use crate::store::{SessionMeta, configure, schema};
 
-    /// A writer on a fresh file in `dir`, checkpointing at `frames` on its
-    /// own thread, never when idle.
+    /// A writer on a fresh file in `dir`, checkpointing at `frames` itself
+    /// (no checkpoint thread), never when idle.
     fn file_writer(dir: &std::path::Path, frames: u32) -> Writer {
         file_writer_with(dir, frames, false)
     }
