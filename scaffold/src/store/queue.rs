@@ -140,6 +140,11 @@ impl Queue {
         self.completed.load(Ordering::SeqCst) == self.pushed.load(Ordering::SeqCst)
     }
 
+    /// Whether the queue accepts no more commands.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
     /// Accept no more commands; the writer finishes what is queued. Wakes everyone.
     pub(crate) fn close(&self) {
         let mut st = self.lock();

@@ -477,7 +477,9 @@ impl Writer {
                     // WAL into the database now, off the cells' path, rather
                     // than when the store closes.
                     self.index_pending();
-                    self.checkpoint();
+                    if self.checkpoint() && !queue.is_closed() {
+                        self.restart_wal();
+                    }
                     wal_grew = false;
                     continue;
                 }
@@ -522,11 +524,37 @@ impl Writer {
     }
 
     /// A passive WAL checkpoint; a failure (another process busy) only
-    /// leaves the work to the next one.
-    fn checkpoint(&self) {
-        let _ = self
+    /// leaves the work to the next one. Whether it moved every frame of the
+    /// WAL into the database.
+    fn checkpoint(&self) -> bool {
+        // (busy, frames in the WAL, frames moved)
+        let moved = self
             .conn
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            });
+        matches!(moved, Ok((0, frames, moved)) if frames > 0 && moved == frames)
+    }
+
+    /// Start the WAL again now that a checkpoint moved all of it: commit one
+    /// page (the schema version, rewritten as it is), so that SQLite begins
+    /// the WAL anew and syncs its header (as `synchronous = NORMAL` does
+    /// when a WAL is reused) here, while nothing waits. Otherwise the next
+    /// commit does it, with the records of the cells that waited for that
+    /// commit: a live run's cells, a wave at a time, paid a sync a wave. A
+    /// failure leaves it to that commit.
+    fn restart_wal(&mut self) {
+        let _ = (self.conn)
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .and_then(|tx| {
+                let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                tx.pragma_update(None, "user_version", version)?;
+                tx.commit()
+            });
     }
 
     /// Checkpoint the WAL if it has grown to

@@ -651,6 +651,54 @@ fn lingering_signals_are_committed_without_a_flush() {
     assert_eq!(count_from_outside(&dir.db(), sql), 11);
 }
 
+/// The frames of the WAL file at `wal` that belong to its current header
+/// (the same salts), in order: what a reader would use.
+fn current_wal_frames(wal: &std::path::Path) -> usize {
+    let Ok(bytes) = std::fs::read(wal) else {
+        return 0;
+    };
+    let Some(header) = bytes.get(..32) else {
+        return 0;
+    };
+    let page = u32::from_be_bytes([header[8], header[9], header[10], header[11]]) as usize;
+    let salts = &header[16..24];
+    bytes[32..]
+        .chunks_exact(24 + page)
+        .take_while(|frame| &frame[8..16] == salts)
+        .count()
+}
+
+#[test]
+fn an_idle_writer_starts_the_wal_again_before_the_next_commit() {
+    // A checkpoint that moved the whole WAL lets the next commit write from
+    // the WAL's start again, and SQLite syncs the WAL's header when it does:
+    // an idle writer does that now, with a commit of its own (one frame),
+    // rather than in the commit the next cells wait for.
+    let dir = TempDir::new();
+    let store = Store::open(dir.db()).unwrap();
+    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
+    let signals: Vec<Signal> = (0..50)
+        .map(|i| signal(i, "x", json!({"text": "a fairly long payload ".repeat(8)})))
+        .collect();
+    store.append("s", &signals).unwrap();
+    store.flush().unwrap();
+    let wal = dir.db().with_extension("db-wal");
+    assert!(current_wal_frames(&wal) > 1);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while current_wal_frames(&wal) != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the WAL was not started again within 10 s: {} frames",
+            current_wal_frames(&wal)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(store.signals("s").unwrap().len(), 50);
+    drop(store);
+    let store = Store::open(dir.db()).unwrap();
+    assert_eq!(store.signals("s").unwrap().len(), 50);
+}
+
 #[test]
 fn an_idle_writer_moves_the_wal_into_the_database() {
     // Closing a store checkpoints its WAL; an idle writer does it earlier,
