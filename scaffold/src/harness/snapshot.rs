@@ -870,6 +870,7 @@ mod tests {
     use crate::assert::{Assertion, AssertionResult};
     use crate::eval::CellId;
     use crate::scorer::Score;
+    use crate::util::arbitrary::{json_value, tricky_string};
     use std::path::PathBuf;
 
     struct Dir(PathBuf);
@@ -1120,97 +1121,6 @@ mod tests {
             dir.check("trailing", &trailing, &value),
             (true, Decided::Fast)
         );
-    }
-
-    /// Strings that exercise every rule of insta's quoting: its indicator
-    /// characters first and anywhere, its reserved words, numbers, dates,
-    /// spaces at either end, control characters, non-ASCII.
-    fn tricky_string() -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        let pieces = prop::sample::select(vec![
-            "a",
-            "Echo",
-            " ",
-            ":",
-            ": ",
-            "-",
-            "- ",
-            "&",
-            "*",
-            "?",
-            "|",
-            "<",
-            ">",
-            "=",
-            "!",
-            "%",
-            "@",
-            "{",
-            "}",
-            "[",
-            "]",
-            ",",
-            "#",
-            "`",
-            "\"",
-            "'",
-            "\\",
-            "\0",
-            "\x01",
-            "\x07",
-            "\x08",
-            "\t",
-            "\n",
-            "\x0b",
-            "\x0c",
-            "\r",
-            "\x0e",
-            "\x1b",
-            "\x1f",
-            "\x7f",
-            ".",
-            "0x",
-            "1",
-            "12",
-            "-3",
-            "2.5",
-            "1e3",
-            "inf",
-            "NaN",
-            "true",
-            "no",
-            "Null",
-            "~",
-            "y",
-            "2014-12-31",
-            "é",
-            "日本",
-            "\u{2028}",
-            "\u{85}",
-        ]);
-        prop::collection::vec(pieces, 0..5).prop_map(|p| p.concat())
-    }
-
-    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
-        use proptest::prelude::*;
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<u64>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(Value::from),
-            prop::sample::select(vec![0.0, 1.0, -1.5, 0.000084, 1e21, 1e-7]).prop_map(Value::from),
-            tricky_string().prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::btree_map(tricky_string(), inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
     }
 
     proptest::proptest! {

@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::RecorderError;
 
@@ -15,22 +17,24 @@ pub const CASSETTE_VERSION: u32 = 1;
 /// One recorded HTTP exchange, stored at `{recordings_dir}/{recording_id}.json`.
 ///
 /// Credentials are never part of a cassette (see the module docs of
-/// [`crate::provider::recorder`]).
+/// [`crate::provider::recorder`]). `B` is how its JSON bodies are held:
+/// parsed (the default), or as their text ([`RawCassette`], what playback
+/// reads on every call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Cassette {
+#[serde(rename_all = "camelCase", bound(deserialize = "B: Deserialize<'de>"))]
+pub struct Cassette<B = Value> {
     /// Format version, [`CASSETTE_VERSION`].
     pub version: u32,
     /// The recording id.
     pub id: String,
     /// What was sent.
-    pub request: RecordedRequest,
+    pub request: RecordedRequest<B>,
     /// Attempts that failed and were retried before `response` (a 429, a
     /// 503, ...), in order; playback answers them first, in turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub attempts: Vec<RecordedAttempt>,
+    pub attempts: Vec<RecordedAttempt<B>>,
     /// What came back (to the last attempt).
-    pub response: RecordedResponse,
+    pub response: RecordedResponse<B>,
     /// How long it took (the last attempt).
     pub timing: Timing,
     /// Its place among the calls of its run when it was recorded, for
@@ -41,10 +45,10 @@ pub struct Cassette {
 
 /// An attempt of a call that failed and was retried.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordedAttempt {
+#[serde(rename_all = "camelCase", bound(deserialize = "B: Deserialize<'de>"))]
+pub struct RecordedAttempt<B = Value> {
     /// What came back.
-    pub response: RecordedResponse,
+    pub response: RecordedResponse<B>,
     /// How long it took.
     pub timing: Timing,
     /// How long the client waited before its next attempt (its backoff).
@@ -54,8 +58,8 @@ pub struct RecordedAttempt {
 
 /// The recorded request, scrubbed of credentials.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordedRequest {
+#[serde(rename_all = "camelCase", bound(deserialize = "B: Deserialize<'de>"))]
+pub struct RecordedRequest<B = Value> {
     /// `POST`, `GET`, ...
     pub method: String,
     /// The URL path, without scheme, host or query.
@@ -68,13 +72,13 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The JSON body, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<Value>,
+    pub body: Option<B>,
 }
 
 /// The recorded response. At most one of `body`, `text` and `sse` is set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordedResponse {
+#[serde(rename_all = "camelCase", bound(deserialize = "B: Deserialize<'de>"))]
+pub struct RecordedResponse<B = Value> {
     /// HTTP status.
     pub status: u16,
     /// Kept headers (content type, request id, retry-after).
@@ -82,7 +86,7 @@ pub struct RecordedResponse {
     pub headers: BTreeMap<String, String>,
     /// A JSON body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<Value>,
+    pub body: Option<B>,
     /// A body that is not JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -98,7 +102,12 @@ pub struct RecordedResponse {
     pub error: Option<String>,
 }
 
-impl RecordedResponse {
+/// A cassette with its JSON bodies kept as their text, unparsed: what
+/// playback needs of a call (the request's body to compare byte for byte,
+/// the response's to send) without building a tree of each.
+pub(crate) type RawCassette = Cassette<Box<RawValue>>;
+
+impl<B> RecordedResponse<B> {
     /// How the recorded stream failed, when it did: the error as recorded
     /// (a cassette written before errors were kept says only that it broke
     /// off).
@@ -108,18 +117,6 @@ impl RecordedResponse {
                 .clone()
                 .unwrap_or_else(|| "the recorded stream broke off here".to_string())
         })
-    }
-
-    /// The body bytes playback serves: the SSE events joined, the JSON body
-    /// serialized compactly, or the text.
-    pub fn body_bytes(&self) -> Vec<u8> {
-        if let Some(events) = &self.sse {
-            return events.concat().into_bytes();
-        }
-        if let Some(body) = &self.body {
-            return serde_json::to_vec(body).unwrap_or_default();
-        }
-        self.text.clone().unwrap_or_default().into_bytes()
     }
 
     /// The content type playback serves.
@@ -137,6 +134,43 @@ impl RecordedResponse {
     }
 }
 
+impl RecordedResponse<Box<RawValue>> {
+    /// The body bytes playback serves: the SSE events joined, the JSON body
+    /// as compact JSON (its text without the whitespace between tokens,
+    /// which is what serializing the parsed body gives for a body the
+    /// recorder wrote), or the text.
+    pub(crate) fn body_bytes(&self) -> Vec<u8> {
+        if let Some(events) = &self.sse {
+            return events.concat().into_bytes();
+        }
+        if let Some(body) = &self.body {
+            return compact_json(body.get()).into_bytes();
+        }
+        self.text.clone().unwrap_or_default().into_bytes()
+    }
+}
+
+/// `json` (valid JSON text) without the whitespace between its tokens.
+pub(crate) fn compact_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if !matches!(c, ' ' | '\n' | '\r' | '\t') {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Timing of the recorded call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -148,11 +182,11 @@ pub struct Timing {
     pub first_byte_ms: u64,
 }
 
-impl Cassette {
+impl<B> Cassette<B> {
     /// The answer to attempt `attempt` (0 for the first) of the call: a
     /// recorded failed attempt while there is one, then the final response
     /// (to every later attempt too).
-    pub fn exchange(&self, attempt: u32) -> (&RecordedResponse, Timing) {
+    pub fn exchange(&self, attempt: u32) -> (&RecordedResponse<B>, Timing) {
         match self.attempts.get(attempt as usize) {
             Some(failed) => (&failed.response, failed.timing),
             None => (&self.response, self.timing),
@@ -175,12 +209,15 @@ impl Cassette {
     }
 
     /// Parse and check cassette bytes; `path` is for messages.
-    pub(crate) fn from_slice(bytes: &[u8], path: &Path) -> Result<Cassette, RecorderError> {
+    pub(crate) fn from_slice(bytes: &[u8], path: &Path) -> Result<Cassette<B>, RecorderError>
+    where
+        B: DeserializeOwned,
+    {
         let version_error = |found: Value| RecorderError::Version {
             path: path.to_path_buf(),
             found,
         };
-        match serde_json::from_slice::<Cassette>(bytes) {
+        match serde_json::from_slice::<Cassette<B>>(bytes) {
             Ok(cassette) if cassette.version == CASSETTE_VERSION => Ok(cassette),
             Ok(cassette) => Err(version_error(Value::from(cassette.version))),
             Err(source) => {
@@ -199,7 +236,9 @@ impl Cassette {
             }
         }
     }
+}
 
+impl Cassette {
     /// The cassette as pretty-printed JSON with a trailing newline.
     pub fn to_pretty_json(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
@@ -279,9 +318,93 @@ mod tests {
         assert_eq!(events, vec!["event: x\r\ndata: 1\r\n\r\n", "data: 2"]);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+        /// Playback serves a recorded body as its text without the layout:
+        /// for any body the recorder wrote (pretty), the very bytes of
+        /// the parsed body serialized compactly.
+        #[test]
+        fn a_pretty_body_compacted_is_the_body_serialized(
+            value in crate::util::arbitrary::json_value()
+        ) {
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            proptest::prop_assert_eq!(compact_json(&pretty), serde_json::to_string(&value).unwrap());
+        }
+    }
+
+    #[test]
+    fn a_raw_cassette_serves_and_compares_what_the_parsed_one_does() {
+        let recorded = Cassette {
+            version: CASSETTE_VERSION,
+            id: "x".into(),
+            request: RecordedRequest {
+                method: "POST".into(),
+                path: "/v1/messages".into(),
+                query: None,
+                headers: BTreeMap::new(),
+                body: Some(
+                    serde_json::json!({"messages": [{"content": "a \"b\" {c}\n", "role": "user"}], "n": 1.5}),
+                ),
+            },
+            attempts: vec![RecordedAttempt {
+                response: RecordedResponse {
+                    status: 429,
+                    headers: BTreeMap::from([("retry-after".into(), "1".into())]),
+                    body: Some(serde_json::json!({"error": {"type": "rate_limit"}})),
+                    text: None,
+                    sse: None,
+                    truncated: false,
+                    error: None,
+                },
+                timing: Timing::default(),
+                wait_ms: 1000,
+            }],
+            response: RecordedResponse {
+                status: 200,
+                headers: BTreeMap::new(),
+                body: Some(
+                    serde_json::json!({"content": [{"text": "x  y", "type": "text"}], "usage": {"input_tokens": 3}}),
+                ),
+                text: None,
+                sse: None,
+                truncated: false,
+                error: None,
+            },
+            timing: Timing {
+                duration_ms: 5,
+                first_byte_ms: 2,
+            },
+            order: Some(3),
+        };
+        let file = recorded.to_pretty_json();
+        let raw = RawCassette::from_slice(file.as_bytes(), Path::new("x.json")).unwrap();
+        let compact = |v: &Option<Value>| serde_json::to_vec(v.as_ref().unwrap()).unwrap();
+        for attempt in 0..3 {
+            let (parsed, timing) = recorded.exchange(attempt);
+            let (read, read_timing) = raw.exchange(attempt);
+            assert_eq!(
+                read.body_bytes(),
+                compact(&parsed.body),
+                "attempt {attempt}"
+            );
+            assert_eq!((read.status, read_timing), (parsed.status, timing));
+            assert_eq!(read.content_type(), parsed.content_type());
+            assert_eq!(raw.wait_before(attempt), recorded.wait_before(attempt));
+        }
+        let body = raw.request.body.as_ref().unwrap().get();
+        assert_eq!(
+            compact_json(body).into_bytes(),
+            compact(&recorded.request.body)
+        );
+        assert_eq!((raw.order, raw.succeeded()), (Some(3), true));
+    }
+
     #[test]
     fn version_is_checked() {
-        let e = Cassette::from_slice(br#"{"version": 2}"#, Path::new("x.json")).unwrap_err();
+        let bytes = br#"{"version": 2}"#;
+        let e = Cassette::<Value>::from_slice(bytes, Path::new("x.json")).unwrap_err();
+        assert!(e.to_string().contains("version"), "{e}");
+        let e = RawCassette::from_slice(bytes, Path::new("x.json")).unwrap_err();
         assert!(e.to_string().contains("version"), "{e}");
     }
 }

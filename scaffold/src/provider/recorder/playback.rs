@@ -36,10 +36,13 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use wiremock::http::{HeaderName, HeaderValue};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
-use super::cassette::{Cassette, RecordedRequest, RecordedResponse, Timing};
+use super::cassette::{
+    Cassette, RawCassette, RecordedRequest, RecordedResponse, Timing, compact_json,
+};
 use super::diff::{Change, render_changes};
 use super::matching::MatchRules;
 use super::redact::Redactor;
@@ -342,7 +345,15 @@ impl Book {
 struct Loaded {
     modified: Option<SystemTime>,
     len: u64,
-    cassette: Cassette,
+    /// The cassette with its bodies as text: all a call played back as
+    /// recorded needs.
+    cassette: RawCassette,
+    /// The file's bytes, for the request with parsed bodies (see
+    /// [`Loaded::request`]).
+    bytes: Vec<u8>,
+    /// The recorded request with its body parsed, made the first time a
+    /// request is compared with it under the matching rules.
+    parsed: std::sync::OnceLock<Result<RecordedRequest, String>>,
     /// The recorded request body as the providers send one (compact JSON):
     /// a request with these very bytes matches without being parsed.
     request_body: Option<Vec<u8>>,
@@ -352,6 +363,17 @@ struct Loaded {
 }
 
 impl Loaded {
+    /// The recorded request with its body parsed, to compare a request that
+    /// is not the recorded one byte for byte with it under the rules.
+    fn request(&self, path: &Path) -> Result<&RecordedRequest, String> {
+        let parsed = self.parsed.get_or_init(|| {
+            Cassette::from_slice(&self.bytes, path)
+                .map(|cassette| cassette.request)
+                .map_err(|e| e.to_string())
+        });
+        parsed.as_ref().map_err(String::clone)
+    }
+
     /// The answer to attempt `attempt` of the call.
     fn answer(&self, attempt: u32) -> ResponseTemplate {
         let last = self.answers.len().saturating_sub(1);
@@ -467,7 +489,7 @@ impl Book {
             .take(u64::MAX)
             .read_to_end(&mut bytes)
             .map_err(read_error)?;
-        let cassette = Cassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
+        let cassette = RawCassette::from_slice(&bytes, path).map_err(LoadError::Bad)?;
         let answers = cassette
             .attempts
             .iter()
@@ -476,15 +498,14 @@ impl Book {
             .map(answer_for)
             .collect::<Result<Vec<_>, _>>()
             .map_err(LoadError::BadAnswer)?;
-        let request_body = cassette
-            .request
-            .body
-            .as_ref()
-            .and_then(|b| serde_json::to_vec(b).ok());
+        let request_body =
+            (cassette.request.body.as_ref()).map(|b| compact_json(b.get()).into_bytes());
         let loaded = Arc::new(Loaded {
             modified,
             len,
             cassette,
+            bytes,
+            parsed: std::sync::OnceLock::new(),
             request_body,
             answers,
         });
@@ -506,7 +527,7 @@ impl Book {
 }
 
 /// The recorded answer as a response template, checked so wiremock cannot panic on it.
-fn answer_for(response: &RecordedResponse) -> Result<ResponseTemplate, String> {
+fn answer_for(response: &RecordedResponse<Box<RawValue>>) -> Result<ResponseTemplate, String> {
     if !(100..=999).contains(&response.status) {
         return Err(format!("status {} is not an HTTP status", response.status));
     }
@@ -587,7 +608,9 @@ fn serve(book: &Book, request: &wiremock::Request) -> Result<ResponseTemplate, S
             (loaded, attempt)
         }
     };
-    let recorded = &loaded.cassette.request;
+    let recorded = loaded
+        .request(&path)
+        .map_err(|e| messages::unreadable(&id, &e, scope.rerecord.as_deref()))?;
     let method = request.method.as_str();
     let url_path = request.url.path();
     let url_query = request.url.query().filter(|q| !q.is_empty());
@@ -703,29 +726,40 @@ pub(crate) struct Recorded {
 }
 
 impl PlaybackTransport {
-    /// The differences between `recorded` and `request` that the scope's
-    /// rules do not forgive (none for the very request recorded).
-    fn unforgiven(&self, recorded: &RecordedRequest, request: &HttpRequest) -> Vec<Change> {
+    /// The differences between the recording `id` at `path` (`loaded`)
+    /// and `request` that the scope's rules do not forgive (none for the
+    /// very request recorded), or why the recorded request cannot be read.
+    fn unforgiven(
+        &self,
+        (id, path): (&RecordingId, &Path),
+        loaded: &Loaded,
+        request: &HttpRequest,
+    ) -> Result<Vec<Change>, String> {
         let (_, url_path, query) = split_url(&request.url);
         let query = query.filter(|q| !q.is_empty());
+        let recorded = &loaded.cassette.request;
+        let body = (request.body.as_ref()).map(|b| serde_json::to_vec(b).unwrap_or_default());
         if recorded.method.eq_ignore_ascii_case(&request.method)
             && recorded.path == url_path
             && recorded.query.as_deref().filter(|q| !q.is_empty()) == query
-            && recorded.body == request.body
+            && body == loaded.request_body
         {
-            return Vec::new();
+            return Ok(Vec::new());
         }
+        let recorded = loaded
+            .request(path)
+            .map_err(|e| messages::unreadable(id, &e, self.scope.rerecord.as_deref()))?;
         let headers = request
             .headers
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        self.scope.differences(
+        Ok(self.scope.differences(
             recorded,
             (&request.method, url_path, query),
             request.body.as_ref(),
             headers,
-        )
+        ))
     }
 
     /// Whether the recording `id` answers `request` (method, path, query
@@ -743,7 +777,7 @@ impl PlaybackTransport {
             Err(LoadError::Missing) => return Ok(None),
             Err(e) => return Err(load_error_message(id, &path, e, &self.scope)),
         };
-        let changes = self.unforgiven(&loaded.cassette.request, request);
+        let changes = self.unforgiven((id, &path), &loaded, request)?;
         Ok(Some(Recorded {
             matches: changes.is_empty(),
             order: loaded.cassette.order,
@@ -772,7 +806,8 @@ impl Transport for PlaybackTransport {
         let broke_off = recorded.failure();
         let wait = loaded.cassette.wait_before(attempt);
         let response = if self.local {
-            let changes = self.unforgiven(&loaded.cassette.request, &request);
+            let changes = (self.unforgiven((&id, &path), &loaded, &request))
+                .map_err(TransportError::Playback)?;
             if !changes.is_empty() {
                 return Err(TransportError::Playback(messages::stale(
                     &id,
@@ -875,7 +910,7 @@ impl PlaybackTransport {
 }
 
 /// A recorded response as the server would give it.
-fn local_answer(recorded: &RecordedResponse) -> HttpResponse {
+fn local_answer(recorded: &RecordedResponse<Box<RawValue>>) -> HttpResponse {
     let mut headers: Vec<(String, String)> = recorded
         .headers
         .iter()

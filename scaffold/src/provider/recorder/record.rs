@@ -78,7 +78,7 @@ fn lock(calls: &Calls) -> std::sync::MutexGuard<'_, HashMap<String, CallState>> 
 fn good_recording(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
-        .and_then(|bytes| Cassette::from_slice(&bytes, path).ok())
+        .and_then(|bytes| cassette::RawCassette::from_slice(&bytes, path).ok())
         .is_some_and(|c| c.succeeded())
 }
 
