@@ -651,6 +651,16 @@ fn lingering_signals_are_committed_without_a_flush() {
     assert_eq!(count_from_outside(&dir.db(), sql), 11);
 }
 
+/// Session `s` of `n` signals of some 200 bytes each, committed.
+fn write_long_session(store: &Store, n: u64) {
+    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
+    let signals: Vec<Signal> = (0..n)
+        .map(|i| signal(i, "x", json!({"text": "a fairly long payload ".repeat(8)})))
+        .collect();
+    store.append("s", &signals).unwrap();
+    store.flush().unwrap();
+}
+
 /// The frames of the WAL file at `wal` that belong to its current header
 /// (the same salts), in order: what a reader would use.
 fn current_wal_frames(wal: &std::path::Path) -> usize {
@@ -676,12 +686,7 @@ fn an_idle_writer_starts_the_wal_again_before_the_next_commit() {
     // rather than in the commit the next cells wait for.
     let dir = TempDir::new();
     let store = Store::open(dir.db()).unwrap();
-    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
-    let signals: Vec<Signal> = (0..50)
-        .map(|i| signal(i, "x", json!({"text": "a fairly long payload ".repeat(8)})))
-        .collect();
-    store.append("s", &signals).unwrap();
-    store.flush().unwrap();
+    write_long_session(&store, 50);
     let wal = dir.db().with_extension("db-wal");
     assert!(current_wal_frames(&wal) > 1);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -708,12 +713,7 @@ fn an_idle_writer_moves_the_wal_into_the_database() {
     let store = Store::open(dir.db()).unwrap();
     store.flush().unwrap();
     let before = std::fs::metadata(dir.db()).unwrap().len();
-    store.begin_session(&SessionMeta::new("s", "w")).unwrap();
-    let signals: Vec<Signal> = (0..200)
-        .map(|i| signal(i, "x", json!({"text": "a fairly long payload ".repeat(8)})))
-        .collect();
-    store.append("s", &signals).unwrap();
-    store.flush().unwrap();
+    write_long_session(&store, 200);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::fs::metadata(dir.db()).unwrap().len() <= before {
         assert!(
