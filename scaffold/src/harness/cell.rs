@@ -70,6 +70,7 @@ impl Harness {
     /// eval's gate test however it ends, and counted when it fails.
     pub(super) fn cell_test(&self, eval: usize, cell: usize) -> Result<Completion, Failed> {
         let _done = self.countdowns.get(eval).map(judge::Countdown::cell);
+        self.priority.enter();
         let verdict = self.run_trial(eval, cell);
         if verdict.is_err() {
             self.failed_tests.fetch_add(1, Ordering::Relaxed);

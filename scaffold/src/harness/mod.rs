@@ -57,6 +57,10 @@
 //! with libtest; else the largest `concurrency` an eval sets; else, in
 //! playback, eight per CPU (a cell waits for its record's commit, and other
 //! cells use the CPU meanwhile), and one per CPU in live and record modes.
+//! In live and record runs of several threads each cell's thread runs five
+//! `nice` steps below the process (Linux), so that the store's writer and
+//! the HTTP runtime, which every cell waits on, run first when a wave of
+//! answers arrives (see `priority.rs`).
 //!
 //! Relative paths are taken from the package's directory. A value that does
 //! not parse is an error naming the variable and what it expects.
@@ -98,6 +102,7 @@ mod finished;
 mod fork;
 mod judge;
 mod memory;
+mod priority;
 pub(crate) mod registry;
 mod selection;
 pub(crate) mod settings;
@@ -260,6 +265,8 @@ struct Harness {
     /// Cells not started because the store could not be written.
     not_started: AtomicUsize,
     trim: memory::Trim,
+    /// What each cell's thread sets its scheduling priority to.
+    priority: priority::CellPriority,
     formats: Vec<Format>,
     /// Which cells' transcripts the HTML report embeds (`SCAFFOLD_REPORT_TRANSCRIPTS`).
     transcripts: reports::html::TranscriptSelection,
@@ -837,6 +844,7 @@ struct Assembly {
     playback: Playback,
     run: Option<RunState>,
     progress: Option<Progress>,
+    priority: priority::CellPriority,
 }
 
 impl Harness {
@@ -877,6 +885,7 @@ impl Harness {
             store_broken: OnceLock::new(),
             not_started: AtomicUsize::new(0),
             trim: memory::Trim::default(),
+            priority: parts.priority,
             formats: setup.formats,
             transcripts: setup.transcripts,
             progress: parts.progress,
@@ -929,7 +938,9 @@ fn run_harness(
     let envs = setup.cell_envs((manifest_dir, &source.0), &playback, client.as_ref());
     let shared: Arc<OnceLock<Harness>> = Arc::new(OnceLock::new());
     let mut cells = Cells::build(&setup, args, &shared);
-    args.test_threads = Some(threads_for(args, &cells.trials));
+    let threads = threads_for(args, &cells.trials);
+    args.test_threads = Some(threads);
+    let priority = priority::CellPriority::for_run(setup.mode, threads);
     let run = begin((&setup, manifest_dir), args, &mut cells)?;
     let envs = tag_envs(envs, run.as_ref());
     let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);
@@ -945,6 +956,7 @@ fn run_harness(
         playback,
         run,
         progress,
+        priority,
     };
     if shared
         .set(Harness::new(setup, parts, running, (manifest_dir, source)))
