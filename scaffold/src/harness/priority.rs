@@ -11,13 +11,18 @@
 //! ([`CELL_NICENESS`] above the process's, Linux only) while it runs a cell:
 //! the shared stages run first. Playback is left alone: its cells are bound
 //! by the CPUs rather than the network, and a writer that runs first commits
-//! fewer cells at a time (more work a cell).
+//! fewer cells at a time (more work a cell). A process a cell starts (a
+//! bridged agent's command) inherits its thread's priority, as the cell's
+//! own work.
 
 use crate::provider::recorder::RecorderMode;
 
 /// How much lower (in `nice` steps) a cell thread runs than the process:
 /// a third of the CPU share of the threads it waits on.
 pub(super) const CELL_NICENESS: i32 = 5;
+
+/// The lowest priority there is (Linux clamps higher values to it).
+const LOWEST: i32 = 19;
 
 /// Whether, and to what, cell threads lower their priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +40,7 @@ impl CellPriority {
         let lower = mode != RecorderMode::Playback && test_threads > 1;
         CellPriority {
             niceness: lower
-                .then(|| current_niceness().map(|n| n + CELL_NICENESS))
+                .then(|| current_niceness().map(|n| (n + CELL_NICENESS).min(LOWEST)))
                 .flatten(),
         }
     }
@@ -97,7 +102,7 @@ mod tests {
     #[test]
     fn live_and_record_runs_lower_their_cell_threads_and_playback_does_not() {
         let base = current_niceness().unwrap();
-        let lowered = Some(base + CELL_NICENESS);
+        let lowered = Some((base + CELL_NICENESS).min(LOWEST));
         for (mode, threads, niceness) in [
             (RecorderMode::Live, 32, lowered),
             (RecorderMode::Record, 4, lowered),
@@ -124,7 +129,7 @@ mod tests {
         })
         .join()
         .unwrap();
-        let lowered = Some(base + CELL_NICENESS);
+        let lowered = Some((base + CELL_NICENESS).min(LOWEST));
         assert_eq!(on_cell_thread, (lowered, lowered));
         assert_eq!(
             current_niceness(),
