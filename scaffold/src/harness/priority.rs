@@ -8,8 +8,9 @@
 //! Given an equal share among thirty-odd threads, those stages fall behind
 //! and each cell waits longer for its commit before its thread starts the
 //! next call. So each cell thread lowers its own scheduling priority
-//! ([`CELL_NICENESS`] above the process's, Linux only) while it runs a cell:
-//! the shared stages run first. Playback is left alone: its cells are bound
+//! ([`CELL_NICENESS`] above the process's, Linux only) when it starts a
+//! cell, and keeps it (the thread runs nothing but tests): the shared
+//! stages run first. Playback is left alone: its cells are bound
 //! by the CPUs rather than the network, and a writer that runs first commits
 //! fewer cells at a time (more work a cell). A process a cell starts (a
 //! bridged agent's command) inherits its thread's priority, as the cell's
