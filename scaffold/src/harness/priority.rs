@@ -46,12 +46,6 @@ impl CellPriority {
         }
     }
 
-    /// Threads left as they are.
-    #[cfg(test)]
-    pub(super) fn unchanged() -> CellPriority {
-        CellPriority { niceness: None }
-    }
-
     /// On a cell's thread, before the cell runs: set the thread's niceness.
     /// Setting the same value again is allowed to any user, so this is
     /// called for every cell rather than remembered per thread. A failure
@@ -138,7 +132,7 @@ mod tests {
             "the calling thread is left alone"
         );
         let unchanged = std::thread::spawn(|| {
-            CellPriority::unchanged().enter();
+            CellPriority::for_run(RecorderMode::Playback, 2).enter();
             current_niceness()
         })
         .join()
