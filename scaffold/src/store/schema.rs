@@ -8,7 +8,8 @@
 //! `eval_runs.selection`, version 5 `eval_runs.source`, version 6 the
 //! cells' search index and cost column, version 7 the signals in
 //! blocks); steps already
-//! released are never edited.
+//! released are never edited. A fresh database gets the schema the steps
+//! leave in one batch (`CURRENT`), kept equal to them by a test.
 //!
 //! Opening a database whose version is newer than [`SCHEMA_VERSION`] is an
 //! error ([`StoreError::NewerSchema`]): this build would not know what the
@@ -360,6 +361,106 @@ INSERT INTO signal_blocks (session_id, first_idx, last_idx, signals)
 DROP TABLE signals;
 ";
 
+/// The schema every step above leaves, written at once on a fresh
+/// database: a new store runs this one batch instead of replaying the
+/// steps (whose renames and rebuilds re-read the whole schema again and
+/// again, most of the time a run spends opening a new file). A new
+/// version appends its step and changes this to match;
+/// `a_fresh_database_gets_the_schema_the_steps_build` holds the two
+/// together, object by object.
+const CURRENT: &str = "
+CREATE TABLE sessions (
+    id            TEXT PRIMARY KEY NOT NULL,
+    workflow      TEXT NOT NULL,
+    variant       TEXT,
+    parent_id     TEXT,
+    fork_point    TEXT,
+    input         TEXT NOT NULL,
+    initial_state TEXT NOT NULL,
+    tags          TEXT NOT NULL DEFAULT '[]',
+    status        TEXT NOT NULL DEFAULT 'running',
+    error         TEXT,
+    started_at    INTEGER NOT NULL,
+    ended_at      INTEGER,
+    duration_ms   INTEGER,
+    output        TEXT,
+    final_state   TEXT,
+    signal_count  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_started ON sessions (started_at);
+CREATE INDEX sessions_workflow ON sessions (workflow, started_at);
+CREATE INDEX sessions_parent ON sessions (parent_id) WHERE parent_id IS NOT NULL;
+
+CREATE TABLE session_tags (
+    tag        TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    PRIMARY KEY (tag, session_id)
+) WITHOUT ROWID;
+
+CREATE TABLE checkpoints (
+    session_id TEXT NOT NULL,
+    idx        INTEGER NOT NULL,
+    state      TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE signal_blocks (
+    id         INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    first_idx  INTEGER NOT NULL,
+    last_idx   INTEGER NOT NULL,
+    signals    TEXT NOT NULL
+);
+CREATE UNIQUE INDEX signal_blocks_session ON signal_blocks (session_id, first_idx);
+CREATE TABLE state_changes (
+    session_id TEXT NOT NULL,
+    idx        INTEGER NOT NULL,
+    state_key  TEXT NOT NULL,
+    payload    TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx)
+) WITHOUT ROWID;
+
+CREATE TABLE eval_runs (
+    id          TEXT PRIMARY KEY NOT NULL,
+    origin      TEXT NOT NULL,
+    status      TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished')),
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER,
+    selection   TEXT,
+    source      TEXT
+);
+CREATE INDEX eval_runs_started ON eval_runs (started_at);
+
+CREATE TABLE eval_run_evals (
+    run_id TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+    eval   TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (run_id, eval)
+) WITHOUT ROWID;
+
+CREATE TABLE cell_results (
+    run_id      TEXT NOT NULL REFERENCES eval_runs (id) ON DELETE CASCADE,
+    eval        TEXT NOT NULL,
+    cell        TEXT NOT NULL,
+    record      TEXT NOT NULL,
+    passed      INTEGER NOT NULL,
+    snapshot_ok INTEGER NOT NULL,
+    finished_at INTEGER NOT NULL,
+    session_id  TEXT,
+    cost_usd    REAL NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX cell_results_cell ON cell_results (run_id, eval, cell);
+CREATE INDEX cell_results_summary ON cell_results (run_id, eval, passed, cost_usd);
+CREATE VIRTUAL TABLE cell_text USING fts5 (body, content = '', contentless_delete = 1);
+CREATE TABLE cell_text_pending (rowid INTEGER PRIMARY KEY, body TEXT);
+";
+
+/// Record `version` as the database's.
+fn set_version(conn: &Connection, path: &str, version: i64) -> Result<(), StoreError> {
+    conn.pragma_update(None, "user_version", version)
+        .ctx(path, || format!("recording schema version {version}"))
+}
+
 /// The version recorded in the database.
 pub(crate) fn user_version(conn: &Connection, path: &str) -> Result<i64, StoreError> {
     conn.pragma_query_value(None, "user_version", |row| row.get(0))
@@ -367,7 +468,9 @@ pub(crate) fn user_version(conn: &Connection, path: &str) -> Result<i64, StoreEr
 }
 
 /// Bring the database to [`SCHEMA_VERSION`], in one IMMEDIATE transaction so
-/// that several processes opening a fresh file at once migrate it once.
+/// that several processes opening a fresh file at once migrate it once: a
+/// fresh database (version 0) gets [`CURRENT`], an older one the steps
+/// after its version.
 ///
 /// Returns the version the database had before.
 pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<i64, StoreError> {
@@ -382,17 +485,19 @@ pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<i64, StoreErr
             supported: SCHEMA_VERSION,
         });
     }
-    for step in MIGRATIONS.iter().filter(|m| m.version > found) {
+    if found == 0 {
+        tx.execute_batch(CURRENT)
+            .ctx(path, || format!("creating schema version {SCHEMA_VERSION}"))?;
+        set_version(&tx, path, SCHEMA_VERSION)?;
+    }
+    for step in MIGRATIONS.iter().filter(|m| found > 0 && m.version > found) {
         tx.execute_batch(step.sql).ctx(path, || {
             format!(
                 "migrating to schema version {} ({})",
                 step.version, step.description
             )
         })?;
-        tx.pragma_update(None, "user_version", step.version)
-            .ctx(path, || {
-                format!("recording schema version {}", step.version)
-            })?;
+        set_version(&tx, path, step.version)?;
     }
     tx.commit().ctx(path, || {
         format!("committing the migration to schema version {SCHEMA_VERSION}")
@@ -417,6 +522,42 @@ mod tests {
         assert_eq!(migrate(&mut conn, ":memory:").unwrap(), 0);
         assert_eq!(user_version(&conn, ":memory:").unwrap(), SCHEMA_VERSION);
         assert_eq!(migrate(&mut conn, ":memory:").unwrap(), SCHEMA_VERSION);
+    }
+
+    /// Each object of `conn`'s schema by name: its type, table and SQL,
+    /// the SQL's spacing made one space and none around commas and
+    /// parentheses (`ADD COLUMN` appends `\n, name TYPE` to a table's text).
+    fn objects(conn: &Connection) -> Vec<(String, String, String, String)> {
+        let mut st = conn
+            .prepare(
+                "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY name",
+            )
+            .unwrap();
+        let spaced = |sql: String| {
+            let one = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+            [(" ,", ","), (", ", ","), ("( ", "("), (" )", ")")]
+                .iter()
+                .fold(one, |s, (from, to)| s.replace(from, to))
+        };
+        st.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, spaced(r.get(3)?)))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    }
+
+    #[test]
+    fn a_fresh_database_gets_the_schema_the_steps_build() {
+        let stepped = Connection::open_in_memory().unwrap();
+        for step in MIGRATIONS {
+            stepped.execute_batch(step.sql).unwrap();
+        }
+        let mut fresh = Connection::open_in_memory().unwrap();
+        assert_eq!(migrate(&mut fresh, ":memory:").unwrap(), 0);
+        let (fresh, stepped) = (objects(&fresh), objects(&stepped));
+        assert_eq!(fresh.len(), 23, "{fresh:#?}");
+        assert_eq!(fresh, stepped);
     }
 
     #[test]
