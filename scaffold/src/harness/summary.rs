@@ -7,8 +7,6 @@ use super::*;
 /// What the summary of each eval adds up for the run.
 #[derive(Default)]
 struct Tally {
-    /// Cells a resumed run finished before its interruption.
-    resumed: usize,
     /// Session snapshots that changed.
     drift: usize,
     /// What the evals add up to, and whose gates failed.
@@ -18,8 +16,6 @@ struct Tally {
     blocked: bool,
     /// `SCAFFOLD_BASELINE` cannot be read.
     invalid_baseline: bool,
-    /// An eval's results miss cells the run planned.
-    unfinished: bool,
     /// The run's index page's line of each eval whose reports were written.
     index: Vec<reports::html::IndexEntry>,
 }
@@ -59,11 +55,12 @@ impl Harness {
         (lines, skipped)
     }
 
-    /// Per eval: print the table, the gate (as its `[gate]` test judged
-    /// it, or judged now when the test filter left that test out), the
-    /// baseline comparison, and write the reports; then mark the run
-    /// finished when every eval is whole, and print the closing line.
-    /// `num_failed`: the tests libtest counted failed.
+    /// Judge each eval (or take the verdict its `[gate]` test judged) and
+    /// mark the run finished when every eval is whole; then, per eval,
+    /// print the table, the gate, the baseline comparison and write the
+    /// reports (while the store moves its last writes into the database),
+    /// and print the closing line. `num_failed`: the tests libtest counted
+    /// failed.
     pub(super) fn summarize(&self, num_failed: u64) -> ExitCode {
         let dir = self.reports_dir();
         let mut tally = Tally::default();
@@ -71,15 +68,21 @@ impl Harness {
             eprintln!("\nerror: {BASELINE_ENV}: {e}");
             tally.invalid_baseline = true;
         }
-        for index in 0..self.evals.len() {
-            let tested = match self.judged[index].lock() {
-                Ok(mut j) => j.take(),
-                Err(poisoned) => poisoned.into_inner().take(),
-            };
-            let gate_tested = tested.is_some();
-            if let Some(judged) = tested.or_else(|| self.judge_eval(index)) {
-                self.summarize_eval(judged, gate_tested, &dir, &mut tally);
-            }
+        let judged: Vec<(Judged, bool)> = (0..self.evals.len())
+            .filter_map(|index| {
+                let tested = match self.judged[index].lock() {
+                    Ok(mut j) => j.take(),
+                    Err(poisoned) => poisoned.into_inner().take(),
+                };
+                let gate_tested = tested.is_some();
+                Some((tested.or_else(|| self.judge_eval(index))?, gate_tested))
+            })
+            .collect();
+        let resumed = judged.iter().map(|(j, _)| j.resumed).sum();
+        let unfinished = judged.iter().any(|(j, _)| !j.results.complete);
+        let finished = self.finish_run(unfinished);
+        for (judged, gate_tested) in judged {
+            self.summarize_eval(judged, gate_tested, &dir, &mut tally);
         }
         self.write_index(&dir, &tally.index);
         for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
@@ -89,7 +92,7 @@ impl Harness {
         for line in &budget_lines {
             eprintln!("\n{line}");
         }
-        let store_failed = self.finish_run(tally.resumed, tally.unfinished);
+        let store_failed = self.print_run(resumed, finished);
         let unplayable = self.print_replay_notes(tally.drift);
         // Every failed test is one the harness failed for a reason (a
         // cell's, a gate's); more failed tests than that crashed.
@@ -148,16 +151,14 @@ impl Harness {
     fn summarize_eval(&self, judged: Judged, gate_tested: bool, dir: &Path, tally: &mut Tally) {
         let Judged {
             mut results,
-            resumed,
             baseline,
+            ..
         } = judged;
-        tally.resumed += resumed;
         tally.drift += results
             .results
             .iter()
             .filter(|c| c.snapshot_changed)
             .count();
-        tally.unfinished |= !results.complete;
         let gate_passed = self.print_verdict(&results, gate_tested);
         tally
             .totals
@@ -228,25 +229,20 @@ impl Harness {
         gate.passed
     }
 
-    /// Name the run and mark it finished unless cells of it are missing (a
-    /// budget stopped it, a cell crashed: it stays unfinished, to be
-    /// resumed); whether the store failed.
-    fn finish_run(&self, resumed: usize, unfinished: bool) -> bool {
+    /// Mark the run finished unless cells of it are missing (a budget
+    /// stopped it, a cell crashed: it stays unfinished, to be resumed), and
+    /// have the store move its writes into the database while the reports
+    /// are written: its close then has nothing left to sync. The store's
+    /// error, when the mark could not be written.
+    fn finish_run(&self, unfinished: bool) -> Result<(), StoreError> {
         let (Some(store), Some(run)) = (&self.store, &self.run) else {
-            return false;
+            return Ok(());
         };
-        let resumed = match resumed {
-            0 => String::new(),
-            n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
-        };
-        eprintln!("\nRun: {}{resumed}", run.id);
         if unfinished {
-            return false;
+            return Ok(());
         }
-        if let Err(e) = store.finish_eval_run(&run.id) {
-            eprintln!("error: the session store could not be written: {e}");
-            return true;
-        }
+        store.finish_eval_run(&run.id)?;
+        store.checkpoint_now(false);
         let claim = match run.claim.lock() {
             Ok(mut c) => c.take(),
             Err(poisoned) => poisoned.into_inner().take(),
@@ -254,7 +250,28 @@ impl Harness {
         if let Some(claim) = claim {
             claim.release_finished();
         }
-        false
+        Ok(())
+    }
+
+    /// Name the run (`resumed`: the cells it finished before an
+    /// interruption) and say whether marking it `finished` failed; whether
+    /// the store failed.
+    fn print_run(&self, resumed: usize, finished: Result<(), StoreError>) -> bool {
+        let (Some(_), Some(run)) = (&self.store, &self.run) else {
+            return false;
+        };
+        let resumed = match resumed {
+            0 => String::new(),
+            n => format!(" (resumed: {n} cell(s) finished before the interruption)"),
+        };
+        eprintln!("\nRun: {}{resumed}", run.id);
+        match finished {
+            Ok(()) => false,
+            Err(e) => {
+                eprintln!("error: the session store could not be written: {e}");
+                true
+            }
+        }
     }
 
     /// Say how many snapshots changed (`drift`) and how many cells could

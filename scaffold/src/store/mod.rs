@@ -741,6 +741,16 @@ impl Store {
         self.flush_index()
     }
 
+    /// Have the writer commit what is queued, index the cells waiting for
+    /// search and move the WAL into the database now, in the background,
+    /// rather than once it idles or the store closes. `more`: writes follow
+    /// (the WAL is started again for them, off their path); without, the
+    /// close that comes next finds nothing to sync. Nothing waits: a
+    /// failure leaves the work to the idle writer or the close, as before.
+    pub(crate) fn checkpoint_now(&self, more: bool) {
+        let _ = self.send(Command::Checkpoint { more });
+    }
+
     /// Commit everything queued and index the cells waiting for search
     /// (which the writer otherwise does in batches): what a search sees, and
     /// the round trip through the writer of [`Store::flush`].

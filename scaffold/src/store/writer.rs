@@ -205,6 +205,15 @@ pub(crate) enum Command {
     Flush(Sender<()>),
     /// Commit everything before this, then run the read on the writer's connection.
     Read(ReadFn),
+    /// Commit everything before this, index the cells waiting for search
+    /// and move the WAL into the database now, not once the writer idles;
+    /// nobody waits. `more`: writes follow, so the WAL starts again too
+    /// (see `Writer::restart_wal`); otherwise the store closes next, and
+    /// finds nothing to sync.
+    Checkpoint {
+        /// Whether more writes follow.
+        more: bool,
+    },
 }
 
 impl Command {
@@ -220,7 +229,10 @@ impl Command {
     fn is_barrier(&self) -> bool {
         matches!(
             self,
-            Command::Delete { .. } | Command::Flush(_) | Command::Read(_)
+            Command::Delete { .. }
+                | Command::Flush(_)
+                | Command::Read(_)
+                | Command::Checkpoint { .. }
         )
     }
 
@@ -229,7 +241,10 @@ impl Command {
             Command::Begin(m) => Some(&m.id),
             Command::Append(rows) => Some(rows.session()),
             Command::Finish { id, .. } | Command::Delete { id, .. } => Some(id),
-            Command::Flush(_) | Command::Read(_) | Command::Run { .. } => None,
+            Command::Flush(_)
+            | Command::Read(_)
+            | Command::Run { .. }
+            | Command::Checkpoint { .. } => None,
         }
     }
 
@@ -351,6 +366,10 @@ pub(crate) struct Writer {
     unindexed: usize,
     /// When cells were last indexed in a cell's own commit.
     indexed_at: Instant,
+    /// A [`Command::Checkpoint`] without more writes to follow moved the
+    /// WAL into the database, and nothing was committed since: an idle
+    /// checkpoint then leaves the WAL as it is.
+    closing: bool,
 }
 
 /// How many recorded cells wait before the writer indexes them for search
@@ -426,6 +445,7 @@ impl Writer {
             lost: FastMap::default(),
             unindexed: usize::from(unindexed),
             indexed_at: Instant::now() - INDEX_EVERY,
+            closing: false,
         })
     }
 
@@ -477,7 +497,7 @@ impl Writer {
                     // WAL into the database now, off the cells' path, rather
                     // than when the store closes.
                     self.index_pending();
-                    if self.checkpoint() && !queue.is_closed() {
+                    if self.checkpoint() && !queue.is_closed() && !self.closing {
                         self.restart_wal();
                     }
                     wal_grew = false;
@@ -593,7 +613,15 @@ impl Writer {
                 let _ = reply.send(());
             }
             Command::Read(f) => f(&self.conn, &self.shared.path),
+            Command::Checkpoint { more } => {
+                let moved = self.checkpoint();
+                if moved && more {
+                    self.restart_wal();
+                }
+                self.closing = moved && !more;
+            }
             Command::Delete { id, reply } => {
+                self.closing = false;
                 self.running.remove(&id);
                 let _ = reply.send(self.delete(&id));
             }
@@ -611,6 +639,7 @@ impl Writer {
         if batch.is_empty() {
             return;
         }
+        self.closing = false;
         match self.try_write(batch) {
             Ok(()) => {
                 for c in batch.iter() {
@@ -779,7 +808,10 @@ impl Writer {
                     }
                     op.write(&tx, path).map_err(BatchError::Write)?
                 }
-                Command::Delete { .. } | Command::Flush(_) | Command::Read(_) => {}
+                Command::Delete { .. }
+                | Command::Flush(_)
+                | Command::Read(_)
+                | Command::Checkpoint { .. } => {}
             }
         }
         blocks.finish(&tx, path).map_err(BatchError::Write)?;
@@ -1109,6 +1141,47 @@ mod tests {
                 moved,
                 "limit {frames}: {file} of {whole} bytes"
             );
+            drop(writer);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// The frames in the WAL of `writer`'s database, and how many of them
+    /// are in the database file (a passive checkpoint's answer: it moves
+    /// the frames not yet moved first).
+    fn wal_frames(writer: &Writer) -> (i64, i64) {
+        (writer.conn)
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(1)?, r.get(2)?))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_checkpoint_asked_for_moves_every_write_into_the_database_file() {
+        for more in [false, true] {
+            let dir =
+                std::env::temp_dir().join(format!("scaffold-writer-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut writer = file_writer(&dir, u32::MAX);
+            write_pages(&mut writer, 20);
+            writer.barrier(Command::Checkpoint { more });
+            // The database file alone, copied without its WAL, holds them.
+            let copy = dir.join("copy.db");
+            std::fs::copy(dir.join("scaffold.db"), &copy).unwrap();
+            let blocks: i64 = Connection::open(&copy)
+                .unwrap()
+                .query_row("SELECT count(*) FROM signal_blocks", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(blocks, 1, "more: {more}");
+            // With more writes to come the WAL starts again (its one page
+            // the restart's own); for a close next it stays as it is, every
+            // frame moved, so that the close has nothing to sync.
+            assert_eq!(writer.closing, !more);
+            let (frames, moved) = wal_frames(&writer);
+            assert_eq!((frames == 1, moved), (more, frames), "more: {more}");
+            write_session_pages(&mut writer, "t", 1);
+            assert!(!writer.closing, "a write after it has to be moved again");
             drop(writer);
             let _ = std::fs::remove_dir_all(&dir);
         }
