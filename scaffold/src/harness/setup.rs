@@ -64,6 +64,13 @@ impl Setup {
         // why on the first call.
         let client = (!args.list && mode != RecorderMode::Playback)
             .then(|| std::thread::spawn(ReqwestTransport::new));
+        // The store (a new file: its schema and syncs, some milliseconds)
+        // opens while the datasets are read; a suite that fails to build is
+        // reported first, as before.
+        let store = (!args.list).then(|| {
+            let dir = manifest_dir.to_path_buf();
+            std::thread::spawn(move || open_store(&dir))
+        });
         let formats = wanted_formats().map_err(line)?;
         let transcripts =
             reports::html::TranscriptSelection::from_env().map_err(|e| line(e.to_string()))?;
@@ -92,9 +99,11 @@ impl Setup {
         if mode == RecorderMode::Record && fake.is_none() && !args.list {
             check_keys(&evals, settings.variants.as_deref()).map_err(line)?;
         }
-        let (store, in_memory) = match args.list {
-            true => (None, false),
-            false => open_store(manifest_dir)
+        let (store, in_memory) = match store {
+            None => (None, false),
+            Some(opening) => opening
+                .join()
+                .unwrap_or_else(|_| Err("opening it panicked".into()))
                 .map(|(store, in_memory)| (Some(store), in_memory))
                 .map_err(|e| line(format!("session store: {e}")))?,
         };
