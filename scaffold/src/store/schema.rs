@@ -489,15 +489,16 @@ pub(crate) fn migrate(conn: &mut Connection, path: &str) -> Result<i64, StoreErr
         tx.execute_batch(CURRENT)
             .ctx(path, || format!("creating schema version {SCHEMA_VERSION}"))?;
         set_version(&tx, path, SCHEMA_VERSION)?;
-    }
-    for step in MIGRATIONS.iter().filter(|m| found > 0 && m.version > found) {
-        tx.execute_batch(step.sql).ctx(path, || {
-            format!(
-                "migrating to schema version {} ({})",
-                step.version, step.description
-            )
-        })?;
-        set_version(&tx, path, step.version)?;
+    } else {
+        for step in MIGRATIONS.iter().filter(|m| m.version > found) {
+            tx.execute_batch(step.sql).ctx(path, || {
+                format!(
+                    "migrating to schema version {} ({})",
+                    step.version, step.description
+                )
+            })?;
+            set_version(&tx, path, step.version)?;
+        }
     }
     tx.commit().ctx(path, || {
         format!("committing the migration to schema version {SCHEMA_VERSION}")
