@@ -69,6 +69,7 @@
 mod blocks;
 mod checkpointer;
 mod claim;
+mod create;
 mod error;
 mod location;
 mod queue;
@@ -564,6 +565,11 @@ impl Store {
                 dir: dir.to_path_buf(),
                 source,
             })?;
+        }
+        if create {
+            // A new file is built aside and appears whole (one sync, not
+            // SQLite's five); a file already there is opened as it is.
+            create::create_aside(path);
         }
         let mut conn = if create {
             Connection::open(path)
