@@ -319,6 +319,8 @@ struct Mcnemar {
     alpha: f64,
     /// `ln k!` for `k` up to the most cases.
     ln_factorial: Vec<f64>,
+    /// `1 / k` for `k` up to one more than the most cases (`[0]` unused).
+    reciprocals: Vec<f64>,
     /// For `k` differing cases, the largest count `c` with
     /// `2 P(Bin(k, ½) ≤ c) ≤ α` (the test rejects at `≤ c` and `≥ k − c`).
     cutoffs: Vec<Option<usize>>,
@@ -330,20 +332,24 @@ impl Mcnemar {
         for k in 1..=EXACT_POWER_MAX_CASES {
             ln_factorial[k] = ln_factorial[k - 1] + (k as f64).ln();
         }
+        let reciprocals = (0..=EXACT_POWER_MAX_CASES + 1)
+            .map(|k| 1.0 / k.max(1) as f64)
+            .collect();
         let mut design = Mcnemar {
             step,
             spread,
             alpha,
             ln_factorial,
+            reciprocals,
             cutoffs: Vec::new(),
         };
         let cutoffs = {
-            let fair = design.pmf(0.5);
+            let fair = design.chances(0.5);
             (0..=EXACT_POWER_MAX_CASES)
                 .map(|k| {
                     let (mut tail, mut cutoff) = (0.0, None);
                     for c in 0..k.div_ceil(2) {
-                        tail += fair(k, c);
+                        tail += fair.of(k, c);
                         if 2.0 * tail > alpha {
                             break;
                         }
@@ -357,17 +363,15 @@ impl Mcnemar {
         design
     }
 
-    /// `P(K = j)` for `K ~ Bin(k, p)`, as a function of `k` and `j` (the
-    /// logarithms of `p` and `1 − p` taken once, not once per term).
-    fn pmf(&self, p: f64) -> impl Fn(usize, usize) -> f64 + '_ {
-        let (ln_p, ln_q) = (p.ln(), (1.0 - p).ln());
-        move |k, j| match p {
-            p if p <= 0.0 => f64::from(j == 0),
-            p if p >= 1.0 => f64::from(j == k),
-            _ => (self.ln_factorial[k] - self.ln_factorial[j] - self.ln_factorial[k - j]
-                + j as f64 * ln_p
-                + (k - j) as f64 * ln_q)
-                .exp(),
+    /// The chances of `Bin(·, p)`, its logarithms taken once.
+    fn chances(&self, p: f64) -> Chances<'_> {
+        Chances {
+            design: self,
+            p,
+            ln_p: p.ln(),
+            ln_q: (1.0 - p).ln(),
+            up: p / (1.0 - p),
+            down: (1.0 - p) / p,
         }
     }
 
@@ -388,15 +392,9 @@ impl Mcnemar {
         if discordant > 1.0 || x > discordant || discordant == 0.0 {
             return None;
         }
-        let favourable = self.pmf((discordant + x) / (2.0 * discordant));
+        let favourable = self.chances((discordant + x) / (2.0 * discordant));
         let by_discordant = (0..=cases.min(EXACT_POWER_MAX_CASES))
-            .map(|k| {
-                self.cutoffs[k].map(|c| {
-                    (0..=c)
-                        .map(|j| favourable(k, j) + favourable(k, k - j))
-                        .sum()
-                })
-            })
+            .map(|k| self.cutoffs[k].map(|c| favourable.tails(k, c)))
             .collect();
         Some(Rejections {
             discordant,
@@ -447,6 +445,103 @@ impl Mcnemar {
     }
 }
 
+/// `K ~ Bin(n, p)` for any `n` up to [`EXACT_POWER_MAX_CASES`]: `p`, its
+/// logarithms and the odds each way, taken once for every term.
+struct Chances<'a> {
+    design: &'a Mcnemar,
+    p: f64,
+    ln_p: f64,
+    ln_q: f64,
+    /// `p / q`.
+    up: f64,
+    /// `q / p`.
+    down: f64,
+}
+
+impl Chances<'_> {
+    /// `P(K = j)`, from its logarithm.
+    fn of(&self, n: usize, j: usize) -> f64 {
+        let ln_factorial = &self.design.ln_factorial;
+        match self.p {
+            p if p <= 0.0 => f64::from(j == 0),
+            p if p >= 1.0 => f64::from(j == n),
+            _ => (ln_factorial[n] - ln_factorial[j] - ln_factorial[n - j]
+                + j as f64 * self.ln_p
+                + (n - j) as f64 * self.ln_q)
+                .exp(),
+        }
+    }
+
+    /// Whether every term follows from its neighbour (not so at `p` 0 or 1).
+    fn stepwise(&self) -> bool {
+        self.p > 0.0 && self.p < 1.0
+    }
+
+    /// `P(K = j + 1) / P(K = j)`: `(n − j) p / ((j + 1) q)` (by a table of
+    /// reciprocals: no division in the chain of products).
+    fn step_up(&self, n: usize, j: usize) -> f64 {
+        (n - j) as f64 * self.design.reciprocals[j + 1] * self.up
+    }
+
+    /// `P(K = j − 1) / P(K = j)`: `j q / ((n − j + 1) p)`.
+    fn step_down(&self, n: usize, j: usize) -> f64 {
+        j as f64 * self.design.reciprocals[n - j + 1] * self.down
+    }
+
+    /// `P(K = j)` for each `j` in `0..=n`, into `row`: the likeliest count
+    /// from its logarithm, every other from its neighbour towards it.
+    fn row_into(&self, row: &mut Vec<f64>, n: usize) {
+        row.clear();
+        if !self.stepwise() {
+            row.extend((0..=n).map(|j| self.of(n, j)));
+            return;
+        }
+        let mode = self.mode(n);
+        row.resize(n + 1, 0.0);
+        row[mode] = self.of(n, mode);
+        for j in mode..n {
+            row[j + 1] = row[j] * self.step_up(n, j);
+        }
+        for j in (1..=mode).rev() {
+            row[j - 1] = row[j] * self.step_down(n, j);
+        }
+    }
+
+    /// `P(K ≤ c) + P(K ≥ k − c)` for `n = k` (`c < k − c`): the chance that
+    /// the test rejects with `k` discordant cases.
+    fn tails(&self, k: usize, c: usize) -> f64 {
+        self.range_sum(k, 0, c) + self.range_sum(k, k - c, k)
+    }
+
+    /// `P(lo ≤ K ≤ hi)`: the range's likeliest count from its logarithm,
+    /// every other from its neighbour towards it (an `exp` a range and a
+    /// product a term, not an `exp` a term: the power searches of a
+    /// 100-case comparison took milliseconds).
+    fn range_sum(&self, n: usize, lo: usize, hi: usize) -> f64 {
+        if !self.stepwise() {
+            return (lo..=hi).map(|j| self.of(n, j)).sum();
+        }
+        let start = self.mode(n).clamp(lo, hi);
+        let first = self.of(n, start);
+        let (mut sum, mut term) = (first, first);
+        for j in start..hi {
+            term *= self.step_up(n, j);
+            sum += term;
+        }
+        term = first;
+        for j in (lo + 1..=start).rev() {
+            term *= self.step_down(n, j);
+            sum += term;
+        }
+        sum
+    }
+
+    /// The likeliest count, `⌊(n + 1) p⌋` (at most `n`).
+    fn mode(&self, n: usize) -> usize {
+        (((n + 1) as f64 * self.p) as usize).min(n)
+    }
+}
+
 /// [`Mcnemar::rejections`]: for one effect, the chance of rejecting given
 /// `k` discordant cases (`None` where no count of `k` rejects).
 struct Rejections {
@@ -459,10 +554,13 @@ impl Rejections {
     /// The power over `cases` cases: each count of discordant cases' chance
     /// of rejecting, weighed by the chance of that count.
     fn power(&self, design: &Mcnemar, cases: usize) -> f64 {
-        let discordant = design.pmf(self.discordant);
+        let mut discordant = Vec::new();
+        design
+            .chances(self.discordant)
+            .row_into(&mut discordant, cases);
         (0..=cases.min(EXACT_POWER_MAX_CASES))
             .filter_map(|k| Some((k, self.by_discordant.get(k).copied().flatten()?)))
-            .map(|(k, rejected)| discordant(cases, k) * rejected)
+            .map(|(k, rejected)| discordant[k] * rejected)
             .sum::<f64>()
             .clamp(0.0, 1.0)
     }
@@ -508,5 +606,44 @@ mod examples {
         // ((z₀.₉₇₅ + z₀.₈) · 0.5 / 0.1)² ≈ 196.2, so 197.
         assert_eq!(cases_for_effect(0.1, 0.5, 0.05, 0.8), 197);
         assert_eq!(cases_for_effect(0.9, 0.1, 0.05, 0.8), 6);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each row of binomial chances, built from the likeliest count
+    /// outwards, and each pair of tails, built from their inner ends, are
+    /// the chances taken from their own logarithms (to 1e-10
+    /// relative: both lose some digits 400 terms out), from 0 to the most
+    /// cases, at chances near 0, ½ and 1.
+    #[test]
+    fn rows_and_tails_of_binomial_chances_are_the_chances_from_their_logarithms() {
+        let design = Mcnemar::new(1.0, 0.5, 0.05);
+        let mut row = Vec::new();
+        for p in [0.0, 1e-3, 0.1, 0.37, 0.5, 0.83, 0.999, 1.0] {
+            let chances = design.chances(p);
+            let pmf = |n, j| chances.of(n, j);
+            for n in [0, 1, 2, 7, 100, 399, EXACT_POWER_MAX_CASES] {
+                chances.row_into(&mut row, n);
+                assert_eq!(row.len(), n + 1);
+                for (j, got) in row.iter().enumerate() {
+                    let want = pmf(n, j);
+                    assert!(
+                        (got - want).abs() <= 1e-10 * want.max(1e-300),
+                        "P(Bin({n}, {p}) = {j}): {got:e}, from its logarithm {want:e}"
+                    );
+                }
+                for c in (0..n.div_ceil(2)).step_by(7) {
+                    let got = chances.tails(n, c);
+                    let want: f64 = (0..=c).map(|j| pmf(n, j) + pmf(n, n - j)).sum();
+                    assert!(
+                        (got - want).abs() <= 1e-10 * want.max(1e-300),
+                        "the tails of Bin({n}, {p}) to {c}: {got:e}, term by term {want:e}"
+                    );
+                }
+            }
+        }
     }
 }
