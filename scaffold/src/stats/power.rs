@@ -613,23 +613,21 @@ mod examples {
 mod tests {
     use super::*;
 
-    /// Each row of binomial chances, built from the likeliest count
-    /// outwards, and each pair of tails, built from their inner ends, are
-    /// the chances taken from their own logarithms (to 1e-10
-    /// relative: both lose some digits 400 terms out), from 0 to the most
-    /// cases, at chances near 0, ½ and 1.
+    /// Each row of binomial chances and each pair of tails, built from
+    /// their likeliest count outwards, are the chances taken from their own
+    /// logarithms (to 1e-10 relative: both lose some digits 400 terms out),
+    /// from 0 to the most cases, at chances near 0, ½ and 1.
     #[test]
     fn rows_and_tails_of_binomial_chances_are_the_chances_from_their_logarithms() {
         let design = Mcnemar::new(1.0, 0.5, 0.05);
         let mut row = Vec::new();
         for p in [0.0, 1e-3, 0.1, 0.37, 0.5, 0.83, 0.999, 1.0] {
             let chances = design.chances(p);
-            let pmf = |n, j| chances.of(n, j);
             for n in [0, 1, 2, 7, 100, 399, EXACT_POWER_MAX_CASES] {
                 chances.row_into(&mut row, n);
                 assert_eq!(row.len(), n + 1);
                 for (j, got) in row.iter().enumerate() {
-                    let want = pmf(n, j);
+                    let want = chances.of(n, j);
                     assert!(
                         (got - want).abs() <= 1e-10 * want.max(1e-300),
                         "P(Bin({n}, {p}) = {j}): {got:e}, from its logarithm {want:e}"
@@ -637,7 +635,9 @@ mod tests {
                 }
                 for c in (0..n.div_ceil(2)).step_by(7) {
                     let got = chances.tails(n, c);
-                    let want: f64 = (0..=c).map(|j| pmf(n, j) + pmf(n, n - j)).sum();
+                    let want: f64 = (0..=c)
+                        .map(|j| chances.of(n, j) + chances.of(n, n - j))
+                        .sum();
                     assert!(
                         (got - want).abs() <= 1e-10 * want.max(1e-300),
                         "the tails of Bin({n}, {p}) to {c}: {got:e}, term by term {want:e}"

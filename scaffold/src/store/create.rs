@@ -58,23 +58,22 @@ fn aside_name(path: &Path) -> PathBuf {
 
 /// The current schema in a new file at `aside`, in WAL mode, synced.
 fn build(aside: &Path) -> io::Result<()> {
-    let sqlite = io::Error::other;
-    let mut conn = Connection::open(aside).map_err(sqlite)?;
+    let mut conn = Connection::open(aside).map_err(io::Error::other)?;
     // Nothing here needs to survive a crash until the file is synced below:
     // a file left half-made is never linked.
     conn.pragma_update(None, "journal_mode", "MEMORY")
         .and_then(|()| conn.pragma_update(None, "synchronous", "OFF"))
-        .map_err(sqlite)?;
+        .map_err(io::Error::other)?;
     schema::migrate(&mut conn, &aside.display().to_string()).map_err(io::Error::other)?;
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-        .map_err(sqlite)?;
+        .map_err(io::Error::other)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(io::Error::other(format!("SQLite kept journal mode {mode}")));
     }
     // Closing the last connection moves the (empty) WAL into the file and
     // removes it.
-    conn.close().map_err(|(_, e)| sqlite(e))?;
+    conn.close().map_err(|(_, e)| io::Error::other(e))?;
     File::open(aside)?.sync_all()
 }
 

@@ -566,12 +566,10 @@ impl Store {
                 source,
             })?;
         }
-        if create {
+        let mut conn = if create {
             // A new file is built aside and appears whole (one sync, not
             // SQLite's five); a file already there is opened as it is.
             create::create_aside(path);
-        }
-        let mut conn = if create {
             Connection::open(path)
         } else {
             Connection::open_with_flags(
