@@ -1137,6 +1137,36 @@ fn under_nextest_the_budget_counts_what_the_runs_processes_spent() {
     assert_eq!(dir.started().len(), 3);
 }
 
+/// A live run has more test threads than `--test-threads` (cells waiting
+/// for their records hold none of the slots), and no more calls in flight.
+#[test]
+fn a_live_run_keeps_as_many_calls_in_flight_as_its_test_threads_and_no_more() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime
+        .block_on(
+            scaffold::testing::FakeProviderServer::builder()
+                .latency(Duration::from_millis(100))
+                .start(),
+        )
+        .unwrap();
+    let dir = TempDir::new("resume-in-flight");
+    let base = server.openai_base_url();
+    let out = run(
+        &dir,
+        &["--test-threads", "3"],
+        &[
+            ("SCAFFOLD_MODE", "live"),
+            ("OPENAI_BASE_URL", base.as_str()),
+            // OpenAI at the server, with a limit no call reaches.
+            ("RESUME_FIXTURE_RATE_LIMIT", "1000"),
+        ],
+    );
+    let all = text(&out);
+    assert_eq!(server.requests().len(), 8, "{all}");
+    assert_eq!(server.max_in_flight(), 3, "{all}");
+    assert!(all.contains("8 cells: 6 passed, 2 failed"), "{all}");
+}
+
 #[test]
 fn the_cells_of_a_live_run_share_one_limiter_per_api_and_the_summary_says_it() {
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -90,6 +90,9 @@ impl Harness {
         {
             return self.report_done(eval, &id, &run.id, done);
         }
+        // Held while the workflow runs; a store error or a spent budget
+        // found meanwhile keeps the cell from starting.
+        let slot = self.slots.take();
         if let Some(cause) = self.store_broken.get() {
             self.not_started.fetch_add(1, Ordering::Relaxed);
             if let Some(p) = &self.progress {
@@ -110,6 +113,7 @@ impl Harness {
                 None => erased.run_cell(cell, env).await,
             }
         });
+        drop(slot);
         let record = CellRecord::from(&outcome.result);
         let unplayable = record.unplayable;
         if unplayable {

@@ -60,7 +60,10 @@
 //! In live and record runs of several threads each cell's thread runs five
 //! `nice` steps below the process (Linux), so that the store's writer and
 //! the HTTP runtime, which every cell waits on, run first when a wave of
-//! answers arrives (see `priority.rs`).
+//! answers arrives (see `priority.rs`). There, "at once" counts cells whose
+//! workflow runs: libtest gets a thread more for every four, on which a
+//! cell that finished its calls waits for its record while the next cell
+//! makes its own (see `slots.rs`).
 //!
 //! Relative paths are taken from the package's directory. A value that does
 //! not parse is an error naming the variable and what it expects.
@@ -107,6 +110,7 @@ pub(crate) mod registry;
 mod selection;
 pub(crate) mod settings;
 mod setup;
+mod slots;
 pub(crate) mod snapshot;
 mod source;
 mod suite;
@@ -267,6 +271,8 @@ struct Harness {
     trim: memory::Trim,
     /// What each cell's thread sets its scheduling priority to.
     priority: priority::CellPriority,
+    /// How many cells run their workflow at once (see [`slots`]).
+    slots: slots::Slots,
     formats: Vec<Format>,
     /// Which cells' transcripts the HTML report embeds (`SCAFFOLD_REPORT_TRANSCRIPTS`).
     transcripts: reports::html::TranscriptSelection,
@@ -845,6 +851,7 @@ struct Assembly {
     run: Option<RunState>,
     progress: Option<Progress>,
     priority: priority::CellPriority,
+    slots: slots::Slots,
 }
 
 impl Harness {
@@ -886,6 +893,7 @@ impl Harness {
             not_started: AtomicUsize::new(0),
             trim: memory::Trim::default(),
             priority: parts.priority,
+            slots: parts.slots,
             formats: setup.formats,
             transcripts: setup.transcripts,
             progress: parts.progress,
@@ -941,6 +949,7 @@ fn run_harness(
     let threads = threads_for(args, &cells.trials);
     args.test_threads = Some(threads);
     let priority = priority::CellPriority::for_run(setup.mode, threads);
+    let (slots, libtest_threads) = slots::Slots::for_run(setup.mode, threads, cells.trials.len());
     let run = begin((&setup, manifest_dir), args, &mut cells)?;
     let envs = tag_envs(envs, run.as_ref());
     let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);
@@ -957,6 +966,7 @@ fn run_harness(
         run,
         progress,
         priority,
+        slots,
     };
     if shared
         .set(Harness::new(setup, parts, running, (manifest_dir, source)))
@@ -967,19 +977,22 @@ fn run_harness(
     let list = args.list;
     // What loading the datasets and building the cells freed.
     memory::release_free_memory();
+    args.test_threads = Some(libtest_threads);
     let conclusion = libtest_mimic::run(args, trials);
     drop(fake);
     // Every trial has run and let go of the harness.
-    let Some(harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
+    let Some(mut harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
         return Err(line("the harness is still in use after the run".into()));
     };
-    Ok(harness.conclude(list, conclusion))
+    let code = harness.conclude(list, conclusion);
+    harness.shut_down();
+    Ok(code)
 }
 
 impl Harness {
     /// Once every trial has run: the exit code, after the summary when
     /// this process reports one.
-    fn conclude(mut self, list: bool, conclusion: libtest_mimic::Conclusion) -> ExitCode {
+    fn conclude(&mut self, list: bool, conclusion: libtest_mimic::Conclusion) -> ExitCode {
         // The summary needs no case: the datasets go before it is built.
         for eval in &mut self.evals {
             eval.release_cases();
@@ -1016,6 +1029,24 @@ impl Harness {
         self.runtime.block_on(self.playback.release_idle());
         self.trim.before_summary();
         self.summarize(conclusion.num_failed)
+    }
+
+    /// Once the summary is written: what the cells used goes, then the
+    /// store closes (its writer commits what is queued and removes the
+    /// WAL). The runtime's threads are not waited for: no call is left to
+    /// make, and its idle blocking threads (a resolver's) would each be
+    /// woken and joined on the way out.
+    fn shut_down(self) {
+        let Harness {
+            runtime,
+            envs,
+            playback,
+            store,
+            ..
+        } = self;
+        drop((envs, playback));
+        runtime.shutdown_background();
+        drop(store);
     }
 }
 
