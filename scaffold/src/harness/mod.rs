@@ -981,18 +981,16 @@ fn run_harness(
     let conclusion = libtest_mimic::run(args, trials);
     drop(fake);
     // Every trial has run and let go of the harness.
-    let Some(mut harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
+    let Some(harness) = Arc::into_inner(shared).and_then(OnceLock::into_inner) else {
         return Err(line("the harness is still in use after the run".into()));
     };
-    let code = harness.conclude(list, conclusion);
-    harness.shut_down();
-    Ok(code)
+    Ok(harness.conclude(list, conclusion))
 }
 
 impl Harness {
     /// Once every trial has run: the exit code, after the summary when
     /// this process reports one.
-    fn conclude(&mut self, list: bool, conclusion: libtest_mimic::Conclusion) -> ExitCode {
+    fn conclude(mut self, list: bool, conclusion: libtest_mimic::Conclusion) -> ExitCode {
         // The summary needs no case: the datasets go before it is built.
         for eval in &mut self.evals {
             eval.release_cases();
@@ -1029,24 +1027,6 @@ impl Harness {
         self.runtime.block_on(self.playback.release_idle());
         self.trim.before_summary();
         self.summarize(conclusion.num_failed)
-    }
-
-    /// Once the summary is written: what the cells used goes, then the
-    /// store closes (its writer commits what is queued and removes the
-    /// WAL). The runtime's threads are not waited for: no call is left to
-    /// make, and its idle blocking threads (a resolver's) would each be
-    /// woken and joined on the way out.
-    fn shut_down(self) {
-        let Harness {
-            runtime,
-            envs,
-            playback,
-            store,
-            ..
-        } = self;
-        drop((envs, playback));
-        runtime.shutdown_background();
-        drop(store);
     }
 }
 
