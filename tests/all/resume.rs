@@ -1137,29 +1137,48 @@ fn under_nextest_the_budget_counts_what_the_runs_processes_spent() {
     assert_eq!(dir.started().len(), 3);
 }
 
-/// A live run has more test threads than `--test-threads` (cells waiting
-/// for their records hold none of the slots), and no more calls in flight.
-#[test]
-fn a_live_run_keeps_as_many_calls_in_flight_as_its_test_threads_and_no_more() {
+/// The fixture run live with OpenAI at a fake server answering after
+/// `latency`, limited to `limit` requests per 500 ms, with `args`: the
+/// server and the run's output.
+fn run_live(
+    name: &str,
+    latency: Duration,
+    limit: u32,
+    args: &[&str],
+) -> (scaffold::testing::FakeProviderServer, Output) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime
         .block_on(
             scaffold::testing::FakeProviderServer::builder()
-                .latency(Duration::from_millis(100))
+                .latency(latency)
                 .start(),
         )
         .unwrap();
-    let dir = TempDir::new("resume-in-flight");
+    let dir = TempDir::new(name);
     let base = server.openai_base_url();
+    let limit = limit.to_string();
     let out = run(
         &dir,
-        &["--test-threads", "3"],
+        args,
         &[
             ("SCAFFOLD_MODE", "live"),
             ("OPENAI_BASE_URL", base.as_str()),
-            // OpenAI at the server, with a limit no call reaches.
-            ("RESUME_FIXTURE_RATE_LIMIT", "1000"),
+            ("RESUME_FIXTURE_RATE_LIMIT", limit.as_str()),
         ],
+    );
+    (server, out)
+}
+
+/// A live run has more test threads than `--test-threads` (cells waiting
+/// for their records hold none of the slots), and no more calls in flight.
+#[test]
+fn a_live_run_keeps_as_many_calls_in_flight_as_its_test_threads_and_no_more() {
+    // A limit no call reaches.
+    let (server, out) = run_live(
+        "resume-in-flight",
+        Duration::from_millis(100),
+        1000,
+        &["--test-threads", "3"],
     );
     let all = text(&out);
     assert_eq!(server.requests().len(), 8, "{all}");
@@ -1169,26 +1188,14 @@ fn a_live_run_keeps_as_many_calls_in_flight_as_its_test_threads_and_no_more() {
 
 #[test]
 fn the_cells_of_a_live_run_share_one_limiter_per_api_and_the_summary_says_it() {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime
-        .block_on(
-            scaffold::testing::FakeProviderServer::builder()
-                .latency(Duration::from_millis(10))
-                .start(),
-        )
-        .unwrap();
-    let dir = TempDir::new("resume-rate-limit");
-    let base = server.openai_base_url();
     // Both variants (two models on one API) limited to 2 requests per 500 ms.
-    let out = run(
-        &dir,
+    let (server, out) = run_live(
+        "resume-rate-limit",
+        Duration::from_millis(10),
+        2,
         &["--test-threads", "8"],
-        &[
-            ("SCAFFOLD_MODE", "live"),
-            ("OPENAI_BASE_URL", base.as_str()),
-            ("RESUME_FIXTURE_RATE_LIMIT", "2"),
-        ],
     );
+    let base = server.openai_base_url();
     let all = text(&out);
     let requests = server.requests();
     assert_eq!(requests.len(), 8, "{all}");
