@@ -1169,8 +1169,9 @@ fn run_live(
     (server, out)
 }
 
-/// A live run has more test threads than `--test-threads` (cells waiting
-/// for their records hold none of the slots), and no more calls in flight.
+/// A live run gives libtest a thread more than `--test-threads` here (for
+/// cells waiting for their records), and keeps no more calls in flight
+/// than `--test-threads` (with the slots' limit taken out, 4).
 #[test]
 fn a_live_run_keeps_as_many_calls_in_flight_as_its_test_threads_and_no_more() {
     // A limit no call reaches.

@@ -90,8 +90,9 @@ impl Harness {
         {
             return self.report_done(eval, &id, &run.id, done);
         }
-        // Held while the workflow runs; a store error or a spent budget
-        // found meanwhile keeps the cell from starting.
+        // Held while the workflow runs (its cost counted before it goes); a
+        // store error or a spent budget found meanwhile keeps the cell from
+        // starting.
         let slot = self.slots.take();
         if let Some(cause) = self.store_broken.get() {
             self.not_started.fetch_add(1, Ordering::Relaxed);
@@ -113,8 +114,12 @@ impl Harness {
                 None => erased.run_cell(cell, env).await,
             }
         });
-        drop(slot);
         let record = CellRecord::from(&outcome.result);
+        // Spent before the next cell may start and check the budget.
+        if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
+            budget.spend(record.metrics.cost_usd);
+        }
+        drop(slot);
         let unplayable = record.unplayable;
         if unplayable {
             self.unplayable.fetch_add(1, Ordering::Relaxed);
@@ -128,9 +133,6 @@ impl Harness {
         if self.store.is_some() && self.run.is_some() {
             // What search finds it by, from the signals at hand.
             recorded = recorded.signals(&outcome.session.signals);
-        }
-        if let Some(budget) = self.budgets.get(eval).and_then(Option::as_ref) {
-            budget.spend(recorded.record.metrics.cost_usd);
         }
         drop(outcome);
         let (stored, store_failure) = self.store_cell(name, &recorded);

@@ -949,7 +949,8 @@ fn run_harness(
     let threads = threads_for(args, &cells.trials);
     args.test_threads = Some(threads);
     let priority = priority::CellPriority::for_run(setup.mode, threads);
-    let (slots, libtest_threads) = slots::Slots::for_run(setup.mode, threads, cells.trials.len());
+    let (slots, libtest_threads) =
+        slots::Slots::for_run(setup.mode, threads, cells.running.iter().sum());
     let run = begin((&setup, manifest_dir), args, &mut cells)?;
     let envs = tag_envs(envs, run.as_ref());
     let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);

@@ -5,21 +5,24 @@
 //! the test reported resumes past the cell. That wait (the store's writer
 //! committing the record) is short, but in a live run it comes right after
 //! a wave of answers, when every cell of the wave asks for the CPUs at
-//! once, and with one thread a cell the next call of that thread leaves
-//! only after it. So in live and record runs libtest gets more threads than
+//! once, and while a cell waits, the next call its thread would make
+//! waits too. So in live and record runs libtest gets more threads than
 //! `--test-threads`, and each cell takes one of `--test-threads` slots while
 //! its workflow runs (its calls made): the slot goes to the next cell as
 //! soon as the workflow ends, while the cell checks its snapshot and waits
 //! for its record. At most `--test-threads` workflows run at once, as
-//! before; cells take the slots in the order libtest hands them out.
+//! before; cells take the slots in the order they ask for them. A cell
+//! that starts while the record of one before it is being committed may
+//! start before that commit fails: a store error stops at most the waiting
+//! threads' cells more than it did.
 
 use std::sync::{Condvar, Mutex, PoisonError};
 
 use crate::provider::recorder::RecorderMode;
 
-/// Slots for each test thread beyond them, the threads whose cells
-/// finished their workflow and wait for their records: at concurrency 32, 8
-/// more threads (a live run's wave of answers arrives within a few
+/// One test thread more for this many slots, for the cells that finished
+/// their workflow and wait for their records: at concurrency 32, 8 more
+/// threads (a live run's wave of answers arrives within a few
 /// milliseconds, and a record waits about one).
 const SLOTS_PER_WAITING_THREAD: usize = 4;
 
@@ -45,14 +48,15 @@ impl Slots {
     /// For a run in `mode` with `test_threads` cells at once: slots in
     /// live and record runs of several threads (one thread runs the cells
     /// one by one, playback's cells wait on the CPUs rather than the
-    /// network), `trials` the tests libtest is given (an upper bound of the
-    /// cells). Returns the slots and the test threads libtest gets.
+    /// network), `running` the cells that run (no thread more than the
+    /// cells beyond the slots). Returns the slots and the test threads
+    /// libtest gets.
     pub(super) fn for_run(
         mode: RecorderMode,
         test_threads: usize,
-        trials: usize,
+        running: usize,
     ) -> (Slots, usize) {
-        let waiting = trials
+        let waiting = running
             .saturating_sub(test_threads)
             .min(test_threads.div_ceil(SLOTS_PER_WAITING_THREAD));
         if mode == RecorderMode::Playback || test_threads < 2 || waiting == 0 {
@@ -178,7 +182,8 @@ mod tests {
                 });
             }
         });
-        assert_eq!(most.load(Ordering::SeqCst), 2);
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&most), "{most} at once");
         assert_eq!(slots.asked(), 8);
     }
 
