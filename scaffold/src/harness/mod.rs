@@ -949,11 +949,11 @@ fn run_harness(
     let threads = threads_for(args, &cells.trials);
     args.test_threads = Some(threads);
     let priority = priority::CellPriority::for_run(setup.mode, threads);
-    let (slots, libtest_threads) =
-        slots::Slots::for_run(setup.mode, threads, cells.running.iter().sum());
+    let running_cells: usize = cells.running.iter().sum();
+    let (slots, libtest_threads) = slots::Slots::for_run(setup.mode, threads, running_cells);
     let run = begin((&setup, manifest_dir), args, &mut cells)?;
     let envs = tag_envs(envs, run.as_ref());
-    let progress = progress_bar(args, cells.running.iter().sum(), cells.shortest);
+    let progress = progress_bar(args, running_cells, cells.shortest);
     if let Some(run) = run.as_ref().filter(|r| r.resuming) {
         announce_resume(run, args, &cells);
     }
