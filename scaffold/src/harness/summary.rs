@@ -4,6 +4,9 @@
 use super::judge::Judged;
 use super::*;
 
+/// An eval's reports rendered ahead of their writing, by format.
+type Rendered = Vec<(Format, String)>;
+
 /// What the summary of each eval adds up for the run.
 #[derive(Default)]
 struct Tally {
@@ -80,9 +83,20 @@ impl Harness {
             .collect();
         let resumed = judged.iter().map(|(j, _)| j.resumed).sum();
         let unfinished = judged.iter().any(|(j, _)| !j.results.complete);
-        let finished = self.finish_run(unfinished);
+        // The reports made in memory are rendered while the run is marked
+        // finished (which waits for the store's writer); without a thread
+        // for them, they are rendered as they are written.
+        let (finished, ahead) = std::thread::scope(|scope| {
+            let ahead =
+                std::thread::Builder::new().spawn_scoped(scope, || self.render_ahead(&judged));
+            let finished = self.finish_run(unfinished);
+            let ahead = ahead.ok().and_then(|thread| thread.join().ok());
+            (finished, ahead.unwrap_or_default())
+        });
+        let mut ahead = ahead.into_iter();
         for (judged, gate_tested) in judged {
-            self.summarize_eval(judged, gate_tested, &dir, &mut tally);
+            let rendered = ahead.next().unwrap_or_default();
+            self.summarize_eval(judged, gate_tested, (&dir, rendered), &mut tally);
         }
         self.write_index(&dir, &tally.index);
         for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
@@ -145,10 +159,40 @@ impl Harness {
         }
     }
 
+    /// Per eval of `judged`, its reports that are text made in memory
+    /// (JSON and JUnit of results that hold whole records; not those
+    /// written from the store a chunk at a time, nor the HTML page, which
+    /// reads transcripts), by format.
+    fn render_ahead(&self, judged: &[(Judged, bool)]) -> Vec<Rendered> {
+        if self.summarized.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let formats: Vec<Format> = (self.formats.iter().copied())
+            .filter(|f| matches!(f, Format::Json | Format::Junit))
+            .collect();
+        judged
+            .iter()
+            .map(|(judged, _)| {
+                let comparison = judged.baseline.as_ref().ok().and_then(Option::as_ref);
+                let comparison = comparison.map(|(cmp, _)| cmp);
+                (formats.iter())
+                    .map(|&f| (f, reports::render(f, &judged.results, comparison)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Summarize one eval's `judged` results: table, gate, baseline,
-    /// reports. `gate_tested`: its `[gate]` test ran (else its verdict
-    /// does not decide the run: the test filter left it out).
-    fn summarize_eval(&self, judged: Judged, gate_tested: bool, dir: &Path, tally: &mut Tally) {
+    /// reports (those `rendered` already written as they are).
+    /// `gate_tested`: its `[gate]` test ran (else its verdict does not
+    /// decide the run: the test filter left it out).
+    fn summarize_eval(
+        &self,
+        judged: Judged,
+        gate_tested: bool,
+        (dir, rendered): (&Path, Rendered),
+        tally: &mut Tally,
+    ) {
         let Judged {
             mut results,
             baseline,
@@ -176,7 +220,7 @@ impl Harness {
             }
         };
         let against = comparison.as_ref().map(|(cmp, base)| (cmp, base));
-        self.write_reports(dir, &mut results, against);
+        self.write_reports((dir, rendered), &mut results, against);
         if self.formats.contains(&Format::Html) {
             (tally.index).push(reports::html::IndexEntry::new(&results, &self.formats));
         }
@@ -293,10 +337,11 @@ impl Harness {
         unplayable
     }
 
-    /// Write the selected report files of one eval into `dir`.
+    /// Write the selected report files of one eval into `dir`, those
+    /// `rendered` already as they are.
     fn write_reports(
         &self,
-        dir: &Path,
+        (dir, rendered): (&Path, Rendered),
         results: &mut EvalResults,
         against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) {
@@ -324,9 +369,11 @@ impl Harness {
         for (path, format) in files {
             // Whole or not at all: a report cut short by a store error must
             // not pass for this run's, nor must the last run's.
-            let written = crate::util::write_atomic(&path, false, |out| match format {
-                Some(format) => self.write_report(out, format, results, against),
-                None => comparison.map_or(Ok(()), |cmp| {
+            let ahead = rendered.iter().find(|(f, _)| Some(*f) == format);
+            let written = crate::util::write_atomic(&path, false, |out| match (format, ahead) {
+                (_, Some((_, text))) => std::io::Write::write_all(out, text.as_bytes()),
+                (Some(format), None) => self.write_report(out, format, results, against),
+                (None, None) => comparison.map_or(Ok(()), |cmp| {
                     std::io::Write::write_all(out, reports::json::render_comparison(cmp).as_bytes())
                 }),
             });
