@@ -39,6 +39,18 @@ impl Trim {
     }
 }
 
+/// Drop `value` on a thread of its own, which the process does not wait
+/// for: what a run let go of at its end (its results, some megabytes of
+/// small allocations) is freed while the harness shuts down, not before
+/// it, and not at all when the process exits first. Dropped here when no
+/// thread can be had.
+pub(crate) fn drop_aside<T: Send + 'static>(value: T) {
+    // A thread that cannot start drops its closure, and `value`, here.
+    let _ = std::thread::Builder::new()
+        .name("scaffold-drop".into())
+        .spawn(move || drop(value));
+}
+
 /// Give the allocator's free pages back to the system, where the allocator
 /// keeps them (glibc); a no-op elsewhere.
 pub(crate) fn release_free_memory() {
@@ -51,6 +63,31 @@ pub(crate) fn release_free_memory() {
         unsafe {
             malloc_trim(0);
         }
+    }
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use super::drop_aside;
+    use std::sync::mpsc;
+
+    /// Tells, when dropped, on which thread.
+    struct Tell(mpsc::Sender<std::thread::ThreadId>);
+
+    impl Drop for Tell {
+        fn drop(&mut self) {
+            let _ = self.0.send(std::thread::current().id());
+        }
+    }
+
+    #[test]
+    fn what_is_dropped_aside_is_dropped_on_another_thread() {
+        let (tell, told) = mpsc::channel();
+        drop_aside(Tell(tell));
+        let on = told
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("never dropped");
+        assert_ne!(on, std::thread::current().id());
     }
 }
 

@@ -21,6 +21,9 @@ struct Tally {
     invalid_baseline: bool,
     /// The run's index page's line of each eval whose reports were written.
     index: Vec<reports::html::IndexEntry>,
+    /// Each eval's results (and baseline) once summarized: let go of after
+    /// the closing line, on a thread of their own.
+    summarized: Vec<EvalResults>,
 }
 
 impl Harness {
@@ -149,6 +152,7 @@ impl Harness {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
         eprintln!("\n{}", tally.totals.line(&reasons));
+        memory::drop_aside(std::mem::take(&mut tally.summarized));
         // The line's verdict and the exit code are made of the same reasons,
         // each of them a failed test but a store or a baseline that cannot
         // be used.
@@ -224,6 +228,8 @@ impl Harness {
         if self.formats.contains(&Format::Html) {
             (tally.index).push(reports::html::IndexEntry::new(&results, &self.formats));
         }
+        tally.summarized.push(results);
+        tally.summarized.extend(comparison.map(|(_, base)| base));
     }
 
     /// Write the run's index page into `dir`: each eval of `entries`
