@@ -23,7 +23,7 @@ struct Tally {
     index: Vec<reports::html::IndexEntry>,
     /// Each eval's results (and baseline) once summarized: let go of after
     /// the closing line, on a thread of their own.
-    summarized: Vec<EvalResults>,
+    let_go: Vec<EvalResults>,
 }
 
 impl Harness {
@@ -86,20 +86,25 @@ impl Harness {
             .collect();
         let resumed = judged.iter().map(|(j, _)| j.resumed).sum();
         let unfinished = judged.iter().any(|(j, _)| !j.results.complete);
-        // The reports made in memory are rendered while the run is marked
-        // finished (which waits for the store's writer); without a thread
-        // for them, they are rendered as they are written.
+        // The first eval's reports made in memory are rendered while the
+        // run is marked finished (which waits for the store's writer);
+        // without a thread for them, they are rendered as they are written.
         let (finished, ahead) = std::thread::scope(|scope| {
-            let ahead =
-                std::thread::Builder::new().spawn_scoped(scope, || self.render_ahead(&judged));
+            let ahead = std::thread::Builder::new()
+                .name("scaffold-reports".into())
+                .spawn_scoped(scope, || self.render_ahead(judged.first()));
             let finished = self.finish_run(unfinished);
-            let ahead = ahead.ok().and_then(|thread| thread.join().ok());
+            let ahead = ahead.map(|thread| match thread.join() {
+                Ok(rendered) => rendered,
+                // Its panic, told once: the reports would panic again.
+                Err(panic) => std::panic::resume_unwind(panic),
+            });
             (finished, ahead.unwrap_or_default())
         });
-        let mut ahead = ahead.into_iter();
+        let mut ahead = Some(ahead);
         for (judged, gate_tested) in judged {
-            let rendered = ahead.next().unwrap_or_default();
-            self.summarize_eval(judged, gate_tested, (&dir, rendered), &mut tally);
+            let rendered = ahead.take().unwrap_or_default();
+            self.summarize_eval(judged, gate_tested, &dir, rendered, &mut tally);
         }
         self.write_index(&dir, &tally.index);
         for line in self.limits.iter().flat_map(RateLimits::summary_lines) {
@@ -152,7 +157,9 @@ impl Harness {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
         eprintln!("\n{}", tally.totals.line(&reasons));
-        memory::drop_aside(std::mem::take(&mut tally.summarized));
+        if !tally.let_go.is_empty() {
+            memory::drop_aside(std::mem::take(&mut tally.let_go));
+        }
         // The line's verdict and the exit code are made of the same reasons,
         // each of them a failed test but a store or a baseline that cannot
         // be used.
@@ -163,38 +170,49 @@ impl Harness {
         }
     }
 
-    /// Per eval of `judged`, its reports that are text made in memory
-    /// (JSON and JUnit of results that hold whole records; not those
-    /// written from the store a chunk at a time, nor the HTML page, which
-    /// reads transcripts), by format.
-    fn render_ahead(&self, judged: &[(Judged, bool)]) -> Vec<Rendered> {
-        if self.summarized.load(Ordering::Relaxed) {
+    /// The report files of `judged` made of its results alone (see
+    /// [`Harness::rendered_alone`]), rendered by format. One eval's: the
+    /// others are rendered as they are written, one at a time, so that
+    /// memory holds no more report text at once than before.
+    fn render_ahead(&self, judged: Option<&(Judged, bool)>) -> Rendered {
+        let Some((judged, _)) = judged else {
             return Vec::new();
-        }
-        let formats: Vec<Format> = (self.formats.iter().copied())
-            .filter(|f| matches!(f, Format::Json | Format::Junit))
-            .collect();
-        judged
-            .iter()
-            .map(|(judged, _)| {
-                let comparison = judged.baseline.as_ref().ok().and_then(Option::as_ref);
-                let comparison = comparison.map(|(cmp, _)| cmp);
-                (formats.iter())
-                    .map(|&f| (f, reports::render(f, &judged.results, comparison)))
-                    .collect()
-            })
+        };
+        let comparison = judged.baseline.as_ref().ok().and_then(Option::as_ref);
+        let comparison = comparison.map(|(cmp, _)| cmp);
+        (self.formats.iter())
+            .filter(|&&f| f != Format::Table)
+            .filter_map(|&f| Some((f, self.rendered_alone(f, &judged.results, comparison)?)))
             .collect()
     }
 
+    /// The report `format` of `results`, when it is made of them alone in
+    /// memory: JSON, JUnit and the table, unless the results hold
+    /// summaries whose whole records are read from the store. `None` for
+    /// the others (the HTML page reads transcripts; the Markdown report
+    /// links to it).
+    fn rendered_alone(
+        &self,
+        format: Format,
+        results: &EvalResults,
+        comparison: Option<&crate::eval::Comparison>,
+    ) -> Option<String> {
+        let from_store =
+            self.store.is_some() && self.run.is_some() && self.summarized.load(Ordering::Relaxed);
+        let alone = matches!(format, Format::Json | Format::Junit | Format::Table);
+        (alone && !from_store).then(|| reports::render(format, results, comparison))
+    }
+
     /// Summarize one eval's `judged` results: table, gate, baseline,
-    /// reports (those `rendered` already written as they are).
+    /// reports into `dir` (those `rendered` already written as they are).
     /// `gate_tested`: its `[gate]` test ran (else its verdict does not
     /// decide the run: the test filter left it out).
     fn summarize_eval(
         &self,
         judged: Judged,
         gate_tested: bool,
-        (dir, rendered): (&Path, Rendered),
+        dir: &Path,
+        rendered: Rendered,
         tally: &mut Tally,
     ) {
         let Judged {
@@ -224,12 +242,12 @@ impl Harness {
             }
         };
         let against = comparison.as_ref().map(|(cmp, base)| (cmp, base));
-        self.write_reports((dir, rendered), &mut results, against);
+        self.write_reports(dir, rendered, &mut results, against);
         if self.formats.contains(&Format::Html) {
             (tally.index).push(reports::html::IndexEntry::new(&results, &self.formats));
         }
-        tally.summarized.push(results);
-        tally.summarized.extend(comparison.map(|(_, base)| base));
+        tally.let_go.push(results);
+        tally.let_go.extend(comparison.map(|(_, base)| base));
     }
 
     /// Write the run's index page into `dir`: each eval of `entries`
@@ -347,7 +365,8 @@ impl Harness {
     /// `rendered` already as they are.
     fn write_reports(
         &self,
-        (dir, rendered): (&Path, Rendered),
+        dir: &Path,
+        rendered: Rendered,
         results: &mut EvalResults,
         against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) {
@@ -426,6 +445,9 @@ impl Harness {
         against: Option<(&crate::eval::Comparison, &EvalResults)>,
     ) -> std::io::Result<()> {
         let comparison = against.map(|(cmp, _)| cmp);
+        if let Some(text) = self.rendered_alone(format, results, comparison) {
+            return out.write_all(text.as_bytes());
+        }
         // The baseline's transcripts stand beside regressions when its
         // sessions are in this store.
         let transcripts = (self.store.as_ref()).map(|s| {

@@ -749,7 +749,8 @@ impl Store {
     /// search and move the WAL into the database now, in the background,
     /// rather than once it idles or the store closes. `more`: writes follow
     /// (the WAL is started again for them, off their path); without, the
-    /// close that comes next finds nothing to sync. Nothing waits: a
+    /// close that comes next finds nothing to sync and an empty WAL to
+    /// remove (unless another connection was reading it). Nothing waits: a
     /// failure leaves the work to the idle writer or the close, as before.
     pub(crate) fn checkpoint_now(&self, more: bool) {
         let _ = self.send(Command::Checkpoint { more });

@@ -209,7 +209,7 @@ pub(crate) enum Command {
     /// and move the WAL into the database now, not once the writer idles;
     /// nobody waits. `more`: writes follow, so the WAL starts again too
     /// (see `Writer::restart_wal`); otherwise the store closes next, and
-    /// finds nothing to sync.
+    /// finds nothing to sync and an empty WAL (see `Writer::empty_wal`).
     Checkpoint {
         /// Whether more writes follow.
         more: bool,
@@ -580,10 +580,11 @@ impl Writer {
     /// Empty the WAL file, every frame of which a checkpoint moved, now
     /// that the close comes next: the close then removes an empty file.
     /// Removing a WAL of some megabytes frees its cached pages, about a
-    /// millisecond at a live run's end that the process waits for; here it
-    /// is done while the reports are written. Only when no reader uses the
-    /// WAL (a truncating checkpoint that does not wait for them); else the
-    /// close removes it as before.
+    /// millisecond at a live run's end that the process waits for; the
+    /// truncation frees them here, on the writer's thread, while the
+    /// harness judges and writes its reports. Only when no other
+    /// connection reads the WAL (the truncating checkpoint does not wait
+    /// for one); else the close removes it as before.
     fn empty_wal(&self) {
         let Ok(waits) =
             (self.conn).pragma_query_value(None, "busy_timeout", |r| r.get::<_, i64>(0))
@@ -593,7 +594,9 @@ impl Writer {
         if self.conn.busy_timeout(Duration::ZERO).is_ok() {
             let _ = (self.conn).query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         }
-        let _ = (self.conn).busy_timeout(Duration::from_millis(waits.max(0).unsigned_abs()));
+        // Milliseconds, as set (`sqlite3_busy_timeout` cannot fail).
+        let waits = u64::try_from(waits).unwrap_or(0);
+        let _ = self.conn.busy_timeout(Duration::from_millis(waits));
     }
 
     /// Checkpoint the WAL if it has grown to
