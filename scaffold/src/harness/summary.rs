@@ -21,9 +21,6 @@ struct Tally {
     invalid_baseline: bool,
     /// The run's index page's line of each eval whose reports were written.
     index: Vec<reports::html::IndexEntry>,
-    /// Each eval's results (and baseline) once summarized: let go of after
-    /// the closing line, on a thread of their own.
-    let_go: Vec<EvalResults>,
 }
 
 impl Harness {
@@ -157,9 +154,6 @@ impl Harness {
             eprintln!("\nsome cells crashed before they could be graded (see above).");
         }
         eprintln!("\n{}", tally.totals.line(&reasons));
-        if !tally.let_go.is_empty() {
-            memory::drop_aside(std::mem::take(&mut tally.let_go));
-        }
         // The line's verdict and the exit code are made of the same reasons,
         // each of them a failed test but a store or a baseline that cannot
         // be used.
@@ -246,8 +240,9 @@ impl Harness {
         if self.formats.contains(&Format::Html) {
             (tally.index).push(reports::html::IndexEntry::new(&results, &self.formats));
         }
-        tally.let_go.push(results);
-        tally.let_go.extend(comparison.map(|(_, base)| base));
+        // Let go of on a thread of their own (some megabytes of small
+        // allocations at a run's end): nothing waits for their freeing.
+        memory::drop_aside((results, comparison));
     }
 
     /// Write the run's index page into `dir`: each eval of `entries`
