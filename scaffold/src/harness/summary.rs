@@ -86,7 +86,7 @@ impl Harness {
         // The first eval's reports made in memory are rendered while the
         // run is marked finished (which waits for the store's writer);
         // without a thread for them, they are rendered as they are written.
-        let (finished, ahead) = std::thread::scope(|scope| {
+        let (finished, mut ahead) = std::thread::scope(|scope| {
             let ahead = std::thread::Builder::new()
                 .name("scaffold-reports".into())
                 .spawn_scoped(scope, || self.render_ahead(judged.first()));
@@ -98,9 +98,9 @@ impl Harness {
             });
             (finished, ahead.unwrap_or_default())
         });
-        let mut ahead = Some(ahead);
         for (judged, gate_tested) in judged {
-            let rendered = ahead.take().unwrap_or_default();
+            // The first eval's; the others' are rendered as they are written.
+            let rendered = std::mem::take(&mut ahead);
             self.summarize_eval(judged, gate_tested, &dir, rendered, &mut tally);
         }
         self.write_index(&dir, &tally.index);
@@ -191,10 +191,20 @@ impl Harness {
         results: &EvalResults,
         comparison: Option<&crate::eval::Comparison>,
     ) -> Option<String> {
-        let from_store =
-            self.store.is_some() && self.run.is_some() && self.summarized.load(Ordering::Relaxed);
         let alone = matches!(format, Format::Json | Format::Junit | Format::Table);
-        (alone && !from_store).then(|| reports::render(format, results, comparison))
+        (alone && self.records_in_store().is_none())
+            .then(|| reports::render(format, results, comparison))
+    }
+
+    /// The store and the run the whole records are read from, when the
+    /// results hold summaries (see `keep_whole`).
+    fn records_in_store(&self) -> Option<(&Store, &RunState)> {
+        match (&self.store, &self.run) {
+            (Some(store), Some(run)) if self.summarized.load(Ordering::Relaxed) => {
+                Some((store, run))
+            }
+            _ => None,
+        }
     }
 
     /// Summarize one eval's `judged` results: table, gate, baseline,
@@ -459,11 +469,7 @@ impl Harness {
         if let Some(t) = &transcripts {
             page = page.transcripts(t);
         }
-        let (Some(store), Some(run), true) = (
-            &self.store,
-            &self.run,
-            self.summarized.load(Ordering::Relaxed),
-        ) else {
+        let Some((store, run)) = self.records_in_store() else {
             return match format {
                 Format::Html => out.write_all(page.render().as_bytes()),
                 Format::Markdown => out.write_all(self.markdown(results, comparison).as_bytes()),
