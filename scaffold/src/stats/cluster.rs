@@ -40,12 +40,18 @@ fn cluster_sums<K: Ord>(values: &[f64], clusters: &[K]) -> Option<(Vec<f64>, f64
 /// two clusters, mismatched lengths or a value that is not finite.
 pub fn clustered_standard_error<K: Ord>(values: &[f64], clusters: &[K]) -> Option<f64> {
     let (sums, _) = cluster_sums(values, clusters)?;
+    cr1_standard_error(&sums, values.len())
+}
+
+/// The CR1 standard error of a mean of `n` values from its clusters'
+/// residual sums; `None` with fewer than two clusters.
+fn cr1_standard_error(sums: &[f64], n: usize) -> Option<f64> {
     let g = sums.len() as f64;
     if sums.len() < 2 {
         return None;
     }
     let meat: f64 = sums.iter().map(|s| s * s).sum();
-    Some((g / (g - 1.0) * meat).sqrt() / values.len() as f64)
+    Some((g / (g - 1.0) * meat).sqrt() / n as f64)
 }
 
 /// `N` over the design effect, between the number of clusters and `N`
@@ -55,7 +61,7 @@ pub fn effective_sample_size<K: Ord>(values: &[f64], clusters: &[K]) -> Option<f
     let n = values.len() as f64;
     let g = sums.len() as f64;
     let squares: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
-    let clustered = clustered_standard_error(values, clusters)?;
+    let clustered = cr1_standard_error(&sums, values.len())?;
     if squares <= 0.0 || n < 2.0 {
         return Some(g);
     }
