@@ -104,11 +104,18 @@ mod examples {
             use crate::report::json;
             let mut cell = CellRecord::new("a", "c1");
             cell.input = serde_json::json!("the question");
-            let full = EvalResults::for_tests("qa", 1, vec![cell.clone()]);
-            let mut summaries = EvalResults::for_tests("qa", 1, vec![cell.clone().into_summary()]);
+            // Nested values and a line break inside a string, which the
+            // cells' indentation must leave as it is.
+            let mut other = CellRecord::new("a", "c2");
+            other.input = serde_json::json!({"text": "one\ntwo", "list": [1, {"empty": []}]});
+            let cells = vec![cell, other];
+            let full = EvalResults::for_tests("qa", 1, cells.clone());
+            let summaries = cells.iter().map(|c| c.clone().into_summary()).collect();
+            let mut summaries = EvalResults::for_tests("qa", 1, summaries);
             let mut out = Vec::new();
             json::write_streamed(&mut summaries, &mut out, |chunk| {
-                Ok(chunk.iter().map(|_| Some(cell.clone())).collect())
+                let whole = |s: &CellRecord| cells.iter().find(|c| c.case == s.case).cloned();
+                Ok(chunk.iter().map(whole).collect())
             })?;
             assert_eq!(String::from_utf8(out).unwrap(), json::render(&full));
             Ok::<(), std::io::Error>(())
