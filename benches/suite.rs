@@ -39,7 +39,9 @@
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
 //!   concurrency⌉ × latency. Baseline: the same 200 calls made by the
-//!   provider alone, as many at a time, in this process.
+//!   provider alone, as many at a time, in this process; and one call
+//!   alone, five times one after the other: the floor of each link of a
+//!   run's chain of calls.
 //! - **ratelimit**: the live eval's 200 cells on one API (two variants, two
 //!   models) limited to 40 requests a second (`RateLimit::per`), 32 test
 //!   threads, 100 ms latency: the most requests the server received in any
@@ -112,6 +114,8 @@ const FLOOR_ENV: &str = "SCAFFOLD_BENCH_FLOOR";
 const SERVE_ENV: &str = "SCAFFOLD_BENCH_SERVE";
 /// Processes timed for one cell as nextest runs it.
 const NEXTEST_PROCESSES: usize = 5;
+/// Calls timed one after the other for the floor of a live run's links.
+const ONE_CALL_RUNS: usize = 5;
 
 const LATENCY: Duration = Duration::from_millis(100);
 const LIVE_CELLS: usize = 200;
@@ -1238,6 +1242,26 @@ fn playback(
     Ok(())
 }
 
+/// One call of the live eval made by the provider alone, `calls` times one
+/// after the other: the median, the floor of every link of a live run's
+/// chain of calls (the server's latency and what one exchange costs).
+async fn one_call_alone(calls: usize) -> Duration {
+    let provider = openai();
+    let mut walls = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let request = CompletionRequest {
+            messages: vec![Message::user(format!("one call alone, number {i}"))],
+            ..Default::default()
+        };
+        let start = Instant::now();
+        let answered = provider.complete(&request, &mut ()).await.is_ok();
+        walls.push(start.elapsed());
+        assert!(answered, "a call alone failed");
+    }
+    walls.sort();
+    common::median(&walls)
+}
+
 /// The same calls as the live eval, made by the provider alone, `concurrency` at a time.
 async fn bare_calls(concurrency: usize) -> Duration {
     let permits = Arc::new(tokio::sync::Semaphore::new(concurrency));
@@ -1288,6 +1312,12 @@ fn live(
     // Untimed, without latency: write the snapshots.
     pkg.run("live", "live", true, &[])?;
     server.set_latency(LATENCY);
+    let alone = runtime.block_on(one_call_alone(ONE_CALL_RUNS));
+    println!(
+        "  one call alone, by the provider: {:.1} ms (median of {ONE_CALL_RUNS}; the server's latency {} ms)",
+        ms(alone),
+        LATENCY.as_millis()
+    );
     let pf_dir = pkg.dir.join("promptfoo");
     if let Some(pf) = promptfoo {
         pf.write_suite(&pf_dir, cases, &server.openai_base_url())?;
@@ -1355,8 +1385,9 @@ fn live(
     }
     if let Some((ratio, bare)) = figures.get(&32) {
         verdicts.push(format!(
-            "live at concurrency 32: {ratio:.3}× the ideal wall time (the provider alone {bare:.3}×), \
-             budget ≤ {BUDGET_LIVE_RATIO:.2}×: {}",
+            "live at concurrency 32: {ratio:.3}× the ideal wall time (the provider alone {bare:.3}×; \
+             one call alone {:.1} ms), budget ≤ {BUDGET_LIVE_RATIO:.2}×: {}",
+            ms(alone),
             met(*ratio <= BUDGET_LIVE_RATIO)
         ));
     }

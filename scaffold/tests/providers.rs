@@ -779,6 +779,29 @@ async fn api_keys_come_from_the_environment_unless_given() {
 }
 
 #[tokio::test]
+async fn every_answer_waits_the_whole_latency() {
+    // The server's wait ends on a blocking thread's sleep after tokio's
+    // timer: never before the latency is over, whatever the split.
+    for latency in [1, 2, 3, 30].map(Duration::from_millis) {
+        let server = FakeProviderServer::builder()
+            .latency(latency)
+            .start()
+            .await
+            .unwrap();
+        let provider = openai(&server);
+        for i in 0..3 {
+            let started = Instant::now();
+            call(&provider, &ask(&format!("call {i}"))).await.0.unwrap();
+            let took = started.elapsed();
+            assert!(
+                took >= latency,
+                "answered after {took:?}, latency {latency:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn concurrent_calls_run_in_parallel() {
     let server = FakeProviderServer::builder()
         .latency(Duration::from_millis(100))

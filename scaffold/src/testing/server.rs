@@ -195,7 +195,9 @@ pub struct FakeServerBuilder {
 }
 
 impl FakeServerBuilder {
-    /// Wait this long before answering each request (time to first byte).
+    /// Wait this long before answering each request (time to first byte),
+    /// counted from the request's arrival and kept to within about a
+    /// millisecond, not tokio's timer's whole milliseconds rounded up.
     pub fn latency(mut self, latency: Duration) -> Self {
         self.settings.latency = latency;
         self
@@ -619,7 +621,10 @@ async fn handle(
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let request_id = request_id_header(route, seq);
 
-    if !sleep_or_shutdown(settings.latency, shutdown).await {
+    // The latency counts from the request's arrival.
+    if !settings.latency.is_zero()
+        && !wait_until_or_shutdown(received + settings.latency, shutdown).await
+    {
         return Ok(false);
     }
     let answered = answer_fault(socket, &fault, route, request_id.clone(), shutdown).await?;
@@ -1160,13 +1165,40 @@ async fn write_json(
     .await
 }
 
-/// Sleep, unless the server shuts down first (then `false`).
+/// The end of a wait left to a blocking thread's sleep. tokio's timer
+/// counts whole milliseconds and rounds each wait up, its driver too: a
+/// `sleep` of 100 ms answered a request 101–103 ms after it came, 2% over
+/// the latency asked for. The kernel ends a thread's sleep within tens of
+/// microseconds.
+const FINE_WAIT: Duration = Duration::from_millis(5);
+
+/// Sleep `duration`, unless the server shuts down first (then `false`).
 async fn sleep_or_shutdown(duration: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
     if duration.is_zero() {
         return true;
     }
+    wait_until_or_shutdown(std::time::Instant::now() + duration, shutdown).await
+}
+
+/// Wait until `deadline`, unless the server shuts down first (then
+/// `false`): on tokio's timer until [`FINE_WAIT`] before it, the rest on a
+/// blocking thread, so that a latency of 100 ms takes 100 ms.
+async fn wait_until_or_shutdown(
+    deadline: std::time::Instant,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let wait = async {
+        if let Some(coarse) = deadline.checked_sub(FINE_WAIT) {
+            tokio::time::sleep_until(coarse.into()).await;
+        }
+        let rest = deadline.saturating_duration_since(std::time::Instant::now());
+        if !rest.is_zero() {
+            // A failed join (the runtime shutting down) ends the wait early.
+            let _ = tokio::task::spawn_blocking(move || std::thread::sleep(rest)).await;
+        }
+    };
     tokio::select! {
-        _ = tokio::time::sleep(duration) => true,
+        _ = wait => true,
         _ = shutdown.changed() => false,
     }
 }
