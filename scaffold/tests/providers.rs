@@ -802,6 +802,35 @@ async fn every_answer_waits_the_whole_latency() {
 }
 
 #[tokio::test]
+async fn a_server_dropped_during_its_latency_closes_the_connection_unanswered() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = FakeProviderServer::builder()
+        .latency(Duration::from_secs(30))
+        .start()
+        .await
+        .unwrap();
+    let mut socket = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let body = r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}"#;
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: fake\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    while server.request_count() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(server);
+    // The wait ends with the server, not 30 s later, and nothing is answered.
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), socket.read_to_end(&mut answer))
+        .await
+        .expect("the connection is closed when the server is dropped")
+        .unwrap();
+    assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+}
+
+#[tokio::test]
 async fn concurrent_calls_run_in_parallel() {
     let server = FakeProviderServer::builder()
         .latency(Duration::from_millis(100))

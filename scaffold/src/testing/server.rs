@@ -622,9 +622,7 @@ async fn handle(
     let request_id = request_id_header(route, seq);
 
     // The latency counts from the request's arrival.
-    if !settings.latency.is_zero()
-        && !wait_until_or_shutdown(received + settings.latency, shutdown).await
-    {
+    if !sleep_since_or_shutdown(received, settings.latency, shutdown).await {
         return Ok(false);
     }
     let answered = answer_fault(socket, &fault, route, request_id.clone(), shutdown).await?;
@@ -1174,19 +1172,22 @@ const FINE_WAIT: Duration = Duration::from_millis(5);
 
 /// Sleep `duration`, unless the server shuts down first (then `false`).
 async fn sleep_or_shutdown(duration: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
+    sleep_since_or_shutdown(std::time::Instant::now(), duration, shutdown).await
+}
+
+/// Sleep until `duration` after `since`, unless the server shuts down
+/// first (then `false`): on tokio's timer until [`FINE_WAIT`] before the
+/// end, the rest on a blocking thread, so that a latency of 100 ms takes
+/// 100 ms.
+async fn sleep_since_or_shutdown(
+    since: std::time::Instant,
+    duration: Duration,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
     if duration.is_zero() {
         return true;
     }
-    wait_until_or_shutdown(std::time::Instant::now() + duration, shutdown).await
-}
-
-/// Wait until `deadline`, unless the server shuts down first (then
-/// `false`): on tokio's timer until [`FINE_WAIT`] before it, the rest on a
-/// blocking thread, so that a latency of 100 ms takes 100 ms.
-async fn wait_until_or_shutdown(
-    deadline: std::time::Instant,
-    shutdown: &mut watch::Receiver<bool>,
-) -> bool {
+    let deadline = since + duration;
     let wait = async {
         if let Some(coarse) = deadline.checked_sub(FINE_WAIT) {
             tokio::time::sleep_until(coarse.into()).await;
