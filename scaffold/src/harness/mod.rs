@@ -1015,11 +1015,6 @@ impl Harness {
             }
             return conclusion.exit_code();
         }
-        // The cells' last records go into the search index and the WAL into
-        // the database while the cells are judged, not after the summary.
-        if let Some(store) = &self.store {
-            store.checkpoint_now(true);
-        }
         // The summary is the run's peak at 10,000 cells: it goes on what the
         // cells leave. No more calls will come: the playback server lets go of
         // the requests it kept since its last reset (their read buffers) and

@@ -315,7 +315,7 @@ impl Harness {
             return Ok(());
         }
         store.finish_eval_run(&run.id)?;
-        store.checkpoint_now(false);
+        store.checkpoint_now();
         let claim = match run.claim.lock() {
             Ok(mut c) => c.take(),
             Err(poisoned) => poisoned.into_inner().take(),

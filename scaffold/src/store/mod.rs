@@ -747,13 +747,12 @@ impl Store {
 
     /// Have the writer commit what is queued, index the cells waiting for
     /// search and move the WAL into the database now, in the background,
-    /// rather than once it idles or the store closes. `more`: writes follow
-    /// (the WAL is started again for them, off their path); without, the
-    /// close that comes next finds nothing to sync and an empty WAL to
-    /// remove (unless another connection was reading it). Nothing waits: a
-    /// failure leaves the work to the idle writer or the close, as before.
-    pub(crate) fn checkpoint_now(&self, more: bool) {
-        let _ = self.send(Command::Checkpoint { more });
+    /// rather than once it idles or the store closes: the close that comes
+    /// next finds nothing to sync and an empty WAL to remove (unless another
+    /// connection was reading it). Nothing waits: a failure leaves the work
+    /// to the idle writer or the close, as before.
+    pub(crate) fn checkpoint_now(&self) {
+        let _ = self.send(Command::Checkpoint);
     }
 
     /// Commit everything queued and index the cells waiting for search

@@ -206,14 +206,10 @@ pub(crate) enum Command {
     /// Commit everything before this, then run the read on the writer's connection.
     Read(ReadFn),
     /// Commit everything before this, index the cells waiting for search
-    /// and move the WAL into the database now, not once the writer idles;
-    /// nobody waits. `more`: writes follow, so the WAL starts again too
-    /// (see `Writer::restart_wal`); otherwise the store closes next, and
-    /// finds nothing to sync and an empty WAL (see `Writer::empty_wal`).
-    Checkpoint {
-        /// Whether more writes follow.
-        more: bool,
-    },
+    /// and move the WAL into the database now, not once the writer idles:
+    /// the store closes next, and finds nothing to sync and an empty WAL
+    /// (see `Writer::empty_wal`). Nobody waits.
+    Checkpoint,
 }
 
 impl Command {
@@ -229,10 +225,7 @@ impl Command {
     fn is_barrier(&self) -> bool {
         matches!(
             self,
-            Command::Delete { .. }
-                | Command::Flush(_)
-                | Command::Read(_)
-                | Command::Checkpoint { .. }
+            Command::Delete { .. } | Command::Flush(_) | Command::Read(_) | Command::Checkpoint
         )
     }
 
@@ -241,10 +234,9 @@ impl Command {
             Command::Begin(m) => Some(&m.id),
             Command::Append(rows) => Some(rows.session()),
             Command::Finish { id, .. } | Command::Delete { id, .. } => Some(id),
-            Command::Flush(_)
-            | Command::Read(_)
-            | Command::Run { .. }
-            | Command::Checkpoint { .. } => None,
+            Command::Flush(_) | Command::Read(_) | Command::Run { .. } | Command::Checkpoint => {
+                None
+            }
         }
     }
 
@@ -366,7 +358,7 @@ pub(crate) struct Writer {
     unindexed: usize,
     /// When cells were last indexed in a cell's own commit.
     indexed_at: Instant,
-    /// A [`Command::Checkpoint`] without more writes to follow moved the
+    /// A [`Command::Checkpoint`] moved the
     /// WAL into the database, and nothing was committed since: an idle
     /// checkpoint then leaves the WAL as it is.
     closing: bool,
@@ -635,14 +627,12 @@ impl Writer {
                 let _ = reply.send(());
             }
             Command::Read(f) => f(&self.conn, &self.shared.path),
-            Command::Checkpoint { more } => {
+            Command::Checkpoint => {
                 let moved = self.checkpoint();
-                match (moved, more) {
-                    (true, true) => self.restart_wal(),
-                    (true, false) => self.empty_wal(),
-                    (false, _) => {}
+                if moved {
+                    self.empty_wal();
                 }
-                self.closing = moved && !more;
+                self.closing = moved;
             }
             Command::Delete { id, reply } => {
                 self.closing = false;
@@ -835,7 +825,7 @@ impl Writer {
                 Command::Delete { .. }
                 | Command::Flush(_)
                 | Command::Read(_)
-                | Command::Checkpoint { .. } => {}
+                | Command::Checkpoint => {}
             }
         }
         blocks.finish(&tx, path).map_err(BatchError::Write)?;
@@ -1183,38 +1173,34 @@ mod tests {
 
     #[test]
     fn a_checkpoint_asked_for_moves_every_write_into_the_database_file() {
-        for more in [false, true] {
-            let dir =
-                std::env::temp_dir().join(format!("scaffold-writer-{}", uuid::Uuid::new_v4()));
-            std::fs::create_dir_all(&dir).unwrap();
-            let mut writer = file_writer(&dir, u32::MAX);
-            write_pages(&mut writer, 20);
-            writer.barrier(Command::Checkpoint { more });
-            // The database file alone, copied without its WAL, holds them.
-            let copy = dir.join("copy.db");
-            std::fs::copy(dir.join("scaffold.db"), &copy).unwrap();
-            let blocks: i64 = Connection::open(&copy)
-                .unwrap()
-                .query_row("SELECT count(*) FROM signal_blocks", [], |r| r.get(0))
-                .unwrap();
-            assert_eq!(blocks, 1, "more: {more}");
-            // With more writes to come the WAL starts again (its one page
-            // the restart's own); for a close next it is emptied, every
-            // frame moved, so that the close has nothing to sync or free.
-            assert_eq!(writer.closing, !more);
-            let wal = std::fs::metadata(dir.join("scaffold.db-wal")).map_or(0, |m| m.len());
-            assert_eq!(wal == 0, !more, "more: {more}: the WAL holds {wal} bytes");
-            let (frames, moved) = wal_frames(&writer);
-            assert_eq!((frames == 1, moved), (more, frames), "more: {more}");
-            let waits: i64 = (writer.conn)
-                .pragma_query_value(None, "busy_timeout", |r| r.get(0))
-                .unwrap();
-            assert_eq!(waits, 5000, "the writer's busy timeout is as it was");
-            write_session_pages(&mut writer, "t", 1);
-            assert!(!writer.closing, "a write after it has to be moved again");
-            drop(writer);
-            let _ = std::fs::remove_dir_all(&dir);
-        }
+        let dir = std::env::temp_dir().join(format!("scaffold-writer-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut writer = file_writer(&dir, u32::MAX);
+        write_pages(&mut writer, 20);
+        writer.barrier(Command::Checkpoint);
+        // The database file alone, copied without its WAL, holds them.
+        let copy = dir.join("copy.db");
+        std::fs::copy(dir.join("scaffold.db"), &copy).unwrap();
+        let blocks: i64 = Connection::open(&copy)
+            .unwrap()
+            .query_row("SELECT count(*) FROM signal_blocks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(blocks, 1);
+        // The close comes next: the WAL is emptied, every frame moved, so
+        // that the close has nothing to sync or free.
+        assert!(writer.closing);
+        let wal = std::fs::metadata(dir.join("scaffold.db-wal")).map_or(0, |m| m.len());
+        assert_eq!(wal, 0, "the WAL holds {wal} bytes");
+        let (frames, moved) = wal_frames(&writer);
+        assert_eq!((frames, moved), (0, 0));
+        let waits: i64 = (writer.conn)
+            .pragma_query_value(None, "busy_timeout", |r| r.get(0))
+            .unwrap();
+        assert_eq!(waits, 5000, "the writer's busy timeout is as it was");
+        write_session_pages(&mut writer, "t", 1);
+        assert!(!writer.closing, "a write after it has to be moved again");
+        drop(writer);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -1230,7 +1216,7 @@ mod tests {
             .query_row("SELECT count(*) FROM signal_blocks", [], |r| r.get(0))
             .unwrap();
         let asked = std::time::Instant::now();
-        writer.barrier(Command::Checkpoint { more: false });
+        writer.barrier(Command::Checkpoint);
         assert!(
             asked.elapsed() < Duration::from_secs(2),
             "the writer waited {:?} for the reader (its busy timeout is 5 s)",
