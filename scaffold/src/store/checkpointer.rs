@@ -1,7 +1,7 @@
 //! The WAL's large checkpoints, off the writer's thread.
 //!
 //! A checkpoint syncs the WAL, copies its pages into the database and syncs
-//! the database: at the 4,000 frames a file store checkpoints at, some
+//! the database: at the 4,000 frames a file store checkpointed at, some
 //! 10–20 ms, most of it waiting for the disk. Run by the
 //! writer, it held up every cell waiting for its record meanwhile (a
 //! played-back run stalled about a tenth of its time so). A file store's
