@@ -358,9 +358,9 @@ pub(crate) struct Writer {
     unindexed: usize,
     /// When cells were last indexed in a cell's own commit.
     indexed_at: Instant,
-    /// A [`Command::Checkpoint`] moved the
-    /// WAL into the database, and nothing was committed since: an idle
-    /// checkpoint then leaves the WAL as it is.
+    /// A [`Command::Checkpoint`] moved the WAL into the database, and
+    /// nothing was committed since: an idle checkpoint then leaves the WAL
+    /// as it is.
     closing: bool,
 }
 
