@@ -1249,10 +1249,7 @@ async fn one_call_alone(calls: usize) -> Duration {
     let provider = openai();
     let mut walls = Vec::with_capacity(calls);
     for i in 0..calls {
-        let request = CompletionRequest {
-            messages: vec![Message::user(format!("one call alone, number {i}"))],
-            ..Default::default()
-        };
+        let request = user_request(format!("one call alone, number {i}"));
         let start = Instant::now();
         let answered = provider.complete(&request, &mut ()).await.is_ok();
         walls.push(start.elapsed());
@@ -1260,6 +1257,14 @@ async fn one_call_alone(calls: usize) -> Duration {
     }
     walls.sort();
     common::median(&walls)
+}
+
+/// A call of one user message, as the live eval's agent makes it.
+fn user_request(text: String) -> CompletionRequest {
+    CompletionRequest {
+        messages: vec![Message::user(text)],
+        ..Default::default()
+    }
 }
 
 /// The same calls as the live eval, made by the provider alone, `concurrency` at a time.
@@ -1273,13 +1278,7 @@ async fn bare_calls(concurrency: usize) -> Duration {
         let provider = providers[i % 2].clone();
         tasks.push(tokio::spawn(async move {
             let _permit = permits.acquire_owned().await;
-            let request = CompletionRequest {
-                messages: vec![Message::user(format!(
-                    "Write one sentence about topic number {}",
-                    i / 2
-                ))],
-                ..Default::default()
-            };
+            let request = user_request(format!("Write one sentence about topic number {}", i / 2));
             provider.complete(&request, &mut ()).await.is_ok()
         }));
     }
