@@ -34,7 +34,10 @@
 //!   with the cells; and once per size, one cell as nextest runs it
 //!   (`--list`, then `'[eval] NAME' --exact` in a process of its own, 5 times):
 //!   what a process repeats for the whole suite (the datasets, the test
-//!   list) shows as time that grows with the cells.
+//!   list) shows as time that grows with the cells. The budget on that
+//!   growth compares the first and last sizes' cells timed at the end,
+//!   alternately (9 pairs), not the sizes' own figures, which lie minutes
+//!   and heavier runs apart.
 //! - **live**: 200 cells (100 cases × 2 providers) of a one-agent workflow,
 //!   one call each, against `FakeProviderServer` with 100 ms latency, 8 and
 //!   32 test threads; wall time as a ratio to the ideal ⌈cells /
@@ -114,6 +117,11 @@ const FLOOR_ENV: &str = "SCAFFOLD_BENCH_FLOOR";
 const SERVE_ENV: &str = "SCAFFOLD_BENCH_SERVE";
 /// Processes timed for one cell as nextest runs it.
 const NEXTEST_PROCESSES: usize = 5;
+/// Pairs of processes, one at the first size and one at the last,
+/// timed alternately for the budget on a nextest process's growth.
+const NEXTEST_PAIRS: usize = 9;
+/// The nextest run id the bench's nextest-like processes share.
+const NEXTEST_RUN_ID: &str = "bench-nextest";
 /// Calls timed one after the other for the floor of a live run's links.
 const ONE_CALL_RUNS: usize = 5;
 
@@ -667,21 +675,31 @@ impl Package {
     /// --exact` in a process of its own, `runs` times into the same run;
     /// the median process.
     fn run_as_nextest(&self, eval: &str, name: &str, runs: usize) -> Res<Sample> {
+        self.begin_nextest_run(eval)?;
+        let samples = (0..runs)
+            .map(|_| self.run_nextest_cell(eval, name))
+            .collect::<Res<Vec<_>>>()?;
+        Ok(median_sample(&samples))
+    }
+
+    /// The first process of a nextest-like run of `eval` on a fresh store:
+    /// `--list`, which keeps the index of the suite's cells for the run.
+    fn begin_nextest_run(&self, eval: &str) -> Res<()> {
         self.fresh_run()?;
-        let run_id = "bench-nextest";
         let (mut list, stats) = self.command(eval, "playback", false)?;
         list.args(["--list", "--format", "terse"])
-            .env("NEXTEST_RUN_ID", run_id);
-        run_measured(list, &stats, &self.dir, eval, &[0])?;
-        let mut samples = Vec::new();
-        for _ in 0..runs {
-            let (mut cell, stats) = self.command(eval, "playback", false)?;
-            // As nextest names it: `--list`'s line, the kind included.
-            cell.args([&format!("[eval] {name}"), "--exact"])
-                .env("NEXTEST_RUN_ID", run_id);
-            samples.push(run_measured(cell, &stats, &self.dir, eval, &[0])?);
-        }
-        Ok(median_sample(&samples))
+            .env("NEXTEST_RUN_ID", NEXTEST_RUN_ID);
+        run_measured(list, &stats, &self.dir, eval, &[0]).map(drop)
+    }
+
+    /// One process of the run [`Package::begin_nextest_run`] began: cell
+    /// `name` of `eval` alone.
+    fn run_nextest_cell(&self, eval: &str, name: &str) -> Res<Sample> {
+        let (mut cell, stats) = self.command(eval, "playback", false)?;
+        // As nextest names it: `--list`'s line, the kind included.
+        cell.args([&format!("[eval] {name}"), "--exact"])
+            .env("NEXTEST_RUN_ID", NEXTEST_RUN_ID);
+        run_measured(cell, &stats, &self.dir, eval, &[0])
     }
 
     /// Remove the database of the last run and the datasets a nextest-like
@@ -977,7 +995,9 @@ fn playback(
         "cells", "wall/cell", "CPU/cell", "peak RSS", "scripted", "CPU/cell", "peak RSS", "ratio"
     );
     let (mut rss, mut cells_rss, mut listed_rss) = (Vec::new(), Vec::new(), Vec::new());
-    let mut nextest = Vec::new();
+    // The first size's package and the latest one's, with the cell timed
+    // as nextest runs it: the budget's pair, timed alternately at the end.
+    let mut nextest_ends: Vec<(usize, Package, String)> = Vec::new();
     // promptfoo's wall time per cell over ours, by size, when it ran.
     let mut promptfoo_ratios: Vec<(usize, f64)> = Vec::new();
     let mut largest = None;
@@ -1059,11 +1079,8 @@ fn playback(
         // Once per size: one cell as nextest runs it, in a process of its
         // own (a time that grows with the cells is work every process
         // repeats, such as parsing the datasets).
-        let one = pkg.run_as_nextest(
-            "playback",
-            &format!("playback::openai::case-{}", cases / 2),
-            NEXTEST_PROCESSES,
-        )?;
+        let one_cell = format!("playback::openai::case-{}", cases / 2);
+        let one = pkg.run_as_nextest("playback", &one_cell, NEXTEST_PROCESSES)?;
         println!(
             "  {:>6}  {:>8.1} ms {:>11} {:>5.1} MiB  (one cell in its own process, as nextest runs it: \
              `'[eval] NAME' --exact`; wall time of the process, median of {NEXTEST_PROCESSES})",
@@ -1072,7 +1089,6 @@ fn playback(
             "",
             mib(one.usage.peak_rss_kib),
         );
-        nextest.push((cells, one.wall));
         if !theirs.is_empty() {
             let t = median_sample(&theirs);
             print_beside(cells, &t, "promptfoo");
@@ -1098,10 +1114,13 @@ fn playback(
         }
         rss.push((cells, p.usage.peak_rss_kib));
         largest = Some((cells, p, s, f));
-        if !keep() {
-            let _ = std::fs::remove_dir_all(&pkg.dir);
+        if nextest_ends.len() == 2 {
+            nextest_ends.pop().into_iter().for_each(remove_package);
         }
+        nextest_ends.push((cells, pkg, one_cell));
     }
+    let nextest = nextest_growth(&nextest_ends)?;
+    nextest_ends.into_iter().for_each(remove_package);
     if let Some((cells, p, s, f)) = &largest {
         let cells = *cells;
         let wall = per_cell_ms(p.wall, cells);
@@ -1226,13 +1245,12 @@ fn playback(
             mib(max)
         ));
     }
-    if let (Some(&(few, at_few)), Some(&(many, at_many))) = (nextest.first(), nextest.last())
-        && nextest.len() > 1
-    {
+    if let Some(((few, at_few), (many, at_many))) = nextest {
         let growth = at_many.as_secs_f64() / at_few.as_secs_f64();
         verdicts.push(format!(
             "nextest: one cell's process costs {growth:.2}× at {many} cells what it costs at {few} \
-             ({:.1} → {:.1} ms, {:.2} µs more per cell of the suite), budget ≤ {BUDGET_NEXTEST_GROWTH}×: {}",
+             ({:.1} → {:.1} ms, {:.2} µs more per cell of the suite; {NEXTEST_PAIRS} pairs alternated), \
+             budget ≤ {BUDGET_NEXTEST_GROWTH}×: {}",
             ms(at_few),
             ms(at_many),
             ms(at_many.saturating_sub(at_few)) * 1e3 / (many - few) as f64,
@@ -1240,6 +1258,38 @@ fn playback(
         ));
     }
     Ok(())
+}
+
+/// A figure at a number of cells.
+type SizedTime = (usize, Duration);
+
+/// One cell as nextest runs it at the first size of `ends` (the smallest)
+/// and at the last, [`NEXTEST_PAIRS`] processes each, alternately (a nextest run
+/// begun in each package first): the median process of each, measured in
+/// the same minutes, unlike the sizes' own figures, which lie minutes and
+/// heavier runs apart. `None` with fewer than two sizes.
+fn nextest_growth(ends: &[(usize, Package, String)]) -> Res<Option<(SizedTime, SizedTime)>> {
+    let [(few, small, small_cell), (many, large, large_cell)] = ends else {
+        return Ok(None);
+    };
+    small.begin_nextest_run("playback")?;
+    large.begin_nextest_run("playback")?;
+    let (mut at_few, mut at_many) = (Vec::new(), Vec::new());
+    for _ in 0..NEXTEST_PAIRS {
+        at_few.push(small.run_nextest_cell("playback", small_cell)?);
+        at_many.push(large.run_nextest_cell("playback", large_cell)?);
+    }
+    Ok(Some((
+        (*few, median_sample(&at_few).wall),
+        (*many, median_sample(&at_many).wall),
+    )))
+}
+
+/// Remove a package the bench made, unless asked to keep it.
+fn remove_package((_, pkg, _): (usize, Package, String)) {
+    if !keep() {
+        let _ = std::fs::remove_dir_all(&pkg.dir);
+    }
 }
 
 /// One call of the live eval made by the provider alone, `calls` times one
