@@ -702,6 +702,13 @@ impl Package {
         run_measured(cell, &stats, &self.dir, eval, &[0])
     }
 
+    /// Remove the package, unless the bench was asked to keep it.
+    fn remove(self) {
+        if !keep() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
     /// Remove the database of the last run and the datasets a nextest-like
     /// run kept (every run parses its datasets, as `cargo test` does when
     /// no nextest run kept them), and warm the recordings and snapshots: in
@@ -997,7 +1004,8 @@ fn playback(
     let (mut rss, mut cells_rss, mut listed_rss) = (Vec::new(), Vec::new(), Vec::new());
     // The first size's package and the latest one's, with the cell timed
     // as nextest runs it: the budget's pair, timed alternately at the end.
-    let mut nextest_ends: Vec<(usize, Package, String)> = Vec::new();
+    let (mut nextest_first, mut nextest_last): (Option<NextestCell>, Option<NextestCell>) =
+        (None, None);
     // promptfoo's wall time per cell over ours, by size, when it ran.
     let mut promptfoo_ratios: Vec<(usize, f64)> = Vec::new();
     let mut largest = None;
@@ -1114,13 +1122,24 @@ fn playback(
         }
         rss.push((cells, p.usage.peak_rss_kib));
         largest = Some((cells, p, s, f));
-        if nextest_ends.len() == 2 {
-            nextest_ends.pop().into_iter().for_each(remove_package);
+        let timed = NextestCell {
+            cells,
+            pkg,
+            name: one_cell,
+        };
+        if nextest_first.is_none() {
+            nextest_first = Some(timed);
+        } else if let Some(earlier) = nextest_last.replace(timed) {
+            earlier.pkg.remove();
         }
-        nextest_ends.push((cells, pkg, one_cell));
     }
-    let nextest = nextest_growth(&nextest_ends)?;
-    nextest_ends.into_iter().for_each(remove_package);
+    let nextest = match (&nextest_first, &nextest_last) {
+        (Some(first), Some(last)) => Some(nextest_growth(first, last)?),
+        _ => None,
+    };
+    for timed in [nextest_first, nextest_last].into_iter().flatten() {
+        timed.pkg.remove();
+    }
     if let Some((cells, p, s, f)) = &largest {
         let cells = *cells;
         let wall = per_cell_ms(p.wall, cells);
@@ -1260,36 +1279,33 @@ fn playback(
     Ok(())
 }
 
+/// A size's package and the cell timed in it as nextest runs it.
+struct NextestCell {
+    cells: usize,
+    pkg: Package,
+    name: String,
+}
+
 /// A figure at a number of cells.
 type SizedTime = (usize, Duration);
 
-/// One cell as nextest runs it at the first size of `ends` (the smallest)
-/// and at the last, [`NEXTEST_PAIRS`] processes each, alternately (a nextest run
-/// begun in each package first): the median process of each, measured in
-/// the same minutes, unlike the sizes' own figures, which lie minutes and
-/// heavier runs apart. `None` with fewer than two sizes.
-fn nextest_growth(ends: &[(usize, Package, String)]) -> Res<Option<(SizedTime, SizedTime)>> {
-    let [(few, small, small_cell), (many, large, large_cell)] = ends else {
-        return Ok(None);
-    };
-    small.begin_nextest_run("playback")?;
-    large.begin_nextest_run("playback")?;
-    let (mut at_few, mut at_many) = (Vec::new(), Vec::new());
+/// One cell as nextest runs it at the first size (`small`, the smallest)
+/// and at the last, [`NEXTEST_PAIRS`] processes each, alternately (a
+/// nextest run begun in each package first): the median process of each,
+/// measured in the same minutes, unlike the sizes' own figures, which lie
+/// minutes and heavier runs apart.
+fn nextest_growth(small: &NextestCell, large: &NextestCell) -> Res<(SizedTime, SizedTime)> {
+    small.pkg.begin_nextest_run("playback")?;
+    large.pkg.begin_nextest_run("playback")?;
+    let (mut at_small, mut at_large) = (Vec::new(), Vec::new());
     for _ in 0..NEXTEST_PAIRS {
-        at_few.push(small.run_nextest_cell("playback", small_cell)?);
-        at_many.push(large.run_nextest_cell("playback", large_cell)?);
+        at_small.push(small.pkg.run_nextest_cell("playback", &small.name)?);
+        at_large.push(large.pkg.run_nextest_cell("playback", &large.name)?);
     }
-    Ok(Some((
-        (*few, median_sample(&at_few).wall),
-        (*many, median_sample(&at_many).wall),
-    )))
-}
-
-/// Remove a package the bench made, unless asked to keep it.
-fn remove_package((_, pkg, _): (usize, Package, String)) {
-    if !keep() {
-        let _ = std::fs::remove_dir_all(&pkg.dir);
-    }
+    Ok((
+        (small.cells, median_sample(&at_small).wall),
+        (large.cells, median_sample(&at_large).wall),
+    ))
 }
 
 /// One call of the live eval made by the provider alone, `calls` times one
@@ -1440,9 +1456,7 @@ fn live(
             met(*ratio <= BUDGET_LIVE_RATIO)
         ));
     }
-    if !keep() {
-        let _ = std::fs::remove_dir_all(&pkg.dir);
-    }
+    pkg.remove();
     Ok(())
 }
 
@@ -1519,9 +1533,7 @@ fn rate_limited(
          {ratio:.3}× the ideal wall time, budget ≤ {BUDGET_RATE_LIMIT_RATIO:.2}×: {}",
         met(most <= RATE_LIMIT_REQUESTS as usize && ratio <= BUDGET_RATE_LIMIT_RATIO)
     ));
-    if !keep() {
-        let _ = std::fs::remove_dir_all(&pkg.dir);
-    }
+    pkg.remove();
     Ok(())
 }
 
